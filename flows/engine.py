@@ -1,0 +1,129 @@
+"""The direct evaluation path: loaded tables in, per-query table and summary out, with every check the spec asks for.
+
+Belongs here: the orchestration-free sequence (resolve duplicates, check the inputs against the spec, compute,
+collect) that both the CLI and the Prefect tasks call. The computation itself lives in `transforms/`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import polars as pl
+
+from flows.io import LoadedTable
+from schemas.provenance import evaluation_id, implementation_version
+from schemas.spec import EvaluationSpec
+from transforms.duplicates import duplicate_pairs, keep_one_per_pair, raise_on_duplicates
+from transforms.errors import InputError
+from transforms.ndcg import grades_outside_gain_map, per_query_ndcg, summarize
+
+
+@dataclass(frozen=True)
+class EvaluationResult:
+    run_name: str
+    evaluation_id: str
+    spec: EvaluationSpec
+    per_query: pl.DataFrame
+    summary: pl.DataFrame
+    warnings: tuple[str, ...]
+
+
+def without_duplicates(table: LoadedTable, policy: str) -> tuple[pl.LazyFrame, list[str]]:
+    """The table with one row per (query, document) under the declared policy, and what was resolved."""
+    frame = table.frame.lazy()
+    duplicates = duplicate_pairs(frame).collect()
+    what = "judgment" if table.kind == "judgments" else "run row"
+    if policy == "error":
+        raise_on_duplicates(duplicates, table.source, what, table.unit)
+        return frame, []
+    if duplicates.height == 0:
+        return frame, []
+    conflicting = int(duplicates["conflicting"].sum())
+    detail = f", {conflicting} with conflicting grades" if conflicting else ""
+    warning = (
+        f"{table.source}: {duplicates.height} duplicate (query, document) pairs{detail}, "
+        f"resolved by keeping the {policy} {table.unit}"
+    )
+    return keep_one_per_pair(frame, policy), [warning]
+
+
+def check_inputs(run: LoadedTable, judgments: LoadedTable, spec: EvaluationSpec) -> None:
+    """What the spec needs of the inputs: the rank column, grades the gain covers, the queries it requires."""
+    if spec.ranking == "rank":
+        unranked = run.frame.filter(pl.col("source_rank").is_null())
+        if unranked.height:
+            line = int(unranked["source_line"].min())  # type: ignore[arg-type]
+            raise InputError(run.source, "ranking 'rank' needs a rank on every row", line, run.unit)
+    uncovered = grades_outside_gain_map(judgments.frame.lazy(), spec).collect()
+    if uncovered.height:
+        grades = uncovered["relevance"].to_list()
+        raise InputError(judgments.source, f"grade(s) {grades} occur but the gain map {spec.gain_label} omits them")
+    if spec.negative_grades == "error":
+        negative = judgments.frame.filter(pl.col("relevance") < 0).sort("source_line").head(1)
+        if negative.height:
+            row = negative.row(0, named=True)
+            raise InputError(
+                judgments.source,
+                f"negative grade {row['relevance']} (query '{row['query_id']}'), not allowed under this spec",
+                row["source_line"],
+                judgments.unit,
+            )
+    if spec.query_set == "judged_strict":
+        judged = judgments.frame.filter(pl.col("relevance").is_not_null()).select("query_id").unique()
+        missing = judged.join(run.frame.select("query_id").unique(), on="query_id", how="anti").sort("query_id")
+        if missing.height:
+            shown = ", ".join(missing["query_id"].head(5).to_list())
+            raise InputError(
+                run.source, f"{missing.height} judged queries are missing from the run ({shown}); query set is strict"
+            )
+
+
+def run_name(run: LoadedTable) -> str:
+    """The run's tag when every row carries the same one, else the file's name."""
+    tags = run.frame["run_tag"].drop_nulls().unique()
+    if tags.len() == 1:
+        return str(tags[0])
+    return run.source.rsplit("/", 1)[-1]
+
+
+def evaluate(run: LoadedTable, judgments: LoadedTable, spec: EvaluationSpec) -> EvaluationResult:
+    """Evaluate one loaded run against loaded judgments under the spec."""
+    judgments_frame, warnings = without_duplicates(judgments, spec.judgment_duplicates)
+    run_frame, run_warnings = without_duplicates(run, spec.run_duplicates)
+    warnings += run_warnings
+    check_inputs(run, judgments, spec)
+    per_query = per_query_ndcg(run_frame, judgments_frame, spec).collect()
+    summary = summarize(per_query.lazy(), spec).collect()
+    warnings += coverage_warnings(summary, spec)
+    return EvaluationResult(
+        run_name=run_name(run),
+        evaluation_id=evaluation_id(run.source_sha256, judgments.source_sha256, spec.spec_hash, implementation_version()),
+        spec=spec,
+        per_query=per_query,
+        summary=summary,
+        warnings=tuple(warnings),
+    )
+
+
+def coverage_warnings(summary: pl.DataFrame, spec: EvaluationSpec) -> list[str]:
+    """What a reader of the summary must not miss: left-out queries and unjudged documents in the scored lists."""
+    if summary.height == 0:
+        return ["no query in the run or the judgments"]
+    first = summary.row(0, named=True)
+    warnings = []
+    if first["n_missing"]:
+        fate = "scored 0" if spec.query_set == "judged" else "left out"
+        warnings.append(f"{first['n_missing']} judged queries are missing from the run ({fate})")
+    if first["n_no_judgments"]:
+        warnings.append(f"{first['n_no_judgments']} queries of the run have no judgments (never scored)")
+    if first["n_undefined"]:
+        warnings.append(f"{first['n_undefined']} judged queries have no relevant judgment: NDCG undefined, left out")
+    shares = [
+        f"{'all' if row['cutoff'] is None else '@' + str(row['cutoff'])} {row['mean_unjudged_fraction']:.1%}"
+        for row in summary.iter_rows(named=True)
+        if row["mean_unjudged_fraction"]
+    ]
+    if shares:
+        mapped = "counted as gain 0" if spec.unjudged == "zero" else "removed (condensed lists)"
+        warnings.append(f"unjudged share of the scored queries' retrieved documents, {mapped}: {', '.join(shares)}")
+    return warnings

@@ -1,0 +1,104 @@
+"""Reading input files: TREC text (plain or gzip, detected from the bytes) and Parquet, into the typed tables.
+
+Belongs here: everything that touches a path on the way in (opening, decompressing, hashing, turning the file's lines
+into a LazyFrame), then the parse and conform transforms and the checks that raise `InputError` naming the file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import polars as pl
+import pyarrow as pa
+import pyarrow.csv as pa_csv
+
+from schemas.tables import JUDGMENTS, RUN
+from transforms.errors import InputError
+from transforms.parse import conform_judgments, conform_run, parse_trec_qrels, parse_trec_run, raise_first_problem
+
+TableKind = Literal["judgments", "run"]
+_GZIP_MAGIC = b"\x1f\x8b"
+_PARQUET_MAGIC = b"PAR1"
+# A byte that never occurs in TREC text: each line lands whole in one column.
+_NO_DELIMITER = "\x1e"
+
+
+@dataclass(frozen=True)
+class LoadedTable:
+    """A validated input table and where it came from."""
+
+    kind: TableKind
+    frame: pl.DataFrame
+    source: str  # the path as given, for messages
+    source_sha256: str  # of the file's bytes as stored
+    source_format: Literal["trec", "trec.gz", "parquet"]
+
+    @property
+    def unit(self) -> str:
+        """What a `source_line` counts: lines of text or rows of Parquet."""
+        return "row" if self.source_format == "parquet" else "line"
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def sniff_format(path: Path) -> Literal["trec", "trec.gz", "parquet"]:
+    with path.open("rb") as handle:
+        head = handle.read(4)
+    if head.startswith(_GZIP_MAGIC):
+        return "trec.gz"
+    if head == _PARQUET_MAGIC:
+        return "parquet"
+    return "trec"
+
+
+def read_lines(path: Path, gzipped: bool) -> pl.LazyFrame:
+    """The file's lines as (`line_number`, `line`), blank lines included so numbers match an editor's."""
+    read_options = pa_csv.ReadOptions(column_names=["line"], block_size=16 << 20)
+    parse_options = pa_csv.ParseOptions(
+        delimiter=_NO_DELIMITER, quote_char=False, escape_char=False, ignore_empty_lines=False
+    )
+    convert_options = pa_csv.ConvertOptions(column_types={"line": pa.string()}, strings_can_be_null=False)
+    try:
+        with pa.input_stream(str(path), compression="gzip" if gzipped else None) as stream:
+            table = pa_csv.read_csv(stream, read_options, parse_options, convert_options)
+    except (pa.ArrowInvalid, OSError, EOFError) as error:
+        raise InputError(str(path), f"cannot be read as text: {str(error).splitlines()[0]}") from None
+    return pl.from_arrow(table).lazy().with_row_index("line_number", offset=1)  # type: ignore[union-attr]
+
+
+def load_table(path: str | Path, kind: TableKind) -> LoadedTable:
+    """Read, parse and validate judgments or a run; any problem raises InputError naming the file and line."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(str(path), "no such file")
+    source_format = sniff_format(path)
+    if source_format == "parquet":
+        try:
+            scanned = pl.scan_parquet(path)
+            conformed = conform_judgments(scanned, str(path)) if kind == "judgments" else conform_run(scanned, str(path))
+            parsed = conformed.collect()
+        except pl.exceptions.PolarsError as error:
+            raise InputError(str(path), f"cannot be read as Parquet: {str(error).splitlines()[0]}") from None
+        unit = "row"
+    else:
+        lines = read_lines(path, gzipped=source_format == "trec.gz")
+        parsed = (parse_trec_qrels(lines) if kind == "judgments" else parse_trec_run(lines)).collect()
+        unit = "line"
+    raise_first_problem(parsed.select("source_line", "problem"), str(path), unit)
+    contract = JUDGMENTS if kind == "judgments" else RUN
+    return LoadedTable(
+        kind=kind,
+        frame=parsed.drop("problem").cast(contract),
+        source=str(path),
+        source_sha256=file_sha256(path),
+        source_format=source_format,
+    )

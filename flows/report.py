@@ -1,0 +1,102 @@
+"""Printing evaluation results: a readable rich table, one JSON object, or trec_eval `-q` style lines.
+
+Belongs here: turning collected results into text. No computation of values.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from flows.engine import EvaluationResult
+
+
+def _measure_name(result: EvaluationResult, cutoff: int | None) -> str:
+    """trec_eval's name when trec_eval prints exactly this number, our label otherwise."""
+    spec = result.spec
+    return spec.trec_eval_name(cutoff) if spec.trec_eval_compatible() else spec.label(cutoff)
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    return value
+
+
+def as_json(results: Sequence[EvaluationResult]) -> str:
+    evaluations = []
+    for result in results:
+        spec = result.spec
+        summary = [
+            {
+                "cutoff": row["cutoff"],
+                "label": spec.label(row["cutoff"]),
+                "trec_eval_measure": spec.trec_eval_name(row["cutoff"]) if spec.trec_eval_compatible() else None,
+                **{key: _clean(value) for key, value in row.items() if key != "cutoff"},
+            }
+            for row in result.summary.iter_rows(named=True)
+        ]
+        per_query = [
+            {key: _clean(value) for key, value in row.items()} for row in result.per_query.iter_rows(named=True)
+        ]
+        evaluations.append(
+            {
+                "run": result.run_name,
+                "evaluation_id": result.evaluation_id,
+                "label": spec.full_label(),
+                "spec_hash": spec.spec_hash,
+                "spec": json.loads(spec.canonical_json()),
+                "warnings": list(result.warnings),
+                "summary": summary,
+                "per_query": per_query,
+            }
+        )
+    return json.dumps({"evaluations": evaluations}, indent=1)
+
+
+def as_trec(results: Sequence[EvaluationResult]) -> str:
+    """`measure <tab> query <tab> value` per query (queries with a value), then the `all` lines, full precision."""
+    lines: list[str] = []
+    for result in results:
+        rows = result.per_query.filter(result.per_query["value"].is_not_null())
+        for row in rows.iter_rows(named=True):
+            lines.append(f"{_measure_name(result, row['cutoff'])}\t{row['query_id']}\t{row['value']!r}")
+        lines.append(f"runid\tall\t{result.run_name}")
+        lines.append(f"num_q\tall\t{result.summary['n_scored'].max()}")
+        for row in result.summary.iter_rows(named=True):
+            value = "null" if row["value"] is None else repr(row["value"])
+            lines.append(f"{_measure_name(result, row['cutoff'])}\tall\t{value}")
+    return "\n".join(lines)
+
+
+def print_tables(results: Sequence[EvaluationResult], console: Console) -> None:
+    for result in results:
+        spec = result.spec
+        table = Table(
+            title=escape(f"{result.run_name}: {spec.full_label()}"),
+            caption=f"evaluation {result.evaluation_id} · spec {spec.spec_hash[:16]}",
+        )
+        for column in ("measure", "value", "scored", "missing", "undefined", "no judgments", "unjudged@k"):
+            table.add_column(column, justify="left" if column == "measure" else "right")
+        for row in result.summary.iter_rows(named=True):
+            value = "undefined" if row["value"] is None else f"{row['value']:.4f}"
+            fraction = row["mean_unjudged_fraction"]
+            table.add_row(
+                _measure_name(result, row["cutoff"]) if spec.trec_eval_compatible() else
+                ("nDCG" if row["cutoff"] is None else f"nDCG@{row['cutoff']}"),
+                value,
+                str(row["n_scored"]),
+                str(row["n_missing"]),
+                str(row["n_undefined"]),
+                str(row["n_no_judgments"]),
+                "-" if fraction is None else f"{fraction:.1%}",
+            )
+        console.print(table)
+        for warning in result.warnings:
+            console.print(f"[yellow]warning:[/yellow] {escape(warning)}", highlight=False)

@@ -1,0 +1,282 @@
+"""The evaluation spec: every declared option of NDCG (SPEC section 2) as one frozen, typed model.
+
+Belongs here: the `EvaluationSpec` model, its presets, its canonical JSON form, hash and label, and the parsing of
+option values given as text (CLI). Nothing here computes a score: `transforms/` reads a spec and obeys it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+SPEC_VERSION = 1
+
+Cutoff = Annotated[int, Field(gt=0)] | None
+"""A rank cutoff k; None means the whole returned list (trec_eval's `ndcg`)."""
+
+GainKind = Literal["linear", "exponential", "map"]
+Discount = Literal["log2"]
+Ranking = Literal["score", "rank"]
+ScorePrecision = Literal["float64", "float32"]
+Ties = Literal["docid_desc", "docid_asc", "average"]
+Unjudged = Literal["zero", "condensed"]
+Ideal = Literal["judged", "retrieved"]
+NoRelevant = Literal["null", "zero"]
+QuerySet = Literal["judged", "both", "judged_strict"]
+DuplicatePolicy = Literal["error", "first", "last"]
+NegativeGrades = Literal["zero", "error"]
+Aggregation = Literal["mean", "weighted_mean"]
+
+TREC_EVAL_CUTOFFS: tuple[int, ...] = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
+
+
+class SpecError(ValueError):
+    """An option value that cannot be part of a valid spec (bad text, unknown preset, contradictory options)."""
+
+
+class EvaluationSpec(BaseModel):
+    """How NDCG is computed, every choice declared. Two results are comparable only if their specs are equal."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    measure: Literal["ndcg"] = "ndcg"
+    cutoffs: tuple[Cutoff, ...] = TREC_EVAL_CUTOFFS
+    gain: GainKind = "linear"
+    gain_map: tuple[tuple[int, float], ...] = ()
+    negative_grades: NegativeGrades = "zero"
+    discount: Discount = "log2"
+    ranking: Ranking = "score"
+    score_precision: ScorePrecision = "float64"
+    ties: Ties = "docid_desc"
+    unjudged: Unjudged = "zero"
+    ideal: Ideal = "judged"
+    no_relevant: NoRelevant = "null"
+    query_set: QuerySet = "judged"
+    run_duplicates: DuplicatePolicy = "error"
+    judgment_duplicates: DuplicatePolicy = "error"
+    depth: Annotated[int, Field(gt=0)] | None = None
+    aggregation: Aggregation = "mean"
+    query_weights: tuple[tuple[str, float], ...] = ()
+
+    @field_validator("cutoffs")
+    @classmethod
+    def _canonical_cutoffs(cls, cutoffs: tuple[int | None, ...]) -> tuple[int | None, ...]:
+        if not cutoffs:
+            raise ValueError("at least one cutoff is required (use None for the whole list)")
+        if len(set(cutoffs)) != len(cutoffs):
+            raise ValueError(f"duplicate cutoffs in {list(cutoffs)}")
+        ints = sorted(k for k in cutoffs if k is not None)
+        return (*ints, *((None,) if None in cutoffs else ()))
+
+    @field_validator("gain_map")
+    @classmethod
+    def _canonical_gain_map(cls, pairs: tuple[tuple[int, float], ...]) -> tuple[tuple[int, float], ...]:
+        grades = [grade for grade, _ in pairs]
+        if len(set(grades)) != len(grades):
+            raise ValueError(f"gain map gives grade(s) {sorted({g for g in grades if grades.count(g) > 1})} twice")
+        for grade, gain in pairs:
+            if gain != gain or gain in (float("inf"), float("-inf")):
+                raise ValueError(f"gain map sends grade {grade} to a non-finite gain {gain}")
+        return tuple(sorted((int(g), float(v)) for g, v in pairs))
+
+    @field_validator("query_weights")
+    @classmethod
+    def _canonical_weights(cls, pairs: tuple[tuple[str, float], ...]) -> tuple[tuple[str, float], ...]:
+        ids = [q for q, _ in pairs]
+        if len(set(ids)) != len(ids):
+            raise ValueError("a query has two weights")
+        for query_id, weight in pairs:
+            if not (weight >= 0 and weight != float("inf")):
+                raise ValueError(f"query {query_id!r} has weight {weight}; weights must be finite and >= 0")
+        return tuple(sorted((str(q), float(w)) for q, w in pairs))
+
+    @model_validator(mode="after")
+    def _consistent(self) -> EvaluationSpec:
+        if self.gain == "map" and not self.gain_map:
+            raise ValueError("gain 'map' needs a gain_map such as {0: 0, 1: 0, 2: 2, 3: 3}")
+        if self.gain != "map" and self.gain_map:
+            raise ValueError(f"a gain_map is given but gain is {self.gain!r}; set gain='map'")
+        if self.aggregation == "weighted_mean" and not self.query_weights:
+            raise ValueError("aggregation 'weighted_mean' needs query_weights")
+        if self.aggregation == "mean" and self.query_weights:
+            raise ValueError("query_weights are given but aggregation is 'mean'; set aggregation='weighted_mean'")
+        return self
+
+    # -- identity ------------------------------------------------------------------------------------------------
+
+    def canonical_json(self) -> str:
+        """The spec as compact JSON with sorted keys: equal specs give equal bytes."""
+        payload = {"spec_version": SPEC_VERSION, **self.model_dump(mode="json")}
+        return json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+    @property
+    def spec_hash(self) -> str:
+        """sha256 of the canonical JSON, hex."""
+        return hashlib.sha256(self.canonical_json().encode()).hexdigest()
+
+    @classmethod
+    def from_canonical_json(cls, text: str) -> EvaluationSpec:
+        payload = json.loads(text)
+        version = payload.pop("spec_version", None)
+        if version != SPEC_VERSION:
+            raise SpecError(f"spec_version {version!r} is not supported (this build reads {SPEC_VERSION})")
+        return cls.model_validate(payload)
+
+    # -- labels --------------------------------------------------------------------------------------------------
+
+    @property
+    def gain_label(self) -> str:
+        if self.gain != "map":
+            return self.gain
+        return "{" + ",".join(f"{g}:{_number(v)}" for g, v in self.gain_map) + "}"
+
+    def method_label(self) -> str:
+        """Everything but the cutoff: the closest preset, then every option that differs from it.
+
+        The preset is chosen by fewest differences; the gain is always shown. Two different methods never share a
+        label, because the preset name plus the listed differences determine every option.
+        """
+        base_name, differences = _closest_preset(self)
+        parts = [f"gain={self.gain_label}"]
+        parts += [f"{name}={_option_text(self, name)}" for name in differences if name not in ("gain", "gain_map")]
+        return f"{base_name}:" + ",".join(parts)
+
+    def label(self, cutoff: int | None) -> str:
+        """e.g. `nDCG@10[trec_eval:gain=linear]`; the whole list is `nDCG[...]`."""
+        at = "" if cutoff is None else f"@{cutoff}"
+        return f"nDCG{at}[{self.method_label()}]"
+
+    def full_label(self) -> str:
+        """The label of the whole evaluation: all cutoffs and the method."""
+        ks = ",".join("all" if k is None else str(k) for k in self.cutoffs)
+        return f"nDCG@{ks}[{self.method_label()}]"
+
+    def trec_eval_compatible(self) -> bool:
+        """True when trec_eval (9 or 10, with -c, -M, -J as needed) prints exactly these numbers under its own
+        measure names: linear gain, score ranking, docid tie-break, ideal over judged, IDCG=0 scoring 0, plain mean."""
+        return (
+            self.gain == "linear"
+            and self.discount == "log2"
+            and self.ranking == "score"
+            and self.ties == "docid_desc"
+            and self.ideal == "judged"
+            and self.no_relevant == "zero"
+            and self.aggregation == "mean"
+            and self.negative_grades == "zero"
+            and self.run_duplicates == "error"
+            and self.judgment_duplicates == "error"
+        )
+
+    def trec_eval_name(self, cutoff: int | None) -> str:
+        """trec_eval's measure name for this cutoff (`ndcg` for the whole list)."""
+        return "ndcg" if cutoff is None else f"ndcg_cut_{cutoff}"
+
+    def with_options(self, **changes: Any) -> EvaluationSpec:
+        """A new, validated spec with some options changed."""
+        try:
+            return EvaluationSpec.model_validate({**self.model_dump(), **changes})
+        except ValidationError as error:
+            raise SpecError(_validation_message(error)) from None
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
+
+
+def _option_text(spec: EvaluationSpec, name: str) -> str:
+    value = getattr(spec, name)
+    if name == "cutoffs":
+        return ",".join("all" if k is None else str(k) for k in value)
+    if name == "query_weights":
+        digest = hashlib.sha256(json.dumps(value).encode()).hexdigest()[:12]
+        return f"{len(value)}q:{digest}"
+    return "none" if value is None else str(value)
+
+
+_LABEL_EXEMPT = {"cutoffs", "measure"}
+
+
+def _closest_preset(spec: EvaluationSpec) -> tuple[str, list[str]]:
+    candidates = [
+        (name, [f for f in EvaluationSpec.model_fields if f not in _LABEL_EXEMPT and getattr(spec, f) != getattr(base, f)])
+        for name, base in PRESETS.items()
+    ]
+    # min() keeps the first of equals, so the order of PRESETS breaks ties.
+    return min(candidates, key=lambda candidate: len(candidate[1]))
+
+
+PRESETS: dict[str, EvaluationSpec] = {
+    # Our recommendation: trec_eval's method, but a query without relevant judgments is undefined (null), not 0.
+    "judged": EvaluationSpec(),
+    # trec_eval 10.0 `-m ndcg_cut -c`.
+    "trec_eval": EvaluationSpec(no_relevant="zero"),
+    # trec_eval 9.0.8 `-c` and pytrec_eval: scores stored as float32.
+    "trec_eval9": EvaluationSpec(no_relevant="zero", score_precision="float32"),
+    # sklearn.metrics.ndcg_score(ignore_ties=False), each query one row of its returned candidates.
+    "sklearn": EvaluationSpec(
+        ties="average", ideal="retrieved", no_relevant="zero", query_set="both", negative_grades="error"
+    ),
+}
+
+
+def preset(name: str) -> EvaluationSpec:
+    try:
+        return PRESETS[name]
+    except KeyError:
+        raise SpecError(f"unknown preset {name!r}; choose one of {', '.join(PRESETS)}") from None
+
+
+# -- option values given as text (CLI, sidecar files) -----------------------------------------------------------
+
+
+def parse_cutoffs(text: str) -> tuple[int | None, ...]:
+    """`5,10,all` -> (5, 10, None)."""
+    cutoffs: list[int | None] = []
+    for item in (part.strip() for part in text.split(",")):
+        if item.lower() in ("all", "none"):
+            cutoffs.append(None)
+            continue
+        try:
+            k = int(item)
+        except ValueError:
+            raise SpecError(f"cutoff {item!r} is not a positive integer or 'all'") from None
+        if k <= 0:
+            raise SpecError(f"cutoff {k} must be positive")
+        cutoffs.append(k)
+    return tuple(cutoffs)
+
+
+def parse_gain_map(text: str) -> tuple[tuple[int, float], ...]:
+    """`0=0,1=0,2=2,3=3` -> ((0, 0.0), (1, 0.0), (2, 2.0), (3, 3.0))."""
+    pairs: list[tuple[int, float]] = []
+    for item in (part.strip() for part in text.split(",") if part.strip()):
+        grade_text, sep, gain_text = item.partition("=")
+        if not sep:
+            raise SpecError(f"gain map entry {item!r} is not GRADE=GAIN")
+        try:
+            pairs.append((int(grade_text), float(gain_text)))
+        except ValueError:
+            raise SpecError(f"gain map entry {item!r}: the grade must be an integer and the gain a number") from None
+    if not pairs:
+        raise SpecError("the gain map is empty")
+    return tuple(pairs)
+
+
+def build_spec(preset_name: str = "judged", **overrides: Any) -> EvaluationSpec:
+    """A preset with overrides (None means: keep the preset's value); every error becomes a one-line SpecError."""
+    base = preset(preset_name)
+    changes = {name: value for name, value in overrides.items() if value is not None}
+    if "gain_map" in changes and "gain" not in changes:
+        changes["gain"] = "map"
+    return base.with_options(**changes)
+
+
+def _validation_message(error: ValidationError) -> str:
+    problems = []
+    for item in error.errors():
+        where = ".".join(str(part) for part in item["loc"]) or "spec"
+        problems.append(f"{where}: {item['msg']}")
+    return "invalid spec: " + "; ".join(problems)

@@ -1,0 +1,67 @@
+"""Table contracts: the column names and Polars/Arrow schemas of every table judged reads or writes.
+
+Belongs here: one declaration per table (judgments, run rows, per-query results, summaries) from which both the
+storage schema and the validation of incoming frames are derived. No computation, no I/O.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+import pyarrow as pa
+
+STATUSES: tuple[str, ...] = ("scored", "missing_from_run", "no_relevant_judgments", "no_judgments")
+"""Per-query status. `scored`: judged and retrieved with IDCG > 0. `missing_from_run`: judged, absent from the run.
+`no_relevant_judgments`: judged, but the ideal universe has no gain (IDCG = 0). `no_judgments`: in the run only."""
+
+JUDGMENTS: dict[str, pl.DataType] = {
+    "query_id": pl.String(),
+    "iteration": pl.String(),  # the qrels' second column, kept for audit, never used
+    "doc_id": pl.String(),
+    "relevance": pl.Int32(),  # the judged grade; null = unresolved (kept, treated as unjudged)
+    "source_line": pl.Int64(),  # line in the text file, or row in the Parquet file (1-based)
+}
+
+RUN: dict[str, pl.DataType] = {
+    "query_id": pl.String(),
+    "doc_id": pl.String(),
+    "source_rank": pl.Int64(),  # the rank column as written in the file: audit only unless ranking='rank'
+    "score": pl.Float64(),
+    "run_tag": pl.String(),
+    "source_line": pl.Int64(),
+}
+
+PARQUET_JUDGMENTS_REQUIRED = ("query_id", "doc_id", "relevance")
+PARQUET_RUN_REQUIRED = ("query_id", "doc_id", "score")
+
+PER_QUERY: dict[str, pl.DataType] = {
+    "query_id": pl.String(),
+    "cutoff": pl.Int32(),  # null = the whole returned list
+    "status": pl.Enum(list(STATUSES)),
+    "value": pl.Float64(),  # null where undefined
+    "dcg": pl.Float64(),
+    "idcg": pl.Float64(),
+    "n_retrieved": pl.Int64(),  # rows of the run for the query, after the depth cut
+    "n_relevant_at_k": pl.Int64(),  # within the first k of the submitted ranking: judged, gain > 0
+    "n_nonrelevant_at_k": pl.Int64(),  # judged, gain <= 0
+    "n_unjudged_at_k": pl.Int64(),  # no judgment or an unresolved one
+    "unjudged_fraction_at_k": pl.Float64(),  # n_unjudged_at_k / min(k, n_retrieved); null when nothing retrieved
+    "ties_straddling_k": pl.Int64(),  # tie groups (equal score) with members on both sides of k
+}
+
+SUMMARY: dict[str, pl.DataType] = {
+    "cutoff": pl.Int32(),
+    "value": pl.Float64(),  # the aggregate over scored queries; null when none was scored
+    "aggregation": pl.String(),
+    "n_queries": pl.Int64(),  # every query of the union of run and judgments
+    "n_scored": pl.Int64(),  # queries in the aggregate
+    "n_missing": pl.Int64(),  # judged queries missing from the run
+    "n_undefined": pl.Int64(),  # judged queries whose value is null (IDCG = 0 under no_relevant='null')
+    "n_no_judgments": pl.Int64(),  # run queries without judgments: never scored, counted here
+    "n_unjudged_only": pl.Int64(),  # scored queries whose first k documents are all unjudged
+    "mean_unjudged_fraction": pl.Float64(),  # over the scored queries
+}
+
+
+def arrow_schema(columns: dict[str, pl.DataType]) -> pa.Schema:
+    """The Arrow schema of a table contract, as stored in Parquet."""
+    return pl.DataFrame(schema=columns).to_arrow().schema

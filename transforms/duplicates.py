@@ -1,0 +1,55 @@
+"""Duplicate (query, document) pairs in runs and judgments: finding them, and resolving them under a declared policy.
+
+trec_eval aborts on duplicates, ranx and ir_measures silently keep the last, trectools double-counts them. Here the
+policy is part of the spec (`error`, `first`, `last`) and whatever is resolved is reported.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from transforms.errors import InputError
+
+PAIR = ["query_id", "doc_id"]
+
+
+def duplicate_pairs(table: pl.LazyFrame) -> pl.LazyFrame:
+    """One row per (query_id, doc_id) present more than once: how often, its source lines, and (for judgments)
+    whether the duplicates disagree on the grade."""
+    has_grades = "relevance" in table.collect_schema()
+    conflicting = pl.col("relevance").n_unique() > 1 if has_grades else pl.lit(False)
+    return (
+        table.filter(pl.len().over(PAIR) > 1)
+        .group_by(PAIR)
+        .agg(
+            count=pl.len(),
+            source_lines=pl.col("source_line").sort(),
+            conflicting=conflicting,
+        )
+        .sort(pl.col("source_lines").list.first())
+    )
+
+
+def raise_on_duplicates(duplicates: pl.DataFrame, source: str, what: str, unit: str = "line") -> None:
+    """Under policy `error`: an InputError naming the first duplicate's query, document and both line numbers."""
+    if duplicates.height == 0:
+        return
+    first = duplicates.row(0, named=True)
+    lines = first["source_lines"]
+    conflict = " with different grades" if first["conflicting"] else ""
+    more = f" ({duplicates.height - 1} more duplicate pairs)" if duplicates.height > 1 else ""
+    raise InputError(
+        source,
+        f"duplicate {what} for query '{first['query_id']}', document '{first['doc_id']}'{conflict} at {unit}s "
+        f"{lines[0]} and {lines[1]}{more}; declare a duplicates policy (first, last) to resolve",
+        line=lines[1],
+        unit=unit,
+    )
+
+
+def keep_one_per_pair(table: pl.LazyFrame, policy: str) -> pl.LazyFrame:
+    """Under policy `first` or `last`: keep the earliest or latest source line of each (query, document)."""
+    if policy not in ("first", "last"):
+        raise ValueError(f"keep_one_per_pair needs policy 'first' or 'last', not {policy!r}")
+    chosen = pl.col("source_line").min() if policy == "first" else pl.col("source_line").max()
+    return table.filter(pl.col("source_line") == chosen.over(PAIR))

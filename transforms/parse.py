@@ -1,0 +1,164 @@
+"""Parsing TREC text and conforming Parquet tables to the judgments and run contracts.
+
+Belongs here: pure functions from a LazyFrame of raw lines (`line_number`, `line`) or of Parquet columns to the typed
+tables of `schemas.tables`, with a `problem` column (null on good rows), and the check that turns the first problem
+into an `InputError`. Reading bytes from disk is the flows' job.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from schemas.tables import JUDGMENTS, PARQUET_JUDGMENTS_REQUIRED, PARQUET_RUN_REQUIRED, RUN
+from transforms.errors import InputError
+
+_TOKEN = r"(\S+)"
+_SEP = r"[ \t]+"
+_QRELS_LINE = rf"^[ \t]*{_TOKEN}{_SEP}{_TOKEN}{_SEP}{_TOKEN}{_SEP}{_TOKEN}[ \t\r]*$"
+# trec_eval reads six columns and ignores whatever follows them on the line.
+_RUN_LINE = rf"^[ \t]*{_TOKEN}{_SEP}{_TOKEN}{_SEP}{_TOKEN}{_SEP}{_TOKEN}{_SEP}{_TOKEN}{_SEP}{_TOKEN}(?:[ \t].*)?\r?$"
+_INTEGER = r"^[+-]?[0-9]+$"
+
+
+def _is_blank_or_comment() -> pl.Expr:
+    stripped = pl.col("line").str.strip_chars(" \t\r")
+    return (stripped == "") | stripped.str.starts_with("#")
+
+
+def _token_count() -> pl.Expr:
+    return pl.col("line").str.count_matches(r"\S+")
+
+
+def parse_trec_qrels(lines: pl.LazyFrame) -> pl.LazyFrame:
+    """`qid iter docid grade` lines -> the judgments table plus `problem`. Blank and `#` lines are skipped."""
+    fields = pl.col("line").str.extract_groups(_QRELS_LINE)
+    grade_text = pl.col("_f").struct.field("4")
+    problem = (
+        pl.when(pl.col("_f").struct.field("1").is_null())
+        .then(pl.format("expected 4 columns `qid iter docid grade`, found {}", _token_count()))
+        .when(~grade_text.str.contains(_INTEGER))
+        .then(pl.format("grade '{}' is not an integer", grade_text))
+        .when(grade_text.cast(pl.Int32, strict=False).is_null())
+        .then(pl.format("grade '{}' is out of range", grade_text))
+    )
+    return (
+        lines.filter(~_is_blank_or_comment())
+        .with_columns(_f=fields)
+        .select(
+            query_id=pl.col("_f").struct.field("1"),
+            iteration=pl.col("_f").struct.field("2"),
+            doc_id=pl.col("_f").struct.field("3"),
+            relevance=grade_text.cast(pl.Int32, strict=False),
+            source_line=pl.col("line_number").cast(pl.Int64),
+            problem=problem,
+        )
+    )
+
+
+def parse_trec_run(lines: pl.LazyFrame) -> pl.LazyFrame:
+    """`qid Q0 docid rank score tag [ignored ...]` lines -> the run table plus `problem`. Blank lines are skipped."""
+    fields = pl.col("line").str.extract_groups(_RUN_LINE)
+    q0 = pl.col("_f").struct.field("2")
+    rank_text = pl.col("_f").struct.field("4")
+    score_text = pl.col("_f").struct.field("5")
+    score = score_text.cast(pl.Float64, strict=False)
+    problem = (
+        pl.when(pl.col("_f").struct.field("1").is_null())
+        .then(pl.format("expected 6 columns `qid Q0 docid rank score tag`, found {}", _token_count()))
+        .when(~q0.is_in(["Q0", "0"]))
+        .then(pl.format("second column must be Q0 or 0, found '{}' (columns shifted?)", q0))
+        .when(~rank_text.str.contains(_INTEGER) | rank_text.cast(pl.Int64, strict=False).is_null())
+        .then(pl.format("rank '{}' is not an integer", rank_text))
+        .when(score.is_null())
+        .then(pl.format("score '{}' is not a number", score_text))
+        .when(score.is_nan())
+        .then(pl.format("score '{}' is NaN", score_text))
+    )
+    return (
+        lines.filter(pl.col("line").str.strip_chars(" \t\r") != "")
+        .with_columns(_f=fields)
+        .select(
+            query_id=pl.col("_f").struct.field("1"),
+            doc_id=pl.col("_f").struct.field("3"),
+            source_rank=rank_text.cast(pl.Int64, strict=False),
+            score=score,
+            run_tag=pl.col("_f").struct.field("6"),
+            source_line=pl.col("line_number").cast(pl.Int64),
+            problem=problem,
+        )
+    )
+
+
+def _require_columns(schema: pl.Schema, required: tuple[str, ...], source: str) -> None:
+    missing = [name for name in required if name not in schema]
+    if missing:
+        raise InputError(source, f"missing column(s) {missing}; found {list(schema.names())}")
+    for name in ("query_id", "doc_id"):
+        if schema[name] != pl.String:
+            raise InputError(
+                source, f"column {name!r} has type {schema[name]}; identifiers must be strings ('007' is not '7')"
+            )
+
+
+def conform_judgments(table: pl.LazyFrame, source: str) -> pl.LazyFrame:
+    """A Parquet judgments table (query_id, doc_id, relevance[, iteration]) -> the contract plus `problem`."""
+    schema = table.collect_schema()
+    _require_columns(schema, PARQUET_JUDGMENTS_REQUIRED, source)
+    if not schema["relevance"].is_integer() and schema["relevance"] != pl.Null:
+        raise InputError(source, f"column 'relevance' has type {schema['relevance']}; grades must be integers")
+    iteration = pl.col("iteration").cast(pl.String) if "iteration" in schema else pl.lit("0")
+    return table.select(
+        query_id=pl.col("query_id"),
+        iteration=iteration,
+        doc_id=pl.col("doc_id"),
+        relevance=pl.col("relevance").cast(pl.Int32, strict=False),
+        source_line=pl.int_range(1, pl.len() + 1, dtype=pl.Int64),
+        problem=_missing_id_problem(),
+    ).cast(JUDGMENTS | {"problem": pl.String()})
+
+
+def conform_run(table: pl.LazyFrame, source: str) -> pl.LazyFrame:
+    """A Parquet run table (query_id, doc_id, score[, source_rank or rank][, run_tag]) -> the contract plus `problem`."""
+    schema = table.collect_schema()
+    _require_columns(schema, PARQUET_RUN_REQUIRED, source)
+    if not schema["score"].is_numeric():
+        raise InputError(source, f"column 'score' has type {schema['score']}; scores must be numbers")
+    rank_column = next((name for name in ("source_rank", "rank") if name in schema), None)
+    source_rank = pl.col(rank_column).cast(pl.Int64) if rank_column else pl.lit(None, pl.Int64)
+    run_tag = pl.col("run_tag").cast(pl.String) if "run_tag" in schema else pl.lit(None, pl.String)
+    score = pl.col("score").cast(pl.Float64)
+    problem = (
+        pl.when(score.is_null())
+        .then(pl.lit("score is null"))
+        .when(score.is_nan())
+        .then(pl.lit("score is NaN"))
+        .otherwise(_missing_id_problem())
+    )
+    return table.select(
+        query_id=pl.col("query_id"),
+        doc_id=pl.col("doc_id"),
+        source_rank=source_rank,
+        score=score,
+        run_tag=run_tag,
+        source_line=pl.int_range(1, pl.len() + 1, dtype=pl.Int64),
+        problem=problem,
+    ).cast(RUN | {"problem": pl.String()})
+
+
+def _missing_id_problem() -> pl.Expr:
+    return (
+        pl.when(pl.col("query_id").is_null())
+        .then(pl.lit("query_id is null"))
+        .when(pl.col("doc_id").is_null())
+        .then(pl.lit("doc_id is null"))
+    )
+
+
+def raise_first_problem(problems: pl.DataFrame, source: str, unit: str = "line") -> None:
+    """Raise an InputError for the earliest row whose `problem` is set (give it rows already filtered or not)."""
+    bad = problems.filter(pl.col("problem").is_not_null()).sort("source_line").head(1)
+    if bad.height:
+        row = bad.row(0, named=True)
+        count = problems.filter(pl.col("problem").is_not_null()).height
+        more = f" ({count - 1} more bad {unit}s)" if count > 1 else ""
+        raise InputError(source, f"{row['problem']}{more}", line=row["source_line"], unit=unit)
