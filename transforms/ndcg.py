@@ -48,7 +48,7 @@ def rank_run(run: pl.LazyFrame, spec: EvaluationSpec) -> pl.LazyFrame:
 
 def attach_judgments(ranked: pl.LazyFrame, judgments: pl.LazyFrame) -> pl.LazyFrame:
     """Left-join the grades: an unjudged (or unresolved) document keeps a null `relevance`."""
-    return ranked.join(judgments.select(*PAIR, "relevance"), on=PAIR, how="left")
+    return ranked.join(judgments.select(*PAIR, "relevance"), on=PAIR, how="left", maintain_order="left")
 
 
 def judged_run_rows(run: pl.LazyFrame, judgments: pl.LazyFrame, spec: EvaluationSpec) -> pl.LazyFrame:
@@ -86,6 +86,18 @@ def grades_outside_gain_map(judgments: pl.LazyFrame, spec: EvaluationSpec) -> pl
 # -- per-query NDCG -----------------------------------------------------------------------------------------------
 
 
+def ordered_sum(values: pl.Expr) -> pl.Expr:
+    """Sum in row order, nulls as 0, as trec_eval's loop does. Polars' float `sum()` in a group-by may add in a
+    different order from one call to the next (seen on polars 2.1); a cumulative sum is sequential, so the same
+    rows in the same order always give the same bits."""
+    return values.fill_null(0.0).cum_sum().last()
+
+
+def ordered_mean(values: pl.Expr) -> pl.Expr:
+    """Mean of the non-null values, summed in row order (see `ordered_sum`)."""
+    return ordered_sum(values) / values.count()
+
+
 def _suffix(cutoff: int | None) -> str:
     return "all" if cutoff is None else str(cutoff)
 
@@ -111,7 +123,7 @@ def _evaluated_list(rows: pl.LazyFrame, spec: EvaluationSpec) -> pl.LazyFrame:
     )
     credited = pl.when(pl.col("eval_rank").is_not_null()).then(pl.col("judged_gain").fill_null(0.0))
     if spec.ties == "average":
-        credited = credited.mean().over(QUERY, "tie_group")
+        credited = ordered_mean(credited).over(QUERY, "tie_group")
     group = [QUERY, "tie_group"]
     return rows.with_columns(
         credited_gain=credited,
@@ -121,7 +133,8 @@ def _evaluated_list(rows: pl.LazyFrame, spec: EvaluationSpec) -> pl.LazyFrame:
 
 
 def _run_aggregates(rows: pl.LazyFrame, spec: EvaluationSpec) -> pl.LazyFrame:
-    """One row per query of the run: n_retrieved, then per cutoff DCG, the evidence counts and straddling ties."""
+    """One row per query of the run: n_retrieved, then per cutoff DCG, the evidence counts and straddling ties.
+    `rows` must be in rank order within each query (as `rank_run` leaves them) for the sums to add in rank order."""
     contribution = pl.col("credited_gain") * _discount("eval_rank")
     relevant = pl.col("judged_gain") > 0
     nonrelevant = pl.col("judged_gain") <= 0
@@ -134,7 +147,7 @@ def _run_aggregates(rows: pl.LazyFrame, spec: EvaluationSpec) -> pl.LazyFrame:
             pl.lit(False) if k is None else (pl.col("group_first") <= k) & (pl.col("group_last") > k)
         )
         aggregates += [
-            pl.when(_within("eval_rank", k)).then(contribution).sum().alias(f"dcg__{s}"),
+            ordered_sum(pl.when(_within("eval_rank", k)).then(contribution)).alias(f"dcg__{s}"),
             (submitted & relevant).sum().alias(f"n_relevant__{s}"),
             (submitted & nonrelevant).sum().alias(f"n_nonrelevant__{s}"),
             (submitted & unjudged).sum().alias(f"n_unjudged__{s}"),
@@ -146,12 +159,15 @@ def _run_aggregates(rows: pl.LazyFrame, spec: EvaluationSpec) -> pl.LazyFrame:
 def ideal_dcg(universe: pl.LazyFrame, spec: EvaluationSpec) -> pl.LazyFrame:
     """IDCG per query at every cutoff: the DCG of the universe's positive gains in descending order.
     `universe` has `query_id` and `ideal_gain`; documents with gain <= 0 never help an ideal ranking."""
-    positive = universe.filter(pl.col("ideal_gain") > 0).with_columns(
-        ideal_rank=pl.col("ideal_gain").rank("ordinal", descending=True).over(QUERY)
+    positive = (
+        universe.filter(pl.col("ideal_gain") > 0)
+        .sort([QUERY, "ideal_gain"], descending=[False, True], maintain_order=True)
+        .with_columns(ideal_rank=pl.int_range(1, pl.len() + 1, dtype=pl.Int64).over(QUERY))
     )
     contribution = pl.col("ideal_gain") * _discount("ideal_rank")
     return positive.group_by(QUERY).agg(
-        pl.when(_within("ideal_rank", k)).then(contribution).sum().alias(f"idcg__{_suffix(k)}") for k in spec.cutoffs
+        ordered_sum(pl.when(_within("ideal_rank", k)).then(contribution)).alias(f"idcg__{_suffix(k)}")
+        for k in spec.cutoffs
     )
 
 
@@ -264,12 +280,12 @@ def summarize(per_query: pl.LazyFrame, spec: EvaluationSpec) -> pl.LazyFrame:
     if spec.aggregation == "weighted_mean":
         weights = pl.LazyFrame(spec.query_weights, schema={QUERY: pl.String, "weight": pl.Float64}, orient="row")
         per_query = per_query.join(weights, on=QUERY, how="left").with_columns(pl.col("weight").fill_null(1.0))
-        aggregate = (pl.col("value") * pl.col("weight")).sum() / pl.col("weight").filter(
-            pl.col("value").is_not_null()
-        ).sum()
+        aggregate = ordered_sum(pl.col("value") * pl.col("weight")) / ordered_sum(
+            pl.col("weight").filter(pl.col("value").is_not_null())
+        )
         rule = "weighted_mean(weight=declared per query, 1 if not declared)"
     else:
-        aggregate = pl.col("value").mean()
+        aggregate = ordered_mean(pl.col("value"))
         rule = "mean"
     scored = pl.col("value").is_not_null()
     status = pl.col("status")
@@ -278,7 +294,8 @@ def summarize(per_query: pl.LazyFrame, spec: EvaluationSpec) -> pl.LazyFrame:
         pl.col("n_unjudged_at_k") == pl.min_horizontal(k_or_all, pl.col("n_retrieved"))
     )
     return (
-        per_query.group_by("cutoff")
+        per_query.sort(QUERY, "cutoff", nulls_last=True, maintain_order=True)
+        .group_by("cutoff")
         .agg(
             value=pl.when(scored.any()).then(aggregate),
             aggregation=pl.lit(rule),
@@ -288,7 +305,7 @@ def summarize(per_query: pl.LazyFrame, spec: EvaluationSpec) -> pl.LazyFrame:
             n_undefined=((status == "no_relevant_judgments") & ~scored).sum(),
             n_no_judgments=(status == "no_judgments").sum(),
             n_unjudged_only=unjudged_only.sum(),
-            mean_unjudged_fraction=pl.col("unjudged_fraction_at_k").filter(scored).mean(),
+            mean_unjudged_fraction=ordered_mean(pl.col("unjudged_fraction_at_k").filter(scored)),
         )
         .select(list(SUMMARY))
         .cast(SUMMARY)
