@@ -97,7 +97,7 @@ def evaluate(run: LoadedTable, judgments: LoadedTable, spec: EvaluationSpec) -> 
     warnings += coverage_warnings(summary, spec)
     return EvaluationResult(
         run_name=run_name(run),
-        evaluation_id=evaluation_id(run.source_sha256, judgments.source_sha256, spec.spec_hash, implementation_version()),
+        evaluation_id=evaluation_id(run.table_id, judgments.table_id, spec.spec_hash, implementation_version()),
         spec=spec,
         per_query=per_query,
         summary=summary,

@@ -7,14 +7,18 @@ into a LazyFrame), then the parse and conform transforms and the checks that rai
 from __future__ import annotations
 
 import hashlib
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
+
+from pydantic import ValidationError
 
 import polars as pl
 import pyarrow as pa
 import pyarrow.csv as pa_csv
 
+from schemas.provenance import JudgmentSetMetadata, RunMetadata, table_id
 from schemas.tables import JUDGMENTS, RUN
 from transforms.errors import InputError
 from transforms.parse import conform_judgments, conform_run, parse_trec_qrels, parse_trec_run, raise_first_problem
@@ -26,20 +30,54 @@ _PARQUET_MAGIC = b"PAR1"
 _NO_DELIMITER = "\x1e"
 
 
+SIDECAR_SUFFIX = ".meta.toml"
+Metadata = JudgmentSetMetadata | RunMetadata
+
+
 @dataclass(frozen=True)
 class LoadedTable:
-    """A validated input table and where it came from."""
+    """A validated input table, where it came from, and its identity."""
 
     kind: TableKind
     frame: pl.DataFrame
     source: str  # the path as given, for messages
     source_sha256: str  # of the file's bytes as stored
-    source_format: Literal["trec", "trec.gz", "parquet"]
+    source_format: Literal["trec", "trec.gz", "parquet", "warehouse"]
+    metadata: Metadata
+    content_sha256: str  # of the normalized table (see `content_sha256`)
 
     @property
     def unit(self) -> str:
         """What a `source_line` counts: lines of text or rows of Parquet."""
         return "row" if self.source_format == "parquet" else "line"
+
+    @property
+    def table_id(self) -> str:
+        return table_id(self.kind, self.content_sha256, self.metadata)
+
+
+def content_sha256(frame: pl.DataFrame) -> str:
+    """sha256 of the normalized table written as CSV in the contract's column order, in slices: the same rows give
+    the same hash whether they came from plain text, gzip or Parquet."""
+    digest = hashlib.sha256(",".join(frame.columns).encode() + b"\n")
+    for piece in frame.iter_slices(1_000_000):
+        digest.update(piece.write_csv(include_header=False, float_precision=None).encode())
+    return digest.hexdigest()
+
+
+def read_sidecar(path: Path, kind: TableKind) -> Metadata:
+    """The metadata in `<file>.meta.toml` beside the input, or empty metadata when there is none."""
+    model = JudgmentSetMetadata if kind == "judgments" else RunMetadata
+    sidecar = path.with_name(path.name + SIDECAR_SUFFIX)
+    if not sidecar.is_file():
+        return model()
+    try:
+        return model.model_validate(tomllib.loads(sidecar.read_text()))
+    except tomllib.TOMLDecodeError as error:
+        raise InputError(str(sidecar), f"not valid TOML: {error}") from None
+    except ValidationError as error:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in error.errors())
+        raise InputError(str(sidecar), problems) from None
 
 
 def file_sha256(path: Path) -> str:
@@ -75,11 +113,14 @@ def read_lines(path: Path, gzipped: bool) -> pl.LazyFrame:
     return pl.from_arrow(table).lazy().with_row_index("line_number", offset=1)  # type: ignore[union-attr]
 
 
-def load_table(path: str | Path, kind: TableKind) -> LoadedTable:
-    """Read, parse and validate judgments or a run; any problem raises InputError naming the file and line."""
+def load_table(path: str | Path, kind: TableKind, metadata: Metadata | None = None) -> LoadedTable:
+    """Read, parse and validate judgments or a run; any problem raises InputError naming the file and line.
+    Without `metadata`, the sidecar `<file>.meta.toml` is read when present."""
     path = Path(path)
     if not path.is_file():
         raise InputError(str(path), "no such file")
+    if metadata is None:
+        metadata = read_sidecar(path, kind)
     source_format = sniff_format(path)
     if source_format == "parquet":
         try:
@@ -91,14 +132,18 @@ def load_table(path: str | Path, kind: TableKind) -> LoadedTable:
         unit = "row"
     else:
         lines = read_lines(path, gzipped=source_format == "trec.gz")
-        parsed = (parse_trec_qrels(lines) if kind == "judgments" else parse_trec_run(lines)).collect()
+        unresolved = metadata.unresolved_token if isinstance(metadata, JudgmentSetMetadata) else None
+        parsed = (parse_trec_qrels(lines, unresolved) if kind == "judgments" else parse_trec_run(lines)).collect()
         unit = "line"
     raise_first_problem(parsed.select("source_line", "problem"), str(path), unit)
     contract = JUDGMENTS if kind == "judgments" else RUN
+    frame = parsed.drop("problem").cast(contract)
     return LoadedTable(
         kind=kind,
-        frame=parsed.drop("problem").cast(contract),
+        frame=frame,
         source=str(path),
         source_sha256=file_sha256(path),
         source_format=source_format,
+        metadata=metadata,
+        content_sha256=content_sha256(frame),
     )

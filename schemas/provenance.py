@@ -1,13 +1,78 @@
-"""Identity and provenance of evaluations: how an evaluation's identifier is derived, and the record it carries.
+"""Identity and provenance: the metadata judgment sets and runs carry, how identifiers are derived, and the record
+every evaluation stores (SPEC section 3).
 
-Belongs here: pure descriptions (no I/O beyond reading installed package versions).
+Belongs here: pure descriptions and derivations. Reading versions of installed packages and the git commit is the
+only thing that looks outside (it is what the record must name).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import platform
+import subprocess
+from functools import cache
 from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+ID_LENGTH = 32
+
+
+def canonical_json(payload: Any) -> str:
+    return json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def derive_id(kind: str, payload: Any) -> str:
+    """A content identifier: the first 32 hex digits of sha256 over the kind and a canonical JSON payload."""
+    return hashlib.sha256(f"{kind}\n{canonical_json(payload)}".encode()).hexdigest()[:ID_LENGTH]
+
+
+class JudgmentSetMetadata(BaseModel):
+    """Who judged what, how, on what scale. Part of the judgment set's identity."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str = ""
+    version: str = ""
+    task: str = ""  # the task given to the assessors
+    assessors: str = ""  # who judged, and the adjudication procedure
+    pooling: str = ""  # how candidates were chosen (depth-k pools of which runs, sampling)
+    grade_scale: tuple[tuple[int, str], ...] = ()  # each grade and its meaning
+    unresolved_token: str | None = None  # grade text that marks an unresolved judgment (kept as a null grade)
+    source: str = ""  # where the file came from
+
+    @field_validator("grade_scale", mode="before")
+    @classmethod
+    def _scale_from_mapping(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            return tuple(sorted((int(grade), str(meaning)) for grade, meaning in value.items()))
+        return value
+
+
+class RunMetadata(BaseModel):
+    """What system produced a run. Part of the run's identity."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    system: str = ""
+    configuration: str = ""
+    tag: str = ""
+    source: str = ""
+
+
+def table_id(kind: str, content_sha256: str, table_metadata: BaseModel) -> str:
+    """The identifier of a judgment set or run: its normalized content and its declared metadata."""
+    return derive_id(kind, {"content": content_sha256, "metadata": table_metadata.model_dump(mode="json")})
+
+
+def evaluation_id(run_id: str, judgment_set_id: str, spec_hash: str, version: str) -> str:
+    """Same inputs, same spec, same implementation: same identifier, so a rerun is recognisable."""
+    return derive_id(
+        "evaluation", {"run": run_id, "judgments": judgment_set_id, "spec": spec_hash, "implementation": version}
+    )
 
 
 def implementation_version() -> str:
@@ -18,11 +83,64 @@ def implementation_version() -> str:
         return "0+unknown"
 
 
-def evaluation_id(run_content: str, judgments_content: str, spec_hash: str, version: str) -> str:
-    """Same inputs, same spec, same implementation: same identifier, so a rerun is recognisable."""
-    payload = json.dumps(
-        {"run": run_content, "judgments": judgments_content, "spec": spec_hash, "implementation": version},
-        sort_keys=True,
-        separators=(",", ":"),
-    )
-    return hashlib.sha256(payload.encode()).hexdigest()[:32]
+@cache
+def implementation_commit() -> str:
+    """The git commit of the code that runs (with `-dirty` when the work tree has changes), or `unknown`."""
+    here = Path(__file__).resolve().parent
+    try:
+        commit = subprocess.run(
+            ["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True, text=True, timeout=10, check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return f"{commit}-dirty" if dirty else commit
+
+
+def library_versions() -> dict[str, str]:
+    versions = {"python": platform.python_version()}
+    for package in ("polars", "pyarrow", "duckdb", "prefect"):
+        try:
+            versions[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            versions[package] = "not installed"
+    return versions
+
+
+class InputRecord(BaseModel):
+    """One input of an evaluation as the record names it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    content_sha256: str  # of the normalized table
+    source_sha256: str  # of the file as it was read
+    source: str
+    n_rows: int
+    metadata: dict[str, Any]
+
+
+class ProvenanceRecord(BaseModel):
+    """Everything needed to tell later exactly what produced a result."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    evaluation_id: str
+    label: str
+    spec: dict[str, Any]  # the canonical JSON, parsed
+    spec_hash: str
+    run: InputRecord
+    judgments: InputRecord
+    implementation_version: str
+    implementation_commit: str
+    libraries: dict[str, str]
+    flow_run_id: str | None
+    started_at: str
+    finished_at: str
+    warnings: tuple[str, ...] = Field(default_factory=tuple)
+
+    def to_json(self) -> str:
+        return canonical_json(self.model_dump(mode="json"))

@@ -65,3 +65,85 @@ SUMMARY: dict[str, pl.DataType] = {
 def arrow_schema(columns: dict[str, pl.DataType]) -> pa.Schema:
     """The Arrow schema of a table contract, as stored in Parquet."""
     return pl.DataFrame(schema=columns).to_arrow().schema
+
+
+# -- the warehouse: what is stored, one contract per table --------------------------------------------------------
+
+JUDGMENT_SETS: dict[str, pl.DataType] = {
+    "judgment_set_id": pl.String(),
+    "name": pl.String(),
+    "version": pl.String(),
+    "task": pl.String(),
+    "assessors": pl.String(),
+    "pooling": pl.String(),
+    "grade_scale": pl.List(pl.Struct({"grade": pl.Int32(), "meaning": pl.String()})),
+    "unresolved_token": pl.String(),
+    "metadata_json": pl.String(),
+    "content_sha256": pl.String(),
+    "source_sha256": pl.String(),
+    "source": pl.String(),
+    "source_format": pl.String(),
+    "n_rows": pl.Int64(),
+    "n_queries": pl.Int64(),
+    "n_unresolved": pl.Int64(),
+    "ingested_at": pl.Datetime("us", "UTC"),
+    "implementation_version": pl.String(),
+}
+
+RUNS: dict[str, pl.DataType] = {
+    "run_id": pl.String(),
+    "system": pl.String(),
+    "configuration": pl.String(),
+    "tag": pl.String(),
+    "metadata_json": pl.String(),
+    "content_sha256": pl.String(),
+    "source_sha256": pl.String(),
+    "source": pl.String(),
+    "source_format": pl.String(),
+    "n_rows": pl.Int64(),
+    "n_queries": pl.Int64(),
+    "ingested_at": pl.Datetime("us", "UTC"),
+    "implementation_version": pl.String(),
+}
+
+STORED_JUDGMENTS: dict[str, pl.DataType] = {"judgment_set_id": pl.String(), **JUDGMENTS}
+RUN_ROWS: dict[str, pl.DataType] = {"run_id": pl.String(), **RUN}
+
+EVALUATIONS: dict[str, pl.DataType] = {
+    "evaluation_id": pl.String(),
+    "run_id": pl.String(),
+    "judgment_set_id": pl.String(),
+    "run_name": pl.String(),
+    "spec_hash": pl.String(),
+    "spec_json": pl.String(),
+    "label": pl.String(),
+    "implementation_version": pl.String(),
+    "implementation_commit": pl.String(),
+    "flow_run_id": pl.String(),
+    "started_at": pl.Datetime("us", "UTC"),
+    "finished_at": pl.Datetime("us", "UTC"),
+    "warnings": pl.List(pl.String()),
+    "provenance_json": pl.String(),
+}
+
+_RESULT_KEYS: dict[str, pl.DataType] = {
+    "evaluation_id": pl.String(),
+    "run_id": pl.String(),
+    "judgment_set_id": pl.String(),
+    "spec_hash": pl.String(),
+    "measure": pl.String(),  # our label of this cutoff, e.g. nDCG@10[trec_eval:gain=linear]
+    "trec_eval_measure": pl.String(),  # ndcg_cut_10, only when trec_eval prints exactly this number
+}
+STORED_PER_QUERY: dict[str, pl.DataType] = {**_RESULT_KEYS, **PER_QUERY}
+STORED_SUMMARY: dict[str, pl.DataType] = {**_RESULT_KEYS, **SUMMARY}
+
+NIGHTLY: dict[str, pl.DataType] = {
+    "flow_run_id": pl.String(),
+    "started_at": pl.Datetime("us", "UTC"),
+    "file": pl.String(),
+    "outcome": pl.String(),  # evaluated, duplicate, rejected
+    "run_id": pl.String(),
+    "judgment_set_id": pl.String(),
+    "evaluation_ids": pl.List(pl.String()),
+    "error": pl.String(),
+}

@@ -29,13 +29,17 @@ def _token_count() -> pl.Expr:
     return pl.col("line").str.count_matches(r"\S+")
 
 
-def parse_trec_qrels(lines: pl.LazyFrame) -> pl.LazyFrame:
-    """`qid iter docid grade` lines -> the judgments table plus `problem`. Blank and `#` lines are skipped."""
+def parse_trec_qrels(lines: pl.LazyFrame, unresolved_token: str | None = None) -> pl.LazyFrame:
+    """`qid iter docid grade` lines -> the judgments table plus `problem`. Blank and `#` lines are skipped.
+    A grade equal to `unresolved_token` (if given) is an unresolved judgment: kept, with a null grade."""
     fields = pl.col("line").str.extract_groups(_QRELS_LINE)
     grade_text = pl.col("_f").struct.field("4")
+    unresolved = pl.lit(False) if unresolved_token is None else grade_text == unresolved_token
     problem = (
         pl.when(pl.col("_f").struct.field("1").is_null())
         .then(pl.format("expected 4 columns `qid iter docid grade`, found {}", _token_count()))
+        .when(unresolved)
+        .then(pl.lit(None, pl.String))
         .when(~grade_text.str.contains(_INTEGER))
         .then(pl.format("grade '{}' is not an integer", grade_text))
         .when(grade_text.cast(pl.Int32, strict=False).is_null())

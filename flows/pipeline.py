@@ -1,0 +1,326 @@
+"""The pipeline's Prefect flows: ingest judgments, ingest runs, evaluate, and the nightly job over an inbox.
+
+Belongs here: flows that read as the pipeline's story and thin tasks around plain functions (which stay testable
+without orchestration). Tasks pass paths, identifiers and content hashes, never DataFrames.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+from prefect import flow, task
+from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect.runtime import flow_run
+
+from flows.engine import EvaluationResult, evaluate
+from flows.io import SIDECAR_SUFFIX, Metadata, load_table
+from flows.warehouse import StoreReport, Warehouse, now_utc
+from schemas.provenance import (
+    InputRecord,
+    ProvenanceRecord,
+    evaluation_id,
+    implementation_commit,
+    implementation_version,
+    library_versions,
+)
+from schemas.spec import EvaluationSpec
+from schemas.tables import EVALUATIONS, NIGHTLY, STORED_PER_QUERY, STORED_SUMMARY
+from transforms.errors import InputError
+
+DEFAULT_WAREHOUSE = "warehouse"
+PROCESSED = "processed"
+REJECTED = "rejected"
+
+
+# -- plain functions: what the tasks do ---------------------------------------------------------------------------
+
+
+def ingest_file(warehouse: Warehouse, path: str | Path, kind: str, metadata: Metadata | None = None) -> StoreReport:
+    """Read, validate and store one file. Bad input raises InputError and writes nothing."""
+    return warehouse.store_table(load_table(path, kind, metadata))  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class EvaluationReport:
+    evaluation_id: str
+    created: bool
+    run_id: str
+    judgment_set_id: str
+
+
+def _current_flow_run_id() -> str | None:
+    run_id = flow_run.get_id()
+    return str(run_id) if run_id else None
+
+
+def result_tables(result: EvaluationResult, run_id: str, judgment_set_id: str) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Per-query rows and summary with the evaluation's keys and each cutoff's labels, as stored."""
+    spec = result.spec
+    cutoffs = pl.DataFrame(
+        {
+            "cutoff": list(spec.cutoffs),
+            "measure": [spec.label(k) for k in spec.cutoffs],
+            "trec_eval_measure": [spec.trec_eval_name(k) if spec.trec_eval_compatible() else None for k in spec.cutoffs],
+        },
+        schema={"cutoff": pl.Int32, "measure": pl.String, "trec_eval_measure": pl.String},
+    )
+    keys = [
+        pl.lit(result.evaluation_id).alias("evaluation_id"),
+        pl.lit(run_id).alias("run_id"),
+        pl.lit(judgment_set_id).alias("judgment_set_id"),
+        pl.lit(spec.spec_hash).alias("spec_hash"),
+    ]
+
+    def keyed(frame: pl.DataFrame, contract: dict[str, pl.DataType]) -> pl.DataFrame:
+        return frame.join(cutoffs, on="cutoff", how="left", nulls_equal=True, maintain_order="left").with_columns(
+            keys
+        ).select(list(contract)).cast(contract)
+
+    return keyed(result.per_query, STORED_PER_QUERY), keyed(result.summary, STORED_SUMMARY)
+
+
+def evaluate_into(
+    warehouse: Warehouse, run_id: str, judgment_set_id: str, spec: EvaluationSpec, flow_run_id: str | None
+) -> EvaluationReport:
+    """Evaluate a stored run against a stored judgment set; an evaluation already stored is not redone."""
+    expected_id = evaluation_id(run_id, judgment_set_id, spec.spec_hash, implementation_version())
+    if warehouse.has_evaluation(expected_id):
+        return EvaluationReport(expected_id, False, run_id, judgment_set_id)
+    started = now_utc()
+    run = warehouse.load_stored("run", run_id)
+    judgments = warehouse.load_stored("judgments", judgment_set_id)
+    result = evaluate(run, judgments, spec)
+    finished = now_utc()
+    provenance = ProvenanceRecord(
+        evaluation_id=result.evaluation_id,
+        label=spec.full_label(),
+        spec=spec.model_dump(mode="json"),
+        spec_hash=spec.spec_hash,
+        run=_input_record(run_id, run),
+        judgments=_input_record(judgment_set_id, judgments),
+        implementation_version=implementation_version(),
+        implementation_commit=implementation_commit(),
+        libraries=library_versions(),
+        flow_run_id=flow_run_id,
+        started_at=started.isoformat(),
+        finished_at=finished.isoformat(),
+        warnings=result.warnings,
+    )
+    record = pl.DataFrame(
+        [
+            {
+                "evaluation_id": result.evaluation_id,
+                "run_id": run_id,
+                "judgment_set_id": judgment_set_id,
+                "run_name": result.run_name,
+                "spec_hash": spec.spec_hash,
+                "spec_json": spec.canonical_json(),
+                "label": spec.full_label(),
+                "implementation_version": provenance.implementation_version,
+                "implementation_commit": provenance.implementation_commit,
+                "flow_run_id": flow_run_id,
+                "started_at": started,
+                "finished_at": finished,
+                "warnings": list(result.warnings),
+                "provenance_json": provenance.to_json(),
+            }
+        ],
+        schema=EVALUATIONS,
+    )
+    per_query, summary = result_tables(result, run_id, judgment_set_id)
+    created = warehouse.store_evaluation(record, per_query, summary, provenance.to_json(), spec)
+    return EvaluationReport(result.evaluation_id, created, run_id, judgment_set_id)
+
+
+def _input_record(table_id: str, table: object) -> InputRecord:
+    return InputRecord(
+        id=table_id,
+        content_sha256=table.content_sha256,  # type: ignore[attr-defined]
+        source_sha256=table.source_sha256,  # type: ignore[attr-defined]
+        source=table.source,  # type: ignore[attr-defined]
+        n_rows=table.frame.height,  # type: ignore[attr-defined]
+        metadata=table.metadata.model_dump(mode="json"),  # type: ignore[attr-defined]
+    )
+
+
+def evaluation_markdown(warehouse: Warehouse, reports: list[EvaluationReport]) -> str:
+    """What was evaluated, the unjudged coverage at each cutoff, and the warnings: the flow's markdown artifact."""
+    lines = ["# judged evaluation", ""]
+    for report in reports:
+        record, _, summary = warehouse.load_evaluation(report.evaluation_id)
+        state = "new" if report.created else "already stored"
+        lines += [
+            f"## {record['run_name']} ({state})",
+            f"- evaluation `{report.evaluation_id}`, run `{report.run_id}`, judgment set `{report.judgment_set_id}`",
+            f"- method `{record['label']}`",
+            "",
+            "| measure | value | scored | missing | unjudged share |",
+            "|---|---|---|---|---|",
+        ]
+        for row in summary.iter_rows(named=True):
+            value = "undefined" if row["value"] is None else f"{row['value']:.4f}"
+            share = "-" if row["mean_unjudged_fraction"] is None else f"{row['mean_unjudged_fraction']:.1%}"
+            lines.append(f"| {row['trec_eval_measure'] or row['measure']} | {value} | {row['n_scored']} "
+                         f"| {row['n_missing']} | {share} |")
+        lines += [""] + [f"- warning: {w}" for w in record["warnings"]] + [""]
+    return "\n".join(lines)
+
+
+def summary_rows(warehouse: Warehouse, reports: list[EvaluationReport]) -> list[dict[str, object]]:
+    rows = []
+    for report in reports:
+        record, _, summary = warehouse.load_evaluation(report.evaluation_id)
+        for row in summary.iter_rows(named=True):
+            rows.append({"run": record["run_name"], "measure": row["trec_eval_measure"] or row["measure"],
+                         "value": row["value"], "n_scored": row["n_scored"], "n_missing": row["n_missing"],
+                         "mean_unjudged_fraction": row["mean_unjudged_fraction"],
+                         "evaluation_id": report.evaluation_id})
+    return rows
+
+
+# -- tasks --------------------------------------------------------------------------------------------------------
+
+
+@task(name="ingest-file")
+def ingest_file_task(warehouse_root: str, path: str, kind: str, metadata: Metadata | None = None) -> StoreReport:
+    return ingest_file(Warehouse(warehouse_root), path, kind, metadata)
+
+
+@task(name="evaluate-run")
+def evaluate_task(warehouse_root: str, run_id: str, judgment_set_id: str, spec_json: str) -> EvaluationReport:
+    spec = EvaluationSpec.from_canonical_json(spec_json)
+    return evaluate_into(Warehouse(warehouse_root), run_id, judgment_set_id, spec, _current_flow_run_id())
+
+
+@task(name="refresh-catalog", retries=2, retry_delay_seconds=1)
+def refresh_catalog_task(warehouse_root: str) -> str:
+    return str(Warehouse(warehouse_root).refresh_catalog())
+
+
+@task(name="publish-artifacts")
+def publish_artifacts_task(warehouse_root: str, reports: list[EvaluationReport]) -> None:
+    warehouse = Warehouse(warehouse_root)
+    if reports:
+        create_table_artifact(key="judged-summary", table=summary_rows(warehouse, reports),
+                              description="NDCG summary per run and cutoff")
+    create_markdown_artifact(key="judged-evaluation", markdown=evaluation_markdown(warehouse, reports),
+                             description="What was evaluated, unjudged coverage, warnings")
+
+
+# -- flows --------------------------------------------------------------------------------------------------------
+
+
+@flow(name="ingest-judgments")
+def ingest_judgments(path: str, warehouse: str = DEFAULT_WAREHOUSE, metadata: Metadata | None = None) -> StoreReport:
+    """Validate a qrels file (TREC text, .gz or Parquet) and store it as a content-addressed judgment set."""
+    report = ingest_file_task(warehouse, path, "judgments", metadata)
+    refresh_catalog_task(warehouse)
+    return report
+
+
+@flow(name="ingest-run")
+def ingest_run(path: str, warehouse: str = DEFAULT_WAREHOUSE, metadata: Metadata | None = None) -> StoreReport:
+    """Validate a run file (TREC text, .gz or Parquet) and store it as a content-addressed run."""
+    report = ingest_file_task(warehouse, path, "run", metadata)
+    refresh_catalog_task(warehouse)
+    return report
+
+
+@flow(name="evaluate")
+def evaluate_flow(
+    judgments: str,
+    runs: list[str],
+    spec_json: str,
+    warehouse: str = DEFAULT_WAREHOUSE,
+    judgments_metadata: Metadata | None = None,
+) -> list[EvaluationReport]:
+    """Evaluate runs against one judgment set under one spec. `judgments` and each run are a file (ingested
+    first) or an id already in the warehouse (a judgment set may also be named: its latest version is used)."""
+    store = Warehouse(warehouse)
+    if Path(judgments).is_file():
+        judgment_set_id = ingest_file_task(warehouse, judgments, "judgments", judgments_metadata).id
+    else:
+        judgment_set_id = store.resolve_judgment_set(judgments)
+    run_ids = [ingest_file_task(warehouse, run, "run").id if Path(run).is_file() else store.require_run(run)
+               for run in runs]
+    futures = [evaluate_task.submit(warehouse, run_id, judgment_set_id, spec_json) for run_id in run_ids]
+    reports = [future.result() for future in futures]
+    refresh_catalog_task(warehouse)
+    publish_artifacts_task(warehouse, reports)
+    return reports
+
+
+@dataclass(frozen=True)
+class NightlyReport:
+    flow_run_id: str
+    evaluated: list[EvaluationReport]
+    rejected: dict[str, str]  # file -> error
+
+
+def inbox_files(inbox: Path) -> list[Path]:
+    """Run files waiting in the inbox (sidecars travel with their file; processed/ and rejected/ are done)."""
+    return sorted(p for p in inbox.iterdir() if p.is_file() and not p.name.endswith(SIDECAR_SUFFIX)
+                  and not p.name.startswith("."))
+
+
+def set_aside(path: Path, folder: Path, error: str | None = None) -> Path:
+    """Move a processed or rejected file (and its sidecar) out of the inbox; a rejected one gets its error."""
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / path.name
+    if target.exists():
+        target = folder / f"{path.stem}.{now_utc().strftime('%Y%m%dT%H%M%S%f')}{path.suffix}"
+    shutil.move(path, target)
+    sidecar = path.with_name(path.name + SIDECAR_SUFFIX)
+    if sidecar.exists():
+        shutil.move(sidecar, target.with_name(target.name + SIDECAR_SUFFIX))
+    if error is not None:
+        target.with_name(target.name + ".error.txt").write_text(error + "\n")
+    return target
+
+
+@flow(name="nightly")
+def nightly(
+    inbox: str,
+    judgments: str,
+    spec_jsons: list[str],
+    warehouse: str = DEFAULT_WAREHOUSE,
+) -> NightlyReport:
+    """Every run file dropped into the inbox since the last night: ingest it, evaluate it against the current
+    version of the judgment set under each spec, move it to processed/ (or rejected/ with its error), record."""
+    store = Warehouse(warehouse).ensure()
+    flow_run_id = _current_flow_run_id() or f"local-{now_utc().strftime('%Y%m%dT%H%M%S%f')}"
+    started = now_utc()
+    judgment_set_id = store.resolve_judgment_set(judgments)
+    inbox_path = Path(inbox)
+    specs = [EvaluationSpec.from_canonical_json(text) for text in spec_jsons]
+    evaluated: list[EvaluationReport] = []
+    rejected: dict[str, str] = {}
+    rows: list[dict[str, object]] = []
+    for path in inbox_files(inbox_path):
+        state = ingest_file_task(warehouse, str(path), "run", return_state=True)
+        if state.is_failed():
+            error = state.result(raise_on_failure=False)
+            message = str(error) if isinstance(error, InputError) else f"{type(error).__name__}: {error}"
+            set_aside(path, inbox_path / REJECTED, message)
+            rejected[path.name] = message
+            rows.append({"file": path.name, "outcome": "rejected", "error": message})
+            continue
+        stored: StoreReport = state.result()
+        futures = [evaluate_task.submit(warehouse, stored.id, judgment_set_id, spec.canonical_json()) for spec in specs]
+        reports = [future.result() for future in futures]
+        evaluated += reports
+        set_aside(path, inbox_path / PROCESSED)
+        rows.append({"file": path.name, "outcome": "evaluated" if stored.created else "duplicate", "run_id": stored.id,
+                     "evaluation_ids": [r.evaluation_id for r in reports]})
+    nightly_rows = pl.DataFrame(
+        [{"flow_run_id": flow_run_id, "started_at": started, "judgment_set_id": judgment_set_id, "run_id": None,
+          "evaluation_ids": [], "error": None, **row} for row in rows],
+        schema=NIGHTLY,
+    )
+    store.store_nightly(flow_run_id, nightly_rows)
+    refresh_catalog_task(warehouse)
+    publish_artifacts_task(warehouse, evaluated)
+    return NightlyReport(flow_run_id, evaluated, rejected)

@@ -1,0 +1,292 @@
+"""The warehouse: immutable, content-addressed Parquet files under one directory, and their DuckDB catalog.
+
+Belongs here: where each table lives, atomic writes (temporary name, then rename; never a rewrite in place), storing
+and reading back judgment sets, runs and evaluations, and regenerating the views-only catalog. Visibility follows
+one rule: a table's rows are visible (to the views and to `exists`) only once its record file is in place, and the
+record is always written last.
+
+Layout (every table's files are immutable; ids are content-derived):
+    judgment_sets/<judgment_set_id>.parquet     record          judgments/<judgment_set_id>/part-0.parquet  rows
+    runs/<run_id>.parquet                       record          run_rows/<run_id>/part-0.parquet            rows
+    evaluations/<evaluation_id>.parquet         record          per_query/<evaluation_id>/part-0.parquet    rows
+    summary/<evaluation_id>/part-0.parquet      rows            nightly/<flow_run_id>.parquet               record
+    catalog.duckdb                              views only, replaced by rename
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from importlib import resources
+from pathlib import Path
+
+import duckdb
+import polars as pl
+
+from flows.io import LoadedTable
+from schemas.provenance import JudgmentSetMetadata, RunMetadata, canonical_json, implementation_version
+from schemas.spec import EvaluationSpec
+from schemas.tables import (
+    EVALUATIONS,
+    JUDGMENT_SETS,
+    NIGHTLY,
+    RUN_ROWS,
+    RUNS,
+    STORED_JUDGMENTS,
+    STORED_PER_QUERY,
+    STORED_SUMMARY,
+)
+from transforms.errors import InputError
+
+TEMP_MARK = ".tmp-"
+CATALOG = "catalog.duckdb"
+
+# table name -> (contract, files glob relative to the warehouse)
+TABLES: dict[str, tuple[dict[str, pl.DataType], str]] = {
+    "judgment_sets": (JUDGMENT_SETS, "judgment_sets/*.parquet"),
+    "judgments": (STORED_JUDGMENTS, "judgments/*/*.parquet"),
+    "runs": (RUNS, "runs/*.parquet"),
+    "run_rows": (RUN_ROWS, "run_rows/*/*.parquet"),
+    "evaluations": (EVALUATIONS, "evaluations/*.parquet"),
+    "per_query": (STORED_PER_QUERY, "per_query/*/*.parquet"),
+    "summary": (STORED_SUMMARY, "summary/*/*.parquet"),
+    "nightly": (NIGHTLY, "nightly/*.parquet"),
+}
+# An empty file per table so every view resolves before anything is stored.
+_EMPTY = {
+    name: (f"{glob.split('/')[0]}/_empty.parquet" if glob.count("/") == 1 else f"{glob.split('/')[0]}/_empty/part-0.parquet")
+    for name, (_, glob) in TABLES.items()
+}
+
+
+def now_utc() -> datetime:
+    return datetime.now(UTC)
+
+
+def write_parquet_atomically(frame: pl.DataFrame, path: Path, metadata: dict[str, str]) -> bool:
+    """Write under a temporary name in the same directory, then rename into place. An existing file is never
+    touched (ids are content-derived, so it holds the same rows). Returns whether a file was written."""
+    if path.exists():
+        return False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f"{path.name}{TEMP_MARK}{uuid.uuid4().hex}")
+    try:
+        frame.write_parquet(temporary, metadata=metadata, statistics=True)
+        with temporary.open("rb") as handle:
+            os.fsync(handle.fileno())
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
+    return True
+
+
+@dataclass(frozen=True)
+class StoreReport:
+    """What a store operation did: the identifier, and whether anything new was written."""
+
+    kind: str
+    id: str
+    created: bool
+    n_rows: int
+
+
+class Warehouse:
+    """One warehouse directory."""
+
+    def __init__(self, root: str | Path) -> None:
+        self.root = Path(root).resolve()
+
+    # -- paths ----------------------------------------------------------------------------------------------------
+
+    def judgment_set_record(self, judgment_set_id: str) -> Path:
+        return self.root / "judgment_sets" / f"{judgment_set_id}.parquet"
+
+    def judgments_part(self, judgment_set_id: str) -> Path:
+        return self.root / "judgments" / judgment_set_id / "part-0.parquet"
+
+    def run_record(self, run_id: str) -> Path:
+        return self.root / "runs" / f"{run_id}.parquet"
+
+    def run_rows_part(self, run_id: str) -> Path:
+        return self.root / "run_rows" / run_id / "part-0.parquet"
+
+    def evaluation_record(self, evaluation_id: str) -> Path:
+        return self.root / "evaluations" / f"{evaluation_id}.parquet"
+
+    def per_query_part(self, evaluation_id: str) -> Path:
+        return self.root / "per_query" / evaluation_id / "part-0.parquet"
+
+    def summary_part(self, evaluation_id: str) -> Path:
+        return self.root / "summary" / evaluation_id / "part-0.parquet"
+
+    def nightly_record(self, flow_run_id: str) -> Path:
+        return self.root / "nightly" / f"{flow_run_id}.parquet"
+
+    @property
+    def catalog(self) -> Path:
+        return self.root / CATALOG
+
+    # -- setup ----------------------------------------------------------------------------------------------------
+
+    def ensure(self) -> Warehouse:
+        """Create the directory and each table's empty file, so the catalog's views always resolve."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        for name, (contract, _) in TABLES.items():
+            write_parquet_atomically(pl.DataFrame(schema=contract), self.root / _EMPTY[name], {"judged.table": name})
+        return self
+
+    # -- judgment sets and runs -----------------------------------------------------------------------------------
+
+    def store_table(self, table: LoadedTable) -> StoreReport:
+        """Store a loaded judgment set or run; nothing is written when its id is already there."""
+        self.ensure()
+        table_id = table.table_id
+        if table.kind == "judgments":
+            record_path, part_path, id_column = (
+                self.judgment_set_record(table_id), self.judgments_part(table_id), "judgment_set_id"
+            )
+        else:
+            record_path, part_path, id_column = self.run_record(table_id), self.run_rows_part(table_id), "run_id"
+        if record_path.exists():
+            return StoreReport(table.kind, table_id, False, table.frame.height)
+        record = self._table_record(table)
+        metadata = {"judged.table": table.kind, "judged.record": record.write_json()}
+        rows = table.frame.select(pl.lit(table_id).alias(id_column), pl.all())
+        write_parquet_atomically(rows, part_path, metadata)
+        write_parquet_atomically(record, record_path, metadata)  # last: makes the rows visible
+        return StoreReport(table.kind, table_id, True, table.frame.height)
+
+    def _table_record(self, table: LoadedTable) -> pl.DataFrame:
+        common = {
+            "metadata_json": canonical_json(table.metadata.model_dump(mode="json")),
+            "content_sha256": table.content_sha256,
+            "source_sha256": table.source_sha256,
+            "source": table.source,
+            "source_format": table.source_format,
+            "n_rows": table.frame.height,
+            "n_queries": table.frame["query_id"].n_unique(),
+            "ingested_at": now_utc(),
+            "implementation_version": implementation_version(),
+        }
+        meta = table.metadata
+        if isinstance(meta, JudgmentSetMetadata):
+            row = {
+                "judgment_set_id": table.table_id,
+                "name": meta.name,
+                "version": meta.version,
+                "task": meta.task,
+                "assessors": meta.assessors,
+                "pooling": meta.pooling,
+                "grade_scale": [{"grade": g, "meaning": m} for g, m in meta.grade_scale],
+                "unresolved_token": meta.unresolved_token,
+                "n_unresolved": table.frame["relevance"].null_count(),
+                **common,
+            }
+            return pl.DataFrame([row], schema=JUDGMENT_SETS)
+        row = {"run_id": table.table_id, **meta.model_dump(exclude={"source"}), **common}
+        return pl.DataFrame([row], schema=RUNS)
+
+    def load_stored(self, kind: str, table_id: str) -> LoadedTable:
+        """A stored judgment set or run, as the engine takes it."""
+        record_path = self.judgment_set_record(table_id) if kind == "judgments" else self.run_record(table_id)
+        if not record_path.exists():
+            what = "judgment set" if kind == "judgments" else "run"
+            raise InputError(str(self.root), f"no {what} with id {table_id} in the warehouse")
+        record = pl.read_parquet(record_path).row(0, named=True)
+        part = self.judgments_part(table_id) if kind == "judgments" else self.run_rows_part(table_id)
+        frame = pl.read_parquet(part).drop("judgment_set_id" if kind == "judgments" else "run_id")
+        model = JudgmentSetMetadata if kind == "judgments" else RunMetadata
+        return LoadedTable(
+            kind=kind,  # type: ignore[arg-type]
+            frame=frame,
+            source=record["source"],
+            source_sha256=record["source_sha256"],
+            source_format=record["source_format"],
+            metadata=model.model_validate(json.loads(record["metadata_json"])),
+            content_sha256=record["content_sha256"],
+        )
+
+    def require_run(self, run_id: str) -> str:
+        if not self.run_record(run_id).exists():
+            raise InputError(str(self.root), f"{run_id!r} is neither a file nor a run id in the warehouse")
+        return run_id
+
+    def judgment_sets(self) -> pl.DataFrame:
+        """Every stored judgment set record, oldest first."""
+        files = sorted((self.root / "judgment_sets").glob("*.parquet"))
+        if not files:
+            return pl.DataFrame(schema=JUDGMENT_SETS)
+        return pl.concat([pl.read_parquet(f) for f in files]).sort("ingested_at")
+
+    def resolve_judgment_set(self, reference: str) -> str:
+        """An id, or a name: the name's current version is the judgment set of that name ingested last."""
+        if self.judgment_set_record(reference).exists():
+            return reference
+        named = self.judgment_sets().filter(pl.col("name") == reference)
+        if named.height == 0:
+            raise InputError(str(self.root), f"no judgment set with id or name {reference!r} in the warehouse")
+        return str(named["judgment_set_id"][-1])
+
+    # -- evaluations ----------------------------------------------------------------------------------------------
+
+    def has_evaluation(self, evaluation_id: str) -> bool:
+        return self.evaluation_record(evaluation_id).exists()
+
+    def store_evaluation(
+        self,
+        record: pl.DataFrame,
+        per_query: pl.DataFrame,
+        summary: pl.DataFrame,
+        provenance_json: str,
+        spec: EvaluationSpec,
+    ) -> bool:
+        """Write per-query rows, summary, then the record that makes them visible. False if already stored."""
+        evaluation_id = str(record["evaluation_id"][0])
+        if self.has_evaluation(evaluation_id):
+            return False
+        self.ensure()
+        metadata = {"judged.provenance": provenance_json, "judged.spec": spec.canonical_json()}
+        write_parquet_atomically(per_query, self.per_query_part(evaluation_id), metadata | {"judged.table": "per_query"})
+        write_parquet_atomically(summary, self.summary_part(evaluation_id), metadata | {"judged.table": "summary"})
+        write_parquet_atomically(record, self.evaluation_record(evaluation_id), metadata | {"judged.table": "evaluations"})
+        return True
+
+    def load_evaluation(self, evaluation_id: str) -> tuple[dict, pl.DataFrame, pl.DataFrame]:
+        """(record, per-query rows, summary) of a stored evaluation."""
+        if not self.has_evaluation(evaluation_id):
+            raise InputError(str(self.root), f"no evaluation with id {evaluation_id} in the warehouse")
+        record = pl.read_parquet(self.evaluation_record(evaluation_id)).row(0, named=True)
+        return record, pl.read_parquet(self.per_query_part(evaluation_id)), pl.read_parquet(self.summary_part(evaluation_id))
+
+    def store_nightly(self, flow_run_id: str, rows: pl.DataFrame) -> None:
+        write_parquet_atomically(rows.cast(NIGHTLY), self.nightly_record(flow_run_id), {"judged.table": "nightly"})
+
+    # -- catalog --------------------------------------------------------------------------------------------------
+
+    def refresh_catalog(self) -> Path:
+        """Regenerate the views-only DuckDB catalog under a temporary name and rename it over the old one: readers
+        holding the old file keep reading it, and the writer never needs its lock."""
+        self.ensure()
+        temporary = self.root / f"{CATALOG}{TEMP_MARK}{uuid.uuid4().hex}"
+        try:
+            with duckdb.connect(str(temporary)) as connection:
+                connection.execute(views_sql(self.root))
+            os.replace(temporary, self.catalog)
+        finally:
+            temporary.unlink(missing_ok=True)
+            Path(f"{temporary}.wal").unlink(missing_ok=True)
+        return self.catalog
+
+
+def views_sql(root: Path) -> str:
+    """The catalog's view definitions (transforms/views.sql) with every table's file glob filled in."""
+    template = resources.files("transforms").joinpath("views.sql").read_text()
+    globs = {name: _sql_string(str(root / glob)) for name, (_, glob) in TABLES.items()}
+    return template.format(**globs)
+
+
+def _sql_string(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"

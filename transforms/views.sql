@@ -1,0 +1,53 @@
+-- The analysts' catalog: views only, over the warehouse's immutable Parquet files.
+-- A table's rows are visible once its record exists (records are written last), so no partial result shows.
+-- The globs are re-read at every query: new results appear without reopening the catalog.
+
+CREATE VIEW judgment_sets AS
+SELECT * FROM read_parquet({judgment_sets}, union_by_name = true);
+
+CREATE VIEW judgments AS
+SELECT j.* FROM read_parquet({judgments}, union_by_name = true) AS j
+SEMI JOIN judgment_sets USING (judgment_set_id);
+
+CREATE VIEW runs AS
+SELECT * FROM read_parquet({runs}, union_by_name = true);
+
+CREATE VIEW run_rows AS
+SELECT r.* FROM read_parquet({run_rows}, union_by_name = true) AS r
+SEMI JOIN runs USING (run_id);
+
+CREATE VIEW evaluations AS
+SELECT * FROM read_parquet({evaluations}, union_by_name = true);
+
+CREATE VIEW per_query AS
+SELECT p.* FROM read_parquet({per_query}, union_by_name = true) AS p
+SEMI JOIN evaluations USING (evaluation_id);
+
+CREATE VIEW summary AS
+SELECT s.* FROM read_parquet({summary}, union_by_name = true) AS s
+SEMI JOIN evaluations USING (evaluation_id);
+
+CREATE VIEW nightly AS
+SELECT * FROM read_parquet({nightly}, union_by_name = true);
+
+-- Each row of each evaluated run with its grade under each judgment set it was evaluated against: relevance is
+-- NULL when the document is unjudged (or its judgment unresolved). `rank` is trec_eval's order (score descending,
+-- then doc_id descending by byte order).
+CREATE VIEW judged_run_rows AS
+WITH evaluated_pairs AS (SELECT DISTINCT run_id, judgment_set_id FROM evaluations)
+SELECT
+    pair.judgment_set_id,
+    r.run_id,
+    r.query_id,
+    r.doc_id,
+    r.score,
+    r.source_rank,
+    row_number() OVER (
+        PARTITION BY pair.judgment_set_id, r.run_id, r.query_id ORDER BY r.score DESC, r.doc_id DESC
+    ) AS rank,
+    j.relevance,
+    j.relevance IS NOT NULL AS judged
+FROM evaluated_pairs AS pair
+JOIN run_rows AS r USING (run_id)
+LEFT JOIN judgments AS j
+    ON j.judgment_set_id = pair.judgment_set_id AND j.query_id = r.query_id AND j.doc_id = r.doc_id;
