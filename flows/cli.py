@@ -6,12 +6,16 @@ and turning every expected error into one line on stderr and a non-zero exit (ne
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
+from rich.progress import Progress
+from rich.table import Table
 
 from schemas.spec import PRESETS, EvaluationSpec, SpecError, build_spec, parse_cutoffs, parse_gain_map
 from transforms.errors import InputError
@@ -43,8 +47,12 @@ def _fail(message: str, code: int) -> typer.Exit:
 
 
 def _read_weights(path: Path) -> tuple[tuple[str, float], ...]:
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as error:
+        raise InputError(str(path), f"cannot read the query weights: {error.strerror or error}") from None
     pairs = []
-    for number, line in enumerate(path.read_text().splitlines(), start=1):
+    for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         parts = line.split()
@@ -72,16 +80,16 @@ def spec_from_options(
     query_set: str | None = None,
     run_duplicates: str | None = None,
     judgment_duplicates: str | None = None,
-    depth: int | None = None,
+    depth: str | None = None,
     query_weights: Path | None = None,
 ) -> EvaluationSpec:
     """The spec the options describe: a preset, then each given override. Raises SpecError or InputError."""
     weights = _read_weights(query_weights) if query_weights else None
     return build_spec(
         preset_name,
-        cutoffs=parse_cutoffs(cutoffs) if cutoffs else None,
+        cutoffs=parse_cutoffs(cutoffs) if cutoffs is not None else None,
         gain=gain,
-        gain_map=parse_gain_map(gain_map) if gain_map else None,
+        gain_map=parse_gain_map(gain_map) if gain_map is not None else None,
         negative_grades=negative_grades,
         ranking=ranking,
         score_precision=precision,
@@ -92,10 +100,20 @@ def spec_from_options(
         query_set=query_set,
         run_duplicates=run_duplicates,
         judgment_duplicates=judgment_duplicates,
-        depth=depth,
+        depth=_positive_int(depth, "--depth") if depth is not None else None,
         query_weights=weights,
         aggregation="weighted_mean" if weights else None,
     )
+
+
+def _positive_int(text: str, option: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise SpecError(f"{option} {text!r} is not a positive integer") from None
+    if value <= 0:
+        raise SpecError(f"{option} {value} must be positive")
+    return value
 
 
 @app.command()
@@ -122,11 +140,17 @@ def evaluate(
     query_set: Annotated[str | None, typer.Option(help="judged (missing queries score 0, trec_eval -c), both, or judged_strict.", rich_help_panel=_SPEC_PANEL)] = None,
     run_duplicates: Annotated[str | None, typer.Option(help="Duplicate run rows: error, first or last.", rich_help_panel=_SPEC_PANEL)] = None,
     judgment_duplicates: Annotated[str | None, typer.Option(help="Duplicate judgments: error, first or last.", rich_help_panel=_SPEC_PANEL)] = None,
-    depth: Annotated[int | None, typer.Option(min=1, help="Cut each ranking to its first M documents first (trec_eval -M).", rich_help_panel=_SPEC_PANEL)] = None,
+    depth: Annotated[str | None, typer.Option(metavar="M", help="Cut each ranking to its first M documents first (trec_eval -M).", rich_help_panel=_SPEC_PANEL)] = None,
     query_weights: Annotated[
         Path | None, typer.Option(help="File of `query_id weight` lines: weighted mean (unlisted queries weigh 1).", rich_help_panel=_SPEC_PANEL)
     ] = None,
     output_format: Annotated[str, typer.Option("--format", help="table, json or trec (trec_eval -q lines).")] = "table",
+    warehouse: Annotated[
+        Path | None,
+        typer.Option(help="Go through the Prefect flow: ingest the inputs into this warehouse, store the results "
+                          "with provenance (an evaluation already stored is reused). QRELS and RUN may then also be "
+                          "warehouse ids (QRELS: or a judgment set name, meaning its latest version)."),
+    ] = None,
 ) -> None:
     """Evaluate RUN(s) against QRELS and print the summary (table), everything (json) or trec_eval-style lines."""
     from flows.engine import evaluate as evaluate_loaded
@@ -145,8 +169,22 @@ def evaluate(
     except InputError as error:
         raise _fail(str(error), EXIT_INPUT) from None
     try:
-        judgments = load_table(qrels, "judgments")
-        results = [evaluate_loaded(load_table(run, "run"), judgments, spec) for run in runs]
+        if warehouse is None:
+            judgments = load_table(qrels, "judgments")
+            results = []
+            with _progress() as progress:
+                for run in progress.track(runs, description="evaluating"):
+                    results.append(evaluate_loaded(load_table(run, "run"), judgments, spec))
+        else:
+            from flows.pipeline import evaluate_flow, load_result
+            from flows.warehouse import Warehouse
+
+            _quiet_prefect()
+            reports = evaluate_flow(str(qrels), [str(run) for run in runs], spec.canonical_json(), str(warehouse))
+            results = [load_result(Warehouse(warehouse), report.evaluation_id) for report in reports]
+            for report in reports:
+                state = "stored" if report.created else "already stored, reused"
+                print(f"evaluation {report.evaluation_id} ({state})", file=sys.stderr)
     except InputError as error:
         raise _fail(str(error), EXIT_INPUT) from None
     if output_format == "json":
@@ -155,6 +193,270 @@ def evaluate(
         print(as_trec(results))
     else:
         print_tables(results, Console())
+
+
+def _progress() -> Progress:
+    return Progress(console=Console(stderr=True), transient=True, disable=not sys.stderr.isatty())
+
+
+def _quiet_prefect() -> None:
+    """Prefect's defaults for a command line: no telemetry, warnings only, patient ephemeral server start."""
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
+
+
+_WAREHOUSE_HELP = "Warehouse directory (Parquet files and catalog.duckdb)."
+
+
+def _metadata_overrides(**fields: str | None) -> dict[str, str]:
+    return {name: value for name, value in fields.items() if value is not None}
+
+
+def _parse_grades(grades: list[str]) -> dict[int, str]:
+    scale: dict[int, str] = {}
+    for item in grades:
+        grade, sep, meaning = item.partition("=")
+        try:
+            if not sep:
+                raise ValueError
+            scale[int(grade)] = meaning
+        except ValueError:
+            raise SpecError(f"--grade {item!r} is not GRADE=MEANING") from None
+    return scale
+
+
+@app.command("ingest-judgments")
+def ingest_judgments_command(
+    qrels: Annotated[Path, typer.Argument(help="TREC qrels (plain or .gz) or Parquet (query_id, doc_id, relevance).")],
+    warehouse: Annotated[Path, typer.Option(help=_WAREHOUSE_HELP)] = Path("warehouse"),
+    name: Annotated[str | None, typer.Option(help="Name of the judgment set (its versions share it).")] = None,
+    version: Annotated[str | None, typer.Option(help="Version label of this judgment set.")] = None,
+    task: Annotated[str | None, typer.Option(help="The task the assessors were given.")] = None,
+    assessors: Annotated[str | None, typer.Option(help="Who judged; the adjudication procedure.")] = None,
+    pooling: Annotated[str | None, typer.Option(help="How candidates were chosen (pool depth, runs, sampling).")] = None,
+    grade: Annotated[list[str] | None, typer.Option(help="GRADE=MEANING, repeatable: the grade scale.")] = None,
+    unresolved_token: Annotated[
+        str | None, typer.Option(help="Grade text marking an unresolved judgment (kept as a null grade).")
+    ] = None,
+) -> None:
+    """Validate a judgment set and store it, content-addressed, with its metadata. Metadata comes from the sidecar
+    `<qrels>.meta.toml` when present; options given here override it."""
+    from flows.io import read_sidecar
+    from flows.pipeline import ingest_judgments
+    from schemas.provenance import JudgmentSetMetadata
+
+    try:
+        base = read_sidecar(qrels, "judgments") if qrels.is_file() else JudgmentSetMetadata()
+        overrides: dict[str, object] = _metadata_overrides(
+            name=name, version=version, task=task, assessors=assessors, pooling=pooling,
+            unresolved_token=unresolved_token,
+        )
+        if grade:
+            overrides["grade_scale"] = _parse_grades(grade)
+        metadata = JudgmentSetMetadata.model_validate({**base.model_dump(), **overrides})
+        _quiet_prefect()
+        report = ingest_judgments(str(qrels), str(warehouse), metadata)
+    except SpecError as error:
+        raise _fail(str(error), EXIT_USAGE) from None
+    except InputError as error:
+        raise _fail(str(error), EXIT_INPUT) from None
+    _print_store_report(report, "judgment set")
+
+
+@app.command("ingest-run")
+def ingest_run_command(
+    run: Annotated[Path, typer.Argument(help="TREC run (plain or .gz) or Parquet (query_id, doc_id, score[, rank]).")],
+    warehouse: Annotated[Path, typer.Option(help=_WAREHOUSE_HELP)] = Path("warehouse"),
+    system: Annotated[str | None, typer.Option(help="The system that produced the run.")] = None,
+    configuration: Annotated[str | None, typer.Option(help="Its configuration.")] = None,
+    tag: Annotated[str | None, typer.Option(help="The run tag.")] = None,
+) -> None:
+    """Validate a run and store it, content-addressed, with its metadata (sidecar `<run>.meta.toml` or options)."""
+    from flows.io import read_sidecar
+    from flows.pipeline import ingest_run
+    from schemas.provenance import RunMetadata
+
+    try:
+        base = read_sidecar(run, "run") if run.is_file() else RunMetadata()
+        overrides = _metadata_overrides(system=system, configuration=configuration, tag=tag)
+        metadata = RunMetadata.model_validate({**base.model_dump(), **overrides})
+        _quiet_prefect()
+        report = ingest_run(str(run), str(warehouse), metadata)
+    except InputError as error:
+        raise _fail(str(error), EXIT_INPUT) from None
+    _print_store_report(report, "run")
+
+
+def _print_store_report(report: object, what: str) -> None:
+    if report.created:  # type: ignore[attr-defined]
+        print(f"stored {what} {report.id} ({report.n_rows} rows)")  # type: ignore[attr-defined]
+    else:
+        print(f"{what} {report.id} already in the warehouse: nothing new written")  # type: ignore[attr-defined]
+
+
+def _nightly_specs(presets: list[str], cutoffs: str | None) -> list[EvaluationSpec]:
+    return [build_spec(name, cutoffs=parse_cutoffs(cutoffs) if cutoffs else None) for name in presets]
+
+
+@app.command()
+def nightly(
+    inbox: Annotated[Path, typer.Option(help="Folder where run files are dropped; done files move to processed/ "
+                                             "or rejected/ (with an .error.txt).")] = Path("inbox"),
+    judgments: Annotated[str, typer.Option(help="Judgment set: a qrels file, an id, or a name (its latest version).")]
+    = "trec-dl-2020-passage",
+    preset: Annotated[list[str] | None, typer.Option(help="Spec preset, repeatable: one evaluation per spec.")] = None,
+    cutoffs: Annotated[str | None, typer.Option(help="Cutoffs for every spec, e.g. 10,100,1000.")] = None,
+    warehouse: Annotated[Path, typer.Option(help=_WAREHOUSE_HELP)] = Path("warehouse"),
+) -> None:
+    """Run the nightly job once: ingest and evaluate every run waiting in the inbox."""
+    from flows.pipeline import nightly as nightly_flow
+
+    try:
+        specs = _nightly_specs(preset or ["trec_eval"], cutoffs)
+        _quiet_prefect()
+        report = nightly_flow(str(inbox), judgments, [s.canonical_json() for s in specs], str(warehouse))
+    except SpecError as error:
+        raise _fail(str(error), EXIT_USAGE) from None
+    except InputError as error:
+        raise _fail(str(error), EXIT_INPUT) from None
+    _print_nightly(report, warehouse)
+
+
+def _print_nightly(report: object, warehouse: Path) -> None:
+    from flows.pipeline import load_result
+    from flows.report import print_tables
+    from flows.warehouse import Warehouse
+
+    store = Warehouse(warehouse)
+    print_tables([load_result(store, r.evaluation_id) for r in report.evaluated], Console())  # type: ignore[attr-defined]
+    for name, error in report.rejected.items():  # type: ignore[attr-defined]
+        print(f"rejected {name}: {error}", file=sys.stderr)
+    print(f"nightly run {report.flow_run_id}: {len(report.evaluated)} evaluations, "  # type: ignore[attr-defined]
+          f"{len(report.rejected)} files rejected")  # type: ignore[attr-defined]
+
+
+@app.command()
+def serve(
+    cron: Annotated[str, typer.Option(help="Cron schedule (UTC) of the nightly job.")] = "0 2 * * *",
+    inbox: Annotated[Path, typer.Option(help="Inbox folder of the nightly job.")] = Path("inbox"),
+    judgments: Annotated[str, typer.Option(help="Judgment set: a qrels file, an id, or a name.")]
+    = "trec-dl-2020-passage",
+    preset: Annotated[list[str] | None, typer.Option(help="Spec preset, repeatable.")] = None,
+    cutoffs: Annotated[str | None, typer.Option(help="Cutoffs for every spec.")] = None,
+    warehouse: Annotated[Path, typer.Option(help=_WAREHOUSE_HELP)] = Path("warehouse"),
+    name: Annotated[str, typer.Option(help="Deployment name.")] = "judged-nightly",
+) -> None:
+    """Register the nightly deployment with its schedule on the Prefect server in PREFECT_API_URL and serve it
+    (runs until stopped). Needs a real server: `prefect server start`."""
+    from flows.pipeline import nightly as nightly_flow
+
+    try:
+        specs = _nightly_specs(preset or ["trec_eval"], cutoffs)
+    except SpecError as error:
+        raise _fail(str(error), EXIT_USAGE) from None
+    if not os.environ.get("PREFECT_API_URL"):
+        raise _fail("serve needs a Prefect server: start one with `prefect server start` and set PREFECT_API_URL",
+                    EXIT_USAGE)
+    judgments_ref = str(Path(judgments).resolve()) if Path(judgments).is_file() else judgments
+    nightly_flow.serve(
+        name=name,
+        cron=cron,
+        parameters={
+            "inbox": str(inbox.resolve()),
+            "judgments": judgments_ref,
+            "spec_jsons": [s.canonical_json() for s in specs],
+            "warehouse": str(warehouse.resolve()),
+        },
+    )
+
+
+@app.command()
+def sql(
+    query: Annotated[str, typer.Argument(help="SQL (SELECT only) over the views: judgment_sets, judgments, runs, "
+                                              "run_rows, evaluations, per_query, summary, judged_run_rows, nightly.")],
+    warehouse: Annotated[Path, typer.Option(help=_WAREHOUSE_HELP)] = Path("warehouse"),
+    output_format: Annotated[str, typer.Option("--format", help="table, csv or json.")] = "table",
+) -> None:
+    """Query the warehouse catalog read-only (external access off outside the warehouse, configuration locked)."""
+    from flows.sql import QueryRefused, run_query
+    from flows.warehouse import Warehouse
+
+    if output_format not in ("table", "csv", "json"):
+        raise _fail(f"--format must be table, csv or json, not {output_format!r}", EXIT_USAGE)
+    try:
+        result = run_query(Warehouse(warehouse), query)
+    except QueryRefused as error:
+        raise _fail(str(error), EXIT_INPUT) from None
+    _print_rows(result.columns, result.rows, output_format)
+
+
+def _print_rows(columns: list[str], rows: list[tuple], output_format: str) -> None:
+    import csv
+    import json
+
+    if output_format == "csv":
+        writer = csv.writer(sys.stdout, lineterminator="\n")
+        writer.writerow(columns)
+        writer.writerows(rows)
+    elif output_format == "json":
+        print(json.dumps([dict(zip(columns, row)) for row in rows], default=str, indent=1))
+    else:
+        table = Table(*columns)
+        for row in rows:
+            table.add_row(*("NULL" if value is None else escape(str(value)) for value in row))
+        Console().print(table)
+
+
+@app.command()
+def show(
+    evaluation_id: Annotated[str, typer.Argument(help="An evaluation id (see `judged sql \"SELECT * FROM evaluations\"`).")],
+    warehouse: Annotated[Path, typer.Option(help=_WAREHOUSE_HELP)] = Path("warehouse"),
+) -> None:
+    """Print one stored evaluation's summary and its provenance record."""
+    import json
+
+    from flows.pipeline import load_result
+    from flows.report import print_tables
+    from flows.warehouse import Warehouse
+
+    try:
+        store = Warehouse(warehouse)
+        result = load_result(store, evaluation_id)
+        record, _, _ = store.load_evaluation(evaluation_id)
+    except InputError as error:
+        raise _fail(str(error), EXIT_INPUT) from None
+    console = Console()
+    print_tables([result], console)
+    console.print_json(json.dumps(json.loads(record["provenance_json"])))
+
+
+@app.command()
+def demo(
+    warehouse: Annotated[Path, typer.Option(help=_WAREHOUSE_HELP)] = Path("warehouse"),
+    inbox: Annotated[Path, typer.Option(help="Inbox folder the sample runs are dropped into.")] = Path("demo/inbox"),
+) -> None:
+    """The main job on bundled sample data: NIST's TREC DL 2020 passage judgments and three official runs are put
+    into an inbox, and the nightly flow ingests and evaluates them (preset trec_eval) into the warehouse."""
+    import shutil
+
+    from flows.pipeline import nightly as nightly_flow
+
+    sample = Path(__file__).resolve().parents[1] / "data" / "trec-dl-2020-sample"
+    inbox.mkdir(parents=True, exist_ok=True)
+    for path in sorted((sample / "runs").iterdir()):
+        shutil.copy(path, inbox / path.name)
+    spec = build_spec("trec_eval", cutoffs=(10, 100, 1000))
+    _quiet_prefect()
+    try:
+        report = nightly_flow(str(inbox), str(sample / "qrels.dl20-passage.txt"), [spec.canonical_json()],
+                              str(warehouse))
+    except InputError as error:
+        raise _fail(str(error), EXIT_INPUT) from None
+    _print_nightly(report, warehouse)
+    print("\nNext, ask the warehouse with SQL, e.g. mean NDCG@10 per run:")
+    print(f"  .venv/bin/judged sql --warehouse {warehouse} \"SELECT e.run_name, s.value FROM summary s "
+          "JOIN evaluations e USING (evaluation_id) WHERE s.cutoff = 10 ORDER BY s.value DESC\"")
 
 
 def main() -> None:

@@ -28,38 +28,40 @@ class EvaluationResult:
     warnings: tuple[str, ...]
 
 
-def without_duplicates(table: LoadedTable, policy: str) -> tuple[pl.LazyFrame, list[str]]:
+def without_duplicates(table: LoadedTable, policy: str) -> tuple[pl.DataFrame, list[str]]:
     """The table with one row per (query, document) under the declared policy, and what was resolved."""
-    frame = table.frame.lazy()
-    duplicates = duplicate_pairs(frame).collect()
+    duplicates = duplicate_pairs(table.frame.lazy()).collect()
     what = "judgment" if table.kind == "judgments" else "run row"
     if policy == "error":
         raise_on_duplicates(duplicates, table.source, what, table.unit)
-        return frame, []
+        return table.frame, []
     if duplicates.height == 0:
-        return frame, []
+        return table.frame, []
     conflicting = int(duplicates["conflicting"].sum())
     detail = f", {conflicting} with conflicting grades" if conflicting else ""
     warning = (
         f"{table.source}: {duplicates.height} duplicate (query, document) pairs{detail}, "
         f"resolved by keeping the {policy} {table.unit}"
     )
-    return keep_one_per_pair(frame, policy), [warning]
+    return keep_one_per_pair(table.frame.lazy(), policy).collect(), [warning]
 
 
-def check_inputs(run: LoadedTable, judgments: LoadedTable, spec: EvaluationSpec) -> None:
-    """What the spec needs of the inputs: the rank column, grades the gain covers, the queries it requires."""
+def check_inputs(
+    run: LoadedTable, run_rows: pl.DataFrame, judgments: LoadedTable, judgment_rows: pl.DataFrame, spec: EvaluationSpec
+) -> None:
+    """What the spec needs of the inputs (rows after the duplicates policy): the rank column, grades the gain
+    covers, the queries it requires."""
     if spec.ranking == "rank":
-        unranked = run.frame.filter(pl.col("source_rank").is_null())
+        unranked = run_rows.filter(pl.col("source_rank").is_null())
         if unranked.height:
             line = int(unranked["source_line"].min())  # type: ignore[arg-type]
             raise InputError(run.source, "ranking 'rank' needs a rank on every row", line, run.unit)
-    uncovered = grades_outside_gain_map(judgments.frame.lazy(), spec).collect()
+    uncovered = grades_outside_gain_map(judgment_rows.lazy(), spec).collect()
     if uncovered.height:
         grades = uncovered["relevance"].to_list()
         raise InputError(judgments.source, f"grade(s) {grades} occur but the gain map {spec.gain_label} omits them")
     if spec.negative_grades == "error":
-        negative = judgments.frame.filter(pl.col("relevance") < 0).sort("source_line").head(1)
+        negative = judgment_rows.filter(pl.col("relevance") < 0).sort("source_line").head(1)
         if negative.height:
             row = negative.row(0, named=True)
             raise InputError(
@@ -69,8 +71,8 @@ def check_inputs(run: LoadedTable, judgments: LoadedTable, spec: EvaluationSpec)
                 judgments.unit,
             )
     if spec.query_set == "judged_strict":
-        judged = judgments.frame.filter(pl.col("relevance").is_not_null()).select("query_id").unique()
-        missing = judged.join(run.frame.select("query_id").unique(), on="query_id", how="anti").sort("query_id")
+        judged = judgment_rows.filter(pl.col("relevance").is_not_null()).select("query_id").unique()
+        missing = judged.join(run_rows.select("query_id").unique(), on="query_id", how="anti").sort("query_id")
         if missing.height:
             shown = ", ".join(missing["query_id"].head(5).to_list())
             raise InputError(
@@ -88,11 +90,11 @@ def run_name(run: LoadedTable) -> str:
 
 def evaluate(run: LoadedTable, judgments: LoadedTable, spec: EvaluationSpec) -> EvaluationResult:
     """Evaluate one loaded run against loaded judgments under the spec."""
-    judgments_frame, warnings = without_duplicates(judgments, spec.judgment_duplicates)
-    run_frame, run_warnings = without_duplicates(run, spec.run_duplicates)
+    judgment_rows, warnings = without_duplicates(judgments, spec.judgment_duplicates)
+    run_rows, run_warnings = without_duplicates(run, spec.run_duplicates)
     warnings += run_warnings
-    check_inputs(run, judgments, spec)
-    per_query = per_query_ndcg(run_frame, judgments_frame, spec).collect()
+    check_inputs(run, run_rows, judgments, judgment_rows, spec)
+    per_query = per_query_ndcg(run_rows.lazy(), judgment_rows.lazy(), spec).collect()
     summary = summarize(per_query.lazy(), spec).collect()
     warnings += coverage_warnings(summary, spec)
     return EvaluationResult(

@@ -108,7 +108,11 @@ def read_lines(path: Path, gzipped: bool) -> pl.LazyFrame:
     try:
         with pa.input_stream(str(path), compression="gzip" if gzipped else None) as stream:
             table = pa_csv.read_csv(stream, read_options, parse_options, convert_options)
-    except (pa.ArrowInvalid, OSError, EOFError) as error:
+    except pa.ArrowInvalid as error:
+        if "Empty CSV file" in str(error):  # no bytes at all: an empty table, like a file of blank lines
+            return pl.LazyFrame(schema={"line_number": pl.UInt32, "line": pl.String})
+        raise InputError(str(path), f"cannot be read as text: {str(error).splitlines()[0]}") from None
+    except (OSError, EOFError) as error:
         raise InputError(str(path), f"cannot be read as text: {str(error).splitlines()[0]}") from None
     return pl.from_arrow(table).lazy().with_row_index("line_number", offset=1)  # type: ignore[union-attr]
 

@@ -146,6 +146,20 @@ def _input_record(table_id: str, table: object) -> InputRecord:
     )
 
 
+def load_result(warehouse: Warehouse, evaluation_id: str) -> EvaluationResult:
+    """A stored evaluation, in the shape the reports print."""
+    record, per_query, summary = warehouse.load_evaluation(evaluation_id)
+    keys = ["evaluation_id", "run_id", "judgment_set_id", "spec_hash", "measure", "trec_eval_measure"]
+    return EvaluationResult(
+        run_name=record["run_name"],
+        evaluation_id=evaluation_id,
+        spec=EvaluationSpec.from_canonical_json(record["spec_json"]),
+        per_query=per_query.drop(keys),
+        summary=summary.drop(keys),
+        warnings=tuple(record["warnings"]),
+    )
+
+
 def evaluation_markdown(warehouse: Warehouse, reports: list[EvaluationReport]) -> str:
     """What was evaluated, the unjudged coverage at each cutoff, and the warnings: the flow's markdown artifact."""
     lines = ["# judged evaluation", ""]
@@ -240,10 +254,7 @@ def evaluate_flow(
     """Evaluate runs against one judgment set under one spec. `judgments` and each run are a file (ingested
     first) or an id already in the warehouse (a judgment set may also be named: its latest version is used)."""
     store = Warehouse(warehouse)
-    if Path(judgments).is_file():
-        judgment_set_id = ingest_file_task(warehouse, judgments, "judgments", judgments_metadata).id
-    else:
-        judgment_set_id = store.resolve_judgment_set(judgments)
+    judgment_set_id = _judgment_set(store, judgments, judgments_metadata)
     run_ids = [ingest_file_task(warehouse, run, "run").id if Path(run).is_file() else store.require_run(run)
                for run in runs]
     futures = [evaluate_task.submit(warehouse, run_id, judgment_set_id, spec_json) for run_id in run_ids]
@@ -251,6 +262,13 @@ def evaluate_flow(
     refresh_catalog_task(warehouse)
     publish_artifacts_task(warehouse, reports)
     return reports
+
+
+def _judgment_set(store: Warehouse, reference: str, metadata: Metadata | None) -> str:
+    """A qrels file is ingested (nothing new if unchanged); otherwise an id, or a name meaning its latest version."""
+    if Path(reference).is_file():
+        return ingest_file_task(str(store.root), reference, "judgments", metadata).id
+    return store.resolve_judgment_set(reference)
 
 
 @dataclass(frozen=True)
@@ -293,7 +311,7 @@ def nightly(
     store = Warehouse(warehouse).ensure()
     flow_run_id = _current_flow_run_id() or f"local-{now_utc().strftime('%Y%m%dT%H%M%S%f')}"
     started = now_utc()
-    judgment_set_id = store.resolve_judgment_set(judgments)
+    judgment_set_id = _judgment_set(store, judgments, None)
     inbox_path = Path(inbox)
     specs = [EvaluationSpec.from_canonical_json(text) for text in spec_jsons]
     evaluated: list[EvaluationReport] = []

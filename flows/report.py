@@ -83,7 +83,7 @@ def print_tables(results: Sequence[EvaluationResult], console: Console) -> None:
             caption=f"evaluation {result.evaluation_id} · spec {spec.spec_hash[:16]}",
         )
         for column in ("measure", "value", "scored", "missing", "undefined", "no judgments", "unjudged@k"):
-            table.add_column(column, justify="left" if column == "measure" else "right")
+            table.add_column(column, justify="left" if column == "measure" else "right", no_wrap=column == "measure")
         for row in result.summary.iter_rows(named=True):
             value = "undefined" if row["value"] is None else f"{row['value']:.4f}"
             fraction = row["mean_unjudged_fraction"]

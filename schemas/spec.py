@@ -10,11 +10,11 @@ import hashlib
 import json
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, field_validator, model_validator
 
 SPEC_VERSION = 1
 
-Cutoff = Annotated[int, Field(gt=0)] | None
+Cutoff = Annotated[StrictInt, Field(gt=0)] | None
 """A rank cutoff k; None means the whole returned list (trec_eval's `ndcg`)."""
 
 GainKind = Literal["linear", "exponential", "map"]
@@ -57,7 +57,7 @@ class EvaluationSpec(BaseModel):
     query_set: QuerySet = "judged"
     run_duplicates: DuplicatePolicy = "error"
     judgment_duplicates: DuplicatePolicy = "error"
-    depth: Annotated[int, Field(gt=0)] | None = None
+    depth: Annotated[StrictInt, Field(gt=0)] | None = None
     aggregation: Aggregation = "mean"
     query_weights: tuple[tuple[str, float], ...] = ()
 
@@ -80,7 +80,7 @@ class EvaluationSpec(BaseModel):
         for grade, gain in pairs:
             if gain != gain or gain in (float("inf"), float("-inf")):
                 raise ValueError(f"gain map sends grade {grade} to a non-finite gain {gain}")
-        return tuple(sorted((int(g), float(v)) for g, v in pairs))
+        return tuple(sorted((int(g), float(v) + 0.0) for g, v in pairs))  # + 0.0: -0.0 and 0.0 are one gain
 
     @field_validator("query_weights")
     @classmethod
@@ -91,7 +91,7 @@ class EvaluationSpec(BaseModel):
         for query_id, weight in pairs:
             if not (weight >= 0 and weight != float("inf")):
                 raise ValueError(f"query {query_id!r} has weight {weight}; weights must be finite and >= 0")
-        return tuple(sorted((str(q), float(w)) for q, w in pairs))
+        return tuple(sorted((str(q), float(w) + 0.0) for q, w in pairs))
 
     @model_validator(mode="after")
     def _consistent(self) -> EvaluationSpec:
@@ -123,7 +123,10 @@ class EvaluationSpec(BaseModel):
         version = payload.pop("spec_version", None)
         if version != SPEC_VERSION:
             raise SpecError(f"spec_version {version!r} is not supported (this build reads {SPEC_VERSION})")
-        return cls.model_validate(payload)
+        try:
+            return cls.model_validate(payload)
+        except ValidationError as error:
+            raise SpecError(_validation_message(error)) from None
 
     # -- labels --------------------------------------------------------------------------------------------------
 
@@ -235,6 +238,8 @@ def preset(name: str) -> EvaluationSpec:
 def parse_cutoffs(text: str) -> tuple[int | None, ...]:
     """`5,10,all` -> (5, 10, None)."""
     cutoffs: list[int | None] = []
+    if not text.strip():
+        raise SpecError("no cutoff given; use e.g. 5,10,all")
     for item in (part.strip() for part in text.split(",")):
         if item.lower() in ("all", "none"):
             cutoffs.append(None)

@@ -111,13 +111,19 @@ def conform_judgments(table: pl.LazyFrame, source: str) -> pl.LazyFrame:
     if not schema["relevance"].is_integer() and schema["relevance"] != pl.Null:
         raise InputError(source, f"column 'relevance' has type {schema['relevance']}; grades must be integers")
     iteration = pl.col("iteration").cast(pl.String) if "iteration" in schema else pl.lit("0")
+    grade = pl.col("relevance").cast(pl.Int32, strict=False)
+    problem = (
+        pl.when(pl.col("relevance").is_not_null() & grade.is_null())
+        .then(pl.format("grade {} is out of range", pl.col("relevance")))
+        .otherwise(_missing_id_problem())
+    )
     return table.select(
         query_id=pl.col("query_id"),
         iteration=iteration,
         doc_id=pl.col("doc_id"),
-        relevance=pl.col("relevance").cast(pl.Int32, strict=False),
+        relevance=grade,
         source_line=pl.int_range(1, pl.len() + 1, dtype=pl.Int64),
-        problem=_missing_id_problem(),
+        problem=problem,
     ).cast(JUDGMENTS | {"problem": pl.String()})
 
 
@@ -128,6 +134,8 @@ def conform_run(table: pl.LazyFrame, source: str) -> pl.LazyFrame:
     if not schema["score"].is_numeric():
         raise InputError(source, f"column 'score' has type {schema['score']}; scores must be numbers")
     rank_column = next((name for name in ("source_rank", "rank") if name in schema), None)
+    if rank_column and not (schema[rank_column].is_integer() or schema[rank_column] == pl.Null):
+        raise InputError(source, f"column {rank_column!r} has type {schema[rank_column]}; ranks must be integers")
     source_rank = pl.col(rank_column).cast(pl.Int64) if rank_column else pl.lit(None, pl.Int64)
     run_tag = pl.col("run_tag").cast(pl.String) if "run_tag" in schema else pl.lit(None, pl.String)
     score = pl.col("score").cast(pl.Float64)

@@ -10,7 +10,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from flows.io import LoadedTable, load_table
+from flows.io import LoadedTable, TableKind, load_table
 from schemas.tables import JUDGMENTS, RUN
 from transforms.errors import InputError
 
@@ -40,9 +40,9 @@ def sha256_of(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def input_error(path: Path, kind: str) -> InputError:
+def input_error(path: Path, kind: TableKind) -> InputError:
     with pytest.raises(InputError) as caught:
-        load_table(path, kind)  # type: ignore[arg-type]
+        load_table(path, kind)
     return caught.value
 
 
@@ -164,11 +164,6 @@ def test_file_of_blank_lines_is_an_empty_table(tmp_path: Path) -> None:
     assert table.frame.schema == pl.Schema(RUN)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: a zero-byte file raises `cannot be read as text: Empty CSV file` (pyarrow's CSV message) while a "
-    "file holding only a newline loads as an empty table",
-)
 def test_zero_byte_file_behaves_like_a_file_of_blank_lines(tmp_path: Path) -> None:
     path = write(tmp_path / "run.txt", b"")
     assert load_table(path, "run").frame.height == 0
@@ -230,7 +225,7 @@ def test_parquet_detected_from_bytes_not_suffix(tmp_path: Path) -> None:
     ],
 )
 def test_parquet_integer_identifiers_are_rejected(
-    tmp_path: Path, kind: str, columns: dict[str, list[object]], column: str
+    tmp_path: Path, kind: TableKind, columns: dict[str, list[object]], column: str
 ) -> None:
     path = tmp_path / "table.parquet"
     pl.DataFrame(columns).write_parquet(path)
@@ -279,11 +274,6 @@ def test_corrupt_parquet_is_an_input_error(tmp_path: Path) -> None:
     assert str(input_error(path, "judgments")).startswith(f"{path}: cannot be read as Parquet: ")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: a Parquet grade outside Int32 is cast with strict=False and silently becomes null (= unjudged); "
-    "the same grade in TREC text is rejected as 'out of range'",
-)
 def test_parquet_grade_out_of_int32_range_is_rejected(tmp_path: Path) -> None:
     path = tmp_path / "qrels.parquet"
     pl.DataFrame({"query_id": ["q1"], "doc_id": ["d1"], "relevance": [2**40]}).write_parquet(path)
@@ -291,11 +281,6 @@ def test_parquet_grade_out_of_int32_range_is_rejected(tmp_path: Path) -> None:
         load_table(path, "judgments")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: a float Parquet rank column is cast to Int64 by truncation (1.5 -> 1) without a problem; "
-    "in TREC text a non-integer rank is rejected",
-)
 def test_parquet_non_integer_rank_is_rejected(tmp_path: Path) -> None:
     path = tmp_path / "run.parquet"
     pl.DataFrame({"query_id": ["q1"], "doc_id": ["d1"], "score": [1.0], "rank": [1.5]}).write_parquet(path)

@@ -263,11 +263,6 @@ def test_hash_changes_when_any_option_changes() -> None:
     assert len(by_hash) == len(set(specs))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: -0.0 and 0.0 gains are equal (so the specs compare equal) but canonical_json writes -0.0, "
-    "so equal specs get different hashes and evaluation ids",
-)
 def test_equal_specs_have_equal_hashes_even_with_negative_zero() -> None:
     a = EvaluationSpec(gain="map", gain_map=((0, 0.0), (1, -0.0), (2, 2.0)))
     b = EvaluationSpec(gain="map", gain_map=((0, 0.0), (1, 0.0), (2, 2.0)))
