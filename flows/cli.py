@@ -33,6 +33,7 @@ app = typer.Typer(
 @app.callback()
 def _root() -> None:
     """Evaluate search runs with NDCG against relevance judgments, every choice declared."""
+    _quiet_prefect()
 
 
 EXIT_INPUT = 1
@@ -179,7 +180,6 @@ def evaluate(
             from flows.pipeline import evaluate_flow, load_result
             from flows.warehouse import Warehouse
 
-            _quiet_prefect()
             reports = evaluate_flow(str(qrels), [str(run) for run in runs], spec.canonical_json(), str(warehouse))
             results = [load_result(Warehouse(warehouse), report.evaluation_id) for report in reports]
             for report in reports:
@@ -200,9 +200,12 @@ def _progress() -> Progress:
 
 
 def _quiet_prefect() -> None:
-    """Prefect's defaults for a command line: no telemetry, warnings only, patient ephemeral server start."""
+    """Prefect's defaults for a command line, set before Prefect is imported: no telemetry, a patient ephemeral
+    server start, and no task tracebacks on the console (errors still reach the Prefect API's logs; the command
+    prints its own one-line error)."""
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+    os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "CRITICAL")
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
 
 
@@ -255,7 +258,6 @@ def ingest_judgments_command(
         if grade:
             overrides["grade_scale"] = _parse_grades(grade)
         metadata = JudgmentSetMetadata.model_validate({**base.model_dump(), **overrides})
-        _quiet_prefect()
         report = ingest_judgments(str(qrels), str(warehouse), metadata)
     except SpecError as error:
         raise _fail(str(error), EXIT_USAGE) from None
@@ -281,7 +283,6 @@ def ingest_run_command(
         base = read_sidecar(run, "run") if run.is_file() else RunMetadata()
         overrides = _metadata_overrides(system=system, configuration=configuration, tag=tag)
         metadata = RunMetadata.model_validate({**base.model_dump(), **overrides})
-        _quiet_prefect()
         report = ingest_run(str(run), str(warehouse), metadata)
     except InputError as error:
         raise _fail(str(error), EXIT_INPUT) from None
@@ -314,7 +315,6 @@ def nightly(
 
     try:
         specs = _nightly_specs(preset or ["trec_eval"], cutoffs)
-        _quiet_prefect()
         report = nightly_flow(str(inbox), judgments, [s.canonical_json() for s in specs], str(warehouse))
     except SpecError as error:
         raise _fail(str(error), EXIT_USAGE) from None
@@ -447,7 +447,6 @@ def demo(
     for path in sorted((sample / "runs").iterdir()):
         shutil.copy(path, inbox / path.name)
     spec = build_spec("trec_eval", cutoffs=(10, 100, 1000))
-    _quiet_prefect()
     try:
         report = nightly_flow(str(inbox), str(sample / "qrels.dl20-passage.txt"), [spec.canonical_json()],
                               str(warehouse))

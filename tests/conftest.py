@@ -3,9 +3,19 @@
 from __future__ import annotations
 
 import os
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+# Prefect reads these when it is first imported: a private home per test session, no telemetry (offline), a
+# patient start for the temporary server, and quiet consoles.
+os.environ.setdefault("PREFECT_HOME", tempfile.mkdtemp(prefix="judged-tests-prefect-"))
+os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
+os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "CRITICAL")
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("JUDGED_SHARED", REPO.parent / "shared"))
@@ -22,3 +32,17 @@ def shared() -> Path:
 @pytest.fixture(scope="session")
 def repo() -> Path:
     return REPO
+
+
+SAMPLE = REPO / "data" / "trec-dl-2020-sample"
+
+
+@pytest.fixture(scope="session")
+def prefect_harness() -> Iterator[str]:
+    """One temporary Prefect server for the session's flow tests; yields its API URL."""
+    from prefect.settings import PREFECT_API_URL
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=180):
+        yield str(PREFECT_API_URL.value())
+
