@@ -1,0 +1,79 @@
+"""The README's quick start job (`judged demo`: the nightly flow over the bundled sample) and its five analyst
+queries, run as written."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from flows.cli import app
+from tests.conftest import REPO
+
+runner = CliRunner()
+README_QUERIES = re.findall(r"```sql\n(.*?)```", (REPO / "README.md").read_text(), flags=re.S)
+
+
+@pytest.fixture(scope="module")
+def demo_warehouse(prefect_harness: str, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    root = tmp_path_factory.mktemp("quickstart")
+    warehouse = root / "warehouse"
+    result = runner.invoke(app, ["demo", "--warehouse", str(warehouse), "--inbox", str(root / "inbox")])
+    assert result.exit_code == 0, result.output
+    return warehouse, result.stdout
+
+
+def sql_rows(warehouse: Path, query: str) -> list[dict]:
+    result = runner.invoke(app, ["sql", query, "--warehouse", str(warehouse), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def test_demo_prints_summaries_and_the_next_command(demo_warehouse: tuple[Path, str]) -> None:
+    _, output = demo_warehouse
+    assert "p_bm25" in output and "0.4796" in output  # NIST passages-eval ndcg_cut_10
+    assert "pash_r3" in output and "0.8031" in output
+    assert "DoRA_Large" in output and "0.0414" in output
+    assert "3 evaluations, 0 files rejected" in output
+    assert "judged sql" in output
+
+
+def test_readme_has_five_analyst_queries() -> None:
+    assert len(README_QUERIES) == 5
+
+
+def test_mean_ndcg_per_run(demo_warehouse: tuple[Path, str]) -> None:
+    rows = sql_rows(demo_warehouse[0], README_QUERIES[0])
+    assert [(r["run_name"], r["ndcg_10"]) for r in rows] == [("pash_r3", 0.8031), ("p_bm25", 0.4796), ("DoRA_Large", 0.0414)]
+
+
+def test_per_query_differences(demo_warehouse: tuple[Path, str]) -> None:
+    rows = sql_rows(demo_warehouse[0], README_QUERIES[1])
+    assert len(rows) == 10
+    assert all(r["difference"] == pytest.approx(r["pash_r3"] - r["p_bm25"], abs=2e-4) for r in rows)
+    assert rows == sorted(rows, key=lambda r: -r["difference"])
+
+
+def test_unjudged_in_top_10(demo_warehouse: tuple[Path, str]) -> None:
+    rows = sql_rows(demo_warehouse[0], README_QUERIES[2])
+    assert len(rows) == 10 and rows[0]["run"] == "DoRA_Large"
+    assert all(r["unjudged_in_top_10"] == len(r["documents"]) for r in rows)
+
+
+def test_coverage_by_judgment_version(demo_warehouse: tuple[Path, str]) -> None:
+    rows = sql_rows(demo_warehouse[0], README_QUERIES[3])
+    assert len(rows) == 9  # 3 runs x 3 cutoffs
+    assert {(r["name"], r["version"]) for r in rows} == {("trec-dl-2020-passage", "nist-final")}
+    dora_10 = next(r for r in rows if r["run_name"] == "DoRA_Large" and r["cutoff"] == 10)
+    assert 0.32 <= dora_10["unjudged_share"] <= 0.43
+
+
+def test_provenance_of_one_result(demo_warehouse: tuple[Path, str]) -> None:
+    (row,) = sql_rows(demo_warehouse[0], README_QUERIES[4])
+    assert len(row["run_sha256"]) == 64 and len(row["qrels_sha256"]) == 64
+    assert row["judgments_version"] == "nist-final"
+    assert row["flow_run_id"]
+    assert "polars" in row["libraries"]
