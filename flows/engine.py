@@ -13,7 +13,7 @@ import polars as pl
 from flows.io import LoadedTable
 from schemas.provenance import evaluation_id, implementation_version
 from schemas.spec import EvaluationSpec
-from transforms.duplicates import duplicate_pairs, keep_one_per_pair, raise_on_duplicates
+from transforms.duplicates import duplicate_pairs, keep_one_per_pair, may_have_duplicates, raise_on_duplicates
 from transforms.errors import InputError
 from transforms.ndcg import grades_outside_gain_map, per_query_ndcg, summarize
 
@@ -30,6 +30,8 @@ class EvaluationResult:
 
 def without_duplicates(table: LoadedTable, policy: str) -> tuple[pl.DataFrame, list[str]]:
     """The table with one row per (query, document) under the declared policy, and what was resolved."""
+    if not may_have_duplicates(table.frame.lazy()).collect().item():
+        return table.frame, []
     duplicates = duplicate_pairs(table.frame.lazy()).collect()
     what = "judgment" if table.kind == "judgments" else "run row"
     if policy == "error":

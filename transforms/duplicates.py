@@ -13,6 +13,14 @@ from transforms.errors import InputError
 PAIR = ["query_id", "doc_id"]
 
 
+def may_have_duplicates(table: pl.LazyFrame) -> pl.LazyFrame:
+    """One boolean: could a (query_id, doc_id) pair occur twice? Compares the number of distinct 64-bit pair hashes
+    with the number of rows: much cheaper than grouping by the strings, and never misses a duplicate (a hash
+    collision only sends the caller to the exact `duplicate_pairs`)."""
+    pair_hash = pl.col("query_id").hash(11) * 1_000_003 + pl.col("doc_id").hash(29)
+    return table.select((pair_hash.n_unique() < pl.len()).alias("may_have_duplicates"))
+
+
 def duplicate_pairs(table: pl.LazyFrame) -> pl.LazyFrame:
     """One row per (query_id, doc_id) present more than once: how often, its source lines, and (for judgments)
     whether the duplicates disagree on the grade."""

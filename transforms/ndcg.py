@@ -36,14 +36,40 @@ def rank_run(run: pl.LazyFrame, spec: EvaluationSpec) -> pl.LazyFrame:
     `rank` = 1..n, and apply the depth cut. Under `ties='average'` the doc_id order only fixes the display order:
     equal keys share their credit."""
     doc_id_descending = spec.ties != "docid_asc"
+    if "sort_key" not in run.collect_schema():
+        run = run.with_columns(sort_key=sort_key(spec))
     ranked = (
-        run.with_columns(sort_key=sort_key(spec))
-        .sort([QUERY, "sort_key", "doc_id"], descending=[False, True, doc_id_descending])
+        run.sort([QUERY, "sort_key", "doc_id"], descending=[False, True, doc_id_descending])
         .with_columns(rank=pl.int_range(1, pl.len() + 1, dtype=pl.Int64).over(QUERY))
     )
     if spec.depth is not None:
         ranked = ranked.filter(pl.col("rank") <= spec.depth)
     return ranked
+
+
+def first_rows_needed(spec: EvaluationSpec) -> int | None:
+    """How many of each query's first rows decide every value and count of the spec; None when all rows do (the
+    whole list, condensed lists, an ideal over the retrieved documents)."""
+    if None in spec.cutoffs or spec.unjudged == "condensed" or spec.ideal == "retrieved":
+        return None
+    deepest = max(k for k in spec.cutoffs if k is not None)
+    return deepest if spec.depth is None else min(deepest, spec.depth)
+
+
+def candidate_rows(run: pl.LazyFrame, spec: EvaluationSpec) -> pl.LazyFrame:
+    """The rows the spec can use, with `sort_key` and their query's `n_retrieved` (after the depth cut).
+
+    When only the first k rows matter, each query keeps the rows whose key reaches its k-th largest key: the first
+    k rows of the full order plus any rows tied with the k-th (so a tie group straddling k stays whole), without
+    sorting the run."""
+    rows = run.select(QUERY, "doc_id", sort_key=sort_key(spec)).with_columns(n_retrieved=pl.len().over(QUERY))
+    k = first_rows_needed(spec)
+    if k is not None:
+        rows = rows.filter(pl.col("sort_key") >= pl.col("sort_key").top_k(k).min().over(QUERY))
+    n_retrieved = pl.col("n_retrieved").cast(pl.Int64)
+    if spec.depth is not None:
+        n_retrieved = pl.min_horizontal(n_retrieved, pl.lit(spec.depth, pl.Int64))
+    return rows.with_columns(n_retrieved=n_retrieved)
 
 
 def attach_judgments(ranked: pl.LazyFrame, judgments: pl.LazyFrame) -> pl.LazyFrame:
@@ -139,7 +165,7 @@ def _run_aggregates(rows: pl.LazyFrame, spec: EvaluationSpec) -> pl.LazyFrame:
     relevant = pl.col("judged_gain") > 0
     nonrelevant = pl.col("judged_gain") <= 0
     unjudged = pl.col("relevance").is_null()
-    aggregates: list[pl.Expr] = [pl.len().alias("n_retrieved")]
+    aggregates: list[pl.Expr] = [pl.col("n_retrieved").first()]
     for k in spec.cutoffs:
         s = _suffix(k)
         submitted = _within("rank", k)
@@ -218,12 +244,13 @@ def per_query_ndcg(run: pl.LazyFrame, judgments: pl.LazyFrame, spec: EvaluationS
     Queries of the run without judgments are reported (`no_judgments`) but never scored; judged queries missing
     from the run score 0 under `query_set='judged'` and are null under `both` (`judged_strict` is checked before).
     """
-    rows = _evaluated_list(judged_run_rows(run, judgments, spec), spec)
+    candidates = candidate_rows(run, spec)
+    rows = _evaluated_list(judged_run_rows(candidates, judgments, spec), spec)
     run_side = _run_aggregates(rows, spec)
     ideal_side = ideal_dcg(_ideal_universe(rows, judgments, spec), spec)
     count_columns = [c for c in run_side.collect_schema().names() if c != QUERY and not c.startswith("dcg__")]
     wide = (
-        _query_universe(run, judgments)
+        _query_universe(candidates, judgments)
         .join(run_side, on=QUERY, how="left")
         .join(ideal_side, on=QUERY, how="left")
         .with_columns(

@@ -1,0 +1,747 @@
+"""Benchmark harness: time whole processes of judged and the reference tools on the same generated files, and check
+that every tool's per-query NDCG@10 agrees with judged's `trec_eval` preset.
+
+    python benchmarks/run.py --size M [--reps 3] [--tools judged-text,pytrec_eval,...] [--data-dir DIR] [--markdown]
+    python -m benchmarks.run --size S
+
+Each repetition of each tool is one process, timed from outside: wall time and peak RSS by `/usr/bin/time -f
+'%e %M'` when it exists (the kernel's maximum resident set of the process and of any descendant it waited for, i.e.
+the largest single process of the tree), plus the sum of the RSS of the whole process tree sampled every 50 ms with
+psutil (what Prefect's server subprocess adds). Without /usr/bin/time the wall time comes from the harness's clock
+and the peak from psutil's sampled tree sum, or from getrusage(RUSAGE_CHILDREN) as a last resort. Every tool
+writes one `ndcg_cut_10 <tab> query <tab> value` line per query; the harness reads them and compares.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import importlib.metadata
+import importlib.util
+import json
+import math
+import os
+import platform
+import resource
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as a script: make `benchmarks` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.generate import SIZES, generate  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+TOOLS_DIR = HERE / "tools"
+DEFAULT_DATA_DIR = Path(tempfile.gettempdir()) / "judged-bench"
+TIME_BINARY = "/usr/bin/time"
+MEASURE = "ndcg_cut_10"
+CUTOFF = 10
+TOLERANCE = 1e-6
+TREC_EVAL_TOLERANCE = 5e-5  # trec_eval prints 4 decimals
+REFERENCE = "judged-text"
+
+
+# -- tools --------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """The files a benchmark runs on, and where it writes."""
+
+    qrels: Path
+    run_text: Path | None
+    run_parquet: Path
+    judged_run: Path  # what the judged Parquet and flow paths read (a file, or later a sharded directory)
+    work: Path  # outputs, warehouses
+    prefect_home: Path
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str  # as given to --tools
+    description: str
+    argv: Callable[[Inputs, Path], list[str]]  # (inputs, scratch dir of this repetition) -> command
+    needs: Callable[[Inputs], str | None]  # None when it can run, else why not
+    env: Callable[[Inputs], dict[str, str]] = lambda inputs: {}
+    tolerance: float = TOLERANCE
+
+
+def _judged() -> list[str]:
+    """The `judged` command of this interpreter's environment (its console script, else `python -m flows.cli`)."""
+    script = Path(sys.executable).with_name("judged")
+    return [str(script)] if script.is_file() else [sys.executable, "-m", "flows.cli"]
+
+
+def _judged_args(qrels: Path, run: Path, *extra: str) -> list[str]:
+    return [*_judged(), "evaluate", str(qrels), str(run), *extra, "--preset", "trec_eval", "--cutoffs",
+            str(CUTOFF), "--format", "trec"]
+
+
+def _module(name: str) -> Callable[[Inputs], str | None]:
+    def needs(inputs: Inputs) -> str | None:
+        return None if importlib.util.find_spec(name) else f"{name} is not importable (pip install -e '.[bench]')"
+
+    return needs
+
+
+def _text_run(inputs: Inputs) -> str | None:
+    return None if inputs.run_text and inputs.run_text.is_file() else "no run.txt at this size (Parquet only)"
+
+
+def _all(*checks: Callable[[Inputs], str | None]) -> Callable[[Inputs], str | None]:
+    return lambda inputs: next((reason for check in checks if (reason := check(inputs))), None)
+
+
+def _trec_eval_binary(inputs: Inputs) -> str | None:
+    binary = os.environ.get("TREC_EVAL")
+    if not binary:
+        return "TREC_EVAL is not set (point it at a trec_eval binary)"
+    return None if os.access(binary, os.X_OK) else f"TREC_EVAL={binary} is not executable"
+
+
+def _always(inputs: Inputs) -> str | None:
+    return None
+
+
+def _flow_env(inputs: Inputs) -> dict[str, str]:
+    return {"PREFECT_HOME": str(inputs.prefect_home), "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
+
+
+TOOLS: dict[str, Tool] = {
+    tool.name: tool
+    for tool in (
+        Tool(
+            "judged-text",
+            "judged evaluate, direct path, TREC text run",
+            lambda i, scratch: _judged_args(i.qrels, i.run_text),  # type: ignore[arg-type]
+            _text_run,
+        ),
+        Tool(
+            "judged-parquet",
+            "judged evaluate, direct path, Parquet run",
+            lambda i, scratch: _judged_args(i.qrels, i.judged_run),
+            _always,
+        ),
+        Tool(
+            "judged-flow",
+            "judged evaluate --warehouse (Prefect flow on its temporary server, fresh warehouse per repetition)",
+            lambda i, scratch: _judged_args(i.qrels, i.judged_run, "--warehouse", str(scratch / "warehouse")),
+            _always,
+            _flow_env,
+        ),
+        Tool(
+            "pytrec_eval",
+            "pytrec_eval-terrier: parse_qrel/parse_run in Python, RelevanceEvaluator ndcg_cut.10",
+            lambda i, scratch: [sys.executable, str(TOOLS_DIR / "pytrec_eval_ndcg.py"), str(i.qrels), str(i.run_text)],
+            _all(_text_run, _module("pytrec_eval")),
+        ),
+        Tool(
+            "ir_measures",
+            "ir_measures: read_trec_qrels/read_trec_run, iter_calc([nDCG@10]) (pytrec_eval provider)",
+            lambda i, scratch: [sys.executable, str(TOOLS_DIR / "ir_measures_ndcg.py"), str(i.qrels), str(i.run_text)],
+            _all(_text_run, _module("ir_measures")),
+        ),
+        Tool(
+            "ranx-text",
+            "ranx: Qrels.from_file, Run.from_file (TREC text), evaluate ndcg@10, make_comparable",
+            lambda i, scratch: [sys.executable, str(TOOLS_DIR / "ranx_ndcg.py"), str(i.qrels), str(i.run_text)],
+            _all(_text_run, _module("ranx")),
+        ),
+        Tool(
+            "ranx-parquet",
+            "ranx: Qrels.from_file, run from Parquet (Run.from_parquet / from_df), evaluate ndcg@10, make_comparable",
+            lambda i, scratch: [sys.executable, str(TOOLS_DIR / "ranx_ndcg.py"), str(i.qrels), str(i.run_parquet),
+                                "--parquet"],
+            _module("ranx"),
+        ),
+        Tool(
+            "trec_eval",
+            "trec_eval binary from $TREC_EVAL: -q -c -m ndcg_cut.10",
+            lambda i, scratch: [os.environ.get("TREC_EVAL", "trec_eval"), "-q", "-c", "-m", "ndcg_cut.10",
+                                str(i.qrels), str(i.run_text)],
+            _all(_text_run, _trec_eval_binary),
+            tolerance=TREC_EVAL_TOLERANCE,
+        ),
+    )
+}
+XL_TOOLS = ("judged-parquet", "judged-flow")
+
+
+# -- measuring one process ----------------------------------------------------------------------------------------
+
+
+@dataclass
+class Measurement:
+    wall: float | None  # seconds
+    peak_rss_mib: float | None  # largest process of the tree (/usr/bin/time %M), or the sampled tree sum
+    tree_rss_mib: float | None  # sum over the tree, sampled
+    exit_code: int
+    output: Path
+    stderr_tail: str = ""
+
+
+def _tree_rss(process: object) -> int:
+    import psutil
+
+    total = 0
+    try:
+        members = [process, *process.children(recursive=True)]  # type: ignore[attr-defined]
+    except psutil.Error:
+        return 0
+    for member in members:
+        try:
+            total += member.memory_info().rss
+        except psutil.Error:
+            pass
+    return total
+
+
+def measure(argv: Sequence[str], output: Path, env: dict[str, str], timeout: float | None) -> Measurement:
+    """Run `argv` once with stdout to `output`; its wall time and peak memory."""
+    use_time = os.access(TIME_BINARY, os.X_OK)
+    time_file = output.with_suffix(".time")
+    command = [TIME_BINARY, "-f", "%e %M", "-o", str(time_file), *argv] if use_time else list(argv)
+    try:
+        import psutil
+    except ImportError:
+        psutil = None  # type: ignore[assignment]
+    children_before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    peak_sum = 0
+    started = time.perf_counter()
+    with output.open("wb") as out, output.with_suffix(".stderr").open("wb") as err:
+        process = subprocess.Popen(command, stdout=out, stderr=err, env={**os.environ, **env}, cwd=output.parent)
+        stop = threading.Event()
+
+        def sample() -> None:
+            nonlocal peak_sum
+            watched = psutil.Process(process.pid)
+            while not stop.is_set():
+                peak_sum = max(peak_sum, _tree_rss(watched))
+                stop.wait(0.05)
+
+        sampler = threading.Thread(target=sample, daemon=True) if psutil else None
+        if sampler:
+            sampler.start()
+        try:
+            exit_code = process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _kill_tree(process.pid)
+            exit_code = process.wait()
+        finally:
+            stop.set()
+            if sampler:
+                sampler.join()
+    elapsed = time.perf_counter() - started
+    tree_mib = peak_sum / 2**20 if psutil and peak_sum else None
+    wall, peak = elapsed, tree_mib
+    if use_time and time_file.is_file():
+        fields = time_file.read_text().split()
+        # On failure GNU time writes "Command exited with non-zero status N" before the numbers.
+        if len(fields) >= 2:
+            wall, peak = float(fields[-2]), int(fields[-1]) / 1024
+    elif not psutil:
+        after = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+        peak = after / 1024 if after > children_before else None
+    stderr = output.with_suffix(".stderr").read_text(errors="replace").strip().splitlines()
+    return Measurement(wall, peak, tree_mib, exit_code, output, "\n".join(stderr[-5:]))
+
+
+def _kill_tree(pid: int) -> None:
+    """End the process we started and its descendants, by id."""
+    try:
+        import psutil
+
+        parent = psutil.Process(pid)
+        for child in parent.children(recursive=True):
+            child.kill()
+        parent.kill()
+    except Exception:  # noqa: BLE001 (already gone, or psutil missing)
+        try:
+            os.kill(pid, 9)
+        except OSError:
+            pass
+
+
+# -- reading and comparing per-query values -----------------------------------------------------------------------
+
+
+def read_values(path: Path) -> dict[str, float]:
+    """`measure query value` lines (any whitespace) of ndcg_cut_10, skipping the `all` lines."""
+    values: dict[str, float] = {}
+    with path.open() as handle:
+        for line in handle:
+            parts = line.split()
+            if len(parts) == 3 and parts[0] == MEASURE and parts[1] != "all":
+                values[parts[1]] = float(parts[2])
+    return values
+
+
+@dataclass
+class Agreement:
+    n_reference: int
+    n_tool: int
+    n_common: int
+    only_reference: list[str]  # queries judged scores that the tool does not report
+    only_reference_nonzero: int  # of those, how many judged does not score 0
+    only_tool: list[str]
+    mismatches: dict[str, tuple[float, float]]  # query -> (judged, tool)
+    max_difference: float
+    causes: dict[str, str] = field(default_factory=dict)  # query -> explanation
+
+    @property
+    def unexplained(self) -> list[str]:
+        return [query for query in self.mismatches if self.causes.get(query, "unexplained") == "unexplained"]
+
+    @property
+    def ok(self) -> bool:
+        """No value differs beyond the tolerance on the common queries, nothing only the tool reports, and every
+        query only judged reports is one judged scores 0 (missing from the run, trec_eval -c)."""
+        return not self.mismatches and not self.only_tool and not self.only_reference_nonzero
+
+    def summary(self) -> str:
+        if self.ok:
+            return "ok"
+        parts = []
+        if self.mismatches:
+            explained = len(self.mismatches) - len(self.unexplained)
+            parts.append(f"{len(self.mismatches)} mismatches"
+                         + (f" ({explained} explained by tie order)" if explained else "")
+                         + (f", {len(self.unexplained)} UNEXPLAINED" if self.unexplained and explained else
+                            " UNEXPLAINED" if self.unexplained else ""))
+        if self.only_tool:
+            parts.append(f"{len(self.only_tool)} queries only in tool")
+        if self.only_reference_nonzero:
+            parts.append(f"{self.only_reference_nonzero} nonzero queries missing")
+        return "; ".join(parts)
+
+
+def compare(reference: dict[str, float], values: dict[str, float], tolerance: float) -> Agreement:
+    common = reference.keys() & values.keys()
+    mismatches = {
+        query: (reference[query], values[query])
+        for query in sorted(common)
+        if not (abs(reference[query] - values[query]) <= tolerance)
+    }
+    only_reference = sorted(reference.keys() - values.keys())
+    return Agreement(
+        n_reference=len(reference),
+        n_tool=len(values),
+        n_common=len(common),
+        only_reference=only_reference,
+        only_reference_nonzero=sum(1 for query in only_reference if reference[query] != 0.0),
+        only_tool=sorted(values.keys() - reference.keys()),
+        mismatches=mismatches,
+        max_difference=max((abs(a - b) for a, b in mismatches.values()), default=0.0),
+    )
+
+
+def _dcg(gains: Sequence[float]) -> float:
+    return sum(gain / math.log2(position + 2) for position, gain in enumerate(gains[:CUTOFF]))
+
+
+def explain_mismatches(agreements: dict[str, Agreement], inputs: Inputs) -> None:
+    """For each mismatched query, say whether the tool's value is what a different order of tied documents gives:
+    - `float32 ties`: trec_eval 9's order (scores rounded to float32, then doc id descending) gives the tool's value;
+    - `tie order`: the value lies between the best and worst orders of documents with exactly equal scores;
+    - `float32 tie order`: the same with the groups of equal float32 scores;
+    - `unexplained` otherwise."""
+    wanted = sorted({query for agreement in agreements.values() for query in agreement.mismatches})
+    if not wanted:
+        return
+    import numpy as np
+    import polars as pl
+
+    run = (
+        pl.scan_parquet(inputs.run_parquet)
+        .filter(pl.col("query_id").is_in(wanted))
+        .select("query_id", "doc_id", "score")
+        .collect()
+    )
+    qrels = (
+        pl.scan_csv(inputs.qrels, separator=" ", has_header=False, new_columns=["query_id", "iteration", "doc_id", "grade"],
+                    schema_overrides={"query_id": pl.String, "iteration": pl.String, "doc_id": pl.String, "grade": pl.Int64})
+        .filter(pl.col("query_id").is_in(wanted))
+        .collect()
+    )
+    grades = {(q, d): g for q, d, g in qrels.select("query_id", "doc_id", "grade").iter_rows()}
+    ideal = {
+        query: _dcg(sorted((max(g, 0) for g in group["grade"].to_list()), reverse=True))
+        for (query,), group in qrels.group_by("query_id")
+    }
+    per_query = {query: group for (query,), group in run.group_by("query_id")}
+
+    def ndcg(order_gains: list[float], query: str) -> float:
+        return _dcg(order_gains) / ideal[query] if ideal.get(query) else 0.0
+
+    for agreement in agreements.values():
+        for query, (_, theirs) in agreement.mismatches.items():
+            rows = per_query.get(query)
+            if rows is None:
+                agreement.causes[query] = "unexplained"
+                continue
+            docs = rows["doc_id"].to_list()
+            scores64 = np.asarray(rows["score"].to_list(), dtype=np.float64)
+            scores32 = scores64.astype(np.float32).astype(np.float64)
+            gains = [max(grades.get((query, doc), 0), 0) for doc in docs]
+
+            def ordered(keys: np.ndarray, tiebreak: list) -> list[float]:
+                order = sorted(range(len(docs)), key=lambda i: (-keys[i], tiebreak[i]))
+                return [gains[i] for i in order]
+
+            descending_doc = [_Reverse(doc.encode()) for doc in docs]
+            trec_eval9 = ndcg(ordered(scores32, descending_doc), query)
+            best64 = ndcg(ordered(scores64, [-g for g in gains]), query)
+            worst64 = ndcg(ordered(scores64, gains), query)
+            best32 = ndcg(ordered(scores32, [-g for g in gains]), query)
+            worst32 = ndcg(ordered(scores32, gains), query)
+            slack = 5e-5
+            if abs(trec_eval9 - theirs) <= slack and abs(best64 - worst64) <= slack:
+                cause = "float32 ties"
+            elif worst64 - slack <= theirs <= best64 + slack and best64 - worst64 > slack:
+                cause = "tie order"
+            elif worst32 - slack <= theirs <= best32 + slack and best32 - worst32 > slack:
+                cause = "float32 tie order"
+            else:
+                cause = "unexplained"
+            agreement.causes[query] = cause
+
+
+class _Reverse:
+    """Sort key for descending byte order (trec_eval breaks score ties by doc id, strcmp, descending)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: bytes) -> None:
+        self.value = value
+
+    def __lt__(self, other: _Reverse) -> bool:
+        return self.value > other.value
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Reverse) and self.value == other.value
+
+
+# -- the benchmark ------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class ToolResult:
+    tool: str
+    command: str
+    env: dict[str, str]
+    measurements: list[Measurement] = field(default_factory=list)
+    skipped: str | None = None
+    agreement: Agreement | None = None
+    outputs_identical: bool = True
+
+    @property
+    def ok_runs(self) -> list[Measurement]:
+        return [m for m in self.measurements if m.exit_code == 0]
+
+    def median(self, attribute: str) -> float | None:
+        values = [getattr(m, attribute) for m in self.ok_runs if getattr(m, attribute) is not None]
+        return statistics.median(values) if values else None
+
+    @property
+    def failed(self) -> str | None:
+        bad = [m for m in self.measurements if m.exit_code != 0]
+        if not bad:
+            return None
+        return f"exit {bad[0].exit_code} in {len(bad)}/{len(self.measurements)} reps: {bad[0].stderr_tail[-300:]}"
+
+
+@dataclass
+class Report:
+    size: str
+    reps: int
+    machine: dict[str, str]
+    manifest: dict
+    inputs: Inputs
+    results: list[ToolResult]
+
+    def result(self, tool: str) -> ToolResult | None:
+        return next((r for r in self.results if r.tool == tool), None)
+
+
+def machine_info() -> dict[str, str]:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    memory = "?"
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                memory = f"{int(line.split()[1]) / 2**20:.1f} GiB"
+    except OSError:
+        pass
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except AttributeError:
+        usable = os.cpu_count() or 0
+    versions = []
+    for package in ("judged", "polars", "pyarrow", "numpy", "duckdb", "prefect", "pytrec-eval-terrier", "ir-measures",
+                    "ranx", "numba", "pandas", "psutil"):
+        try:
+            versions.append(f"{package} {importlib.metadata.version(package)}")
+        except importlib.metadata.PackageNotFoundError:
+            pass
+    commit = "?"
+    try:
+        commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
+                                text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--", "flows", "transforms", "schemas"],
+                               capture_output=True, text=True, check=True).stdout.strip()
+        if dirty:
+            commit += " + uncommitted changes in flows/transforms/schemas"
+    except (OSError, subprocess.CalledProcessError):
+        pass
+    return {
+        "cpu": cpu,
+        "cores": f"{os.cpu_count()} ({usable} usable)",
+        "memory": memory,
+        "os": f"{platform.system()} {platform.release()}",
+        "python": platform.python_version(),
+        "packages": ", ".join(versions),
+        "judged commit": commit,
+        "trec_eval": os.environ.get("TREC_EVAL", "not set"),
+        "timer": f"{TIME_BINARY} -f '%e %M'" if os.access(TIME_BINARY, os.X_OK) else "perf_counter + psutil",
+    }
+
+
+def _command_text(argv: list[str], env: dict[str, str], output: str) -> str:
+    prefix = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
+    return (prefix + " " if prefix else "") + shlex.join(argv) + f" > {output}"
+
+
+def default_tools(size: str) -> list[str]:
+    return list(XL_TOOLS) if size == "XL" else [name for name in TOOLS if name != "trec_eval" or os.environ.get("TREC_EVAL")]
+
+
+def run_benchmark(
+    size: str,
+    data_dir: str | Path = DEFAULT_DATA_DIR,
+    reps: int = 3,
+    tools: Sequence[str] | None = None,
+    judged_run: str | Path | None = None,
+    timeout: float | None = None,
+    log: Callable[[str], None] = lambda message: print(message, file=sys.stderr, flush=True),
+) -> Report:
+    """Generate (or reuse) the files of `size` under `data_dir/size`, run every tool `reps` times, compare."""
+    tools = list(tools) if tools else default_tools(size)
+    unknown = [name for name in tools if name not in TOOLS]
+    if unknown:
+        raise ValueError(f"unknown tools {unknown}; choose from {', '.join(TOOLS)}")
+    data = Path(data_dir) / size
+    log(f"data: {data} (generating {size} if needed)")
+    manifest = generate(size, data, quiet=True)
+    work = Path(data_dir) / "work" / size
+    work.mkdir(parents=True, exist_ok=True)
+    run_text = data / "run.txt"
+    inputs = Inputs(
+        qrels=data / "qrels.txt",
+        run_text=run_text if run_text.is_file() else None,
+        run_parquet=data / "run.parquet",
+        judged_run=Path(judged_run) if judged_run else data / "run.parquet",
+        work=work,
+        prefect_home=Path(data_dir) / "prefect-home",
+    )
+    inputs.prefect_home.mkdir(parents=True, exist_ok=True)
+    results: list[ToolResult] = []
+    for name in tools:
+        tool = TOOLS[name]
+        env = tool.env(inputs)
+        result = ToolResult(name, _command_text(tool.argv(inputs, work / "REP"), env, f"{work}/{name}.out"), env)
+        results.append(result)
+        reason = tool.needs(inputs)
+        if reason:
+            result.skipped = reason
+            log(f"{name}: skipped ({reason})")
+            continue
+        for rep in range(1, reps + 1):
+            scratch = Path(tempfile.mkdtemp(prefix=f"{name}-rep{rep}-", dir=work))
+            try:
+                m = measure(tool.argv(inputs, scratch), work / f"{name}.rep{rep}.out", env, timeout)
+            finally:
+                shutil.rmtree(scratch, ignore_errors=True)  # the warehouse is fresh for every repetition
+            result.measurements.append(m)
+            peak = f"{m.peak_rss_mib:.0f} MiB" if m.peak_rss_mib is not None else "?"
+            log(f"{name} rep {rep}/{reps}: {m.wall:.2f} s, {peak}" + (f", exit {m.exit_code}" if m.exit_code else ""))
+            if m.exit_code:
+                log(f"  {m.stderr_tail}")
+    _check_agreement(results, inputs, log)
+    return Report(size, reps, machine_info(), manifest, inputs, results)
+
+
+def _check_agreement(results: list[ToolResult], inputs: Inputs, log: Callable[[str], None]) -> None:
+    reference_result = next((r for r in results if r.tool == REFERENCE and r.ok_runs), None)
+    if reference_result is not None:
+        reference_file = reference_result.ok_runs[0].output
+    else:  # judged's text path was not benchmarked: compute the reference once, untimed
+        reference_file = inputs.work / "reference.out"
+        source = inputs.run_text if inputs.run_text else inputs.run_parquet
+        log(f"reference: judged trec_eval preset on {source.name} (untimed)")
+        with reference_file.open("wb") as out:
+            subprocess.run(_judged_args(inputs.qrels, source), stdout=out, check=True)
+    reference = read_values(reference_file)
+    agreements: dict[str, Agreement] = {}
+    for result in results:
+        if not result.ok_runs:
+            continue
+        digests = {hashlib.sha256(m.output.read_bytes()).hexdigest() for m in result.ok_runs}
+        result.outputs_identical = len(digests) == 1
+        result.agreement = compare(reference, read_values(result.ok_runs[-1].output), TOOLS[result.tool].tolerance)
+        agreements[result.tool] = result.agreement
+    explain_mismatches(agreements, inputs)
+
+
+# -- printing -----------------------------------------------------------------------------------------------------
+
+
+def _format(value: float | None, digits: int) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def table_rows(report: Report) -> list[list[str]]:
+    reference = report.result(REFERENCE)
+    reference_wall = reference.median("wall") if reference else None
+    rows = []
+    for result in report.results:
+        if result.skipped:
+            rows.append([result.tool, "-", "-", "-", "-", "-", f"skipped: {result.skipped}"])
+            continue
+        wall = result.median("wall")
+        ratio = f"{wall / reference_wall:.1f}x" if wall and reference_wall else "-"
+        reps = " / ".join(_format(m.wall, 2) + ("!" if m.exit_code else "") for m in result.measurements)
+        if result.failed and not result.ok_runs:
+            agreement = f"FAILED ({result.failed.splitlines()[0]})"
+        else:
+            agreement = result.agreement.summary() if result.agreement else "-"
+            if result.failed:
+                agreement += f"; {result.failed.splitlines()[0]}"
+            if not result.outputs_identical:
+                agreement += "; outputs differ between reps"
+        rows.append([result.tool, _format(wall, 2), reps, _format(result.median("peak_rss_mib"), 0),
+                     _format(result.median("tree_rss_mib"), 0), ratio, agreement])
+    return rows
+
+
+HEADER = ["tool", "wall median (s)", "reps (s)", "peak RSS median (MiB)", "tree RSS sum, sampled (MiB)",
+          "wall vs judged-text", "agreement with judged trec_eval preset"]
+
+
+def format_report(report: Report, markdown: bool = False) -> str:
+    m = report.manifest
+    lines = [
+        f"judged benchmark, size {report.size}: {m['queries']:,} queries x {m['depth']:,} docs; {m['run_rows']:,} run "
+        f"rows, {m['judgments']:,} judgments; {m['ties']:,} exact score ties; {m['judged_queries_missing_from_run']} "
+        f"judged queries missing from the run, {m['run_queries_without_judgments']} run queries without judgments, "
+        f"{m['judged_queries_without_relevant']} judged queries without a relevant judgment; seed {m['seed']}; "
+        f"{report.reps} reps, medians",
+        "machine: " + "; ".join(f"{key}: {value}" for key, value in report.machine.items()),
+        "",
+    ]
+    rows = table_rows(report)
+    if markdown:
+        lines.append("| " + " | ".join(HEADER) + " |")
+        lines.append("|" + "|".join("---" for _ in HEADER) + "|")
+        lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
+    else:
+        widths = [max(len(row[i]) for row in [HEADER, *rows]) for i in range(len(HEADER))]
+        lines.append("  ".join(h.ljust(w) for h, w in zip(HEADER, widths)).rstrip())
+        lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows]
+    lines += ["", "agreement details (reference: judged-text, `--preset trec_eval`, trec_eval 10 -c semantics):"]
+    for result in report.results:
+        a = result.agreement
+        if a is None:
+            continue
+        detail = (f"- {result.tool}: {a.n_common:,} common queries (judged {a.n_reference:,}, tool {a.n_tool:,}); "
+                  f"{len(a.only_reference)} only in judged")
+        if a.only_reference:
+            detail += (" (all judged queries missing from the run, which judged scores 0 as trec_eval -c does)"
+                       if not a.only_reference_nonzero else f", {a.only_reference_nonzero} of them nonzero")
+        detail += f"; {len(a.only_tool)} only in the tool; {len(a.mismatches)} values differ by more than " \
+                  f"{TOOLS[result.tool].tolerance:g}"
+        if a.mismatches:
+            counts: dict[str, int] = {}
+            for query in a.mismatches:
+                counts[a.causes.get(query, "unexplained")] = counts.get(a.causes.get(query, "unexplained"), 0) + 1
+            detail += f" (max difference {a.max_difference:.6f}; causes: " + ", ".join(
+                f"{cause} {count}" for cause, count in sorted(counts.items())) + ")"
+            examples = list(a.mismatches.items())[:3]
+            detail += "; e.g. " + ", ".join(f"{q}: judged {x:.6f} vs {y:.6f} ({a.causes.get(q, '?')})"
+                                            for q, (x, y) in examples)
+        lines.append(detail)
+    lines += ["", "commands (stdout to the file shown; each repetition is a fresh process):"]
+    for result in report.results:
+        lines.append(f"- {result.tool}: {result.command}")
+    return "\n".join(lines)
+
+
+def report_json(report: Report) -> dict:
+    return {
+        "size": report.size,
+        "reps": report.reps,
+        "machine": report.machine,
+        "manifest": report.manifest,
+        "results": [
+            {
+                "tool": r.tool,
+                "command": r.command,
+                "skipped": r.skipped,
+                "walls": [m.wall for m in r.measurements],
+                "peak_rss_mib": [m.peak_rss_mib for m in r.measurements],
+                "tree_rss_mib": [m.tree_rss_mib for m in r.measurements],
+                "exit_codes": [m.exit_code for m in r.measurements],
+                "agreement": None if r.agreement is None else {
+                    "summary": r.agreement.summary(),
+                    "common": r.agreement.n_common,
+                    "only_judged": len(r.agreement.only_reference),
+                    "only_tool": len(r.agreement.only_tool),
+                    "mismatches": {q: list(v) for q, v in r.agreement.mismatches.items()},
+                    "causes": r.agreement.causes,
+                },
+            }
+            for r in report.results
+        ],
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--size", choices=list(SIZES), default="S")
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--tools", help=f"Comma list from: {', '.join(TOOLS)}. Default: all that can run "
+                                        f"(XL: {', '.join(XL_TOOLS)}).")
+    parser.add_argument("--data-dir", default=str(DEFAULT_DATA_DIR), help="Generated data, outputs (default %(default)s)")
+    parser.add_argument("--judged-run", help="Run input for judged's Parquet and flow paths (default: run.parquet)")
+    parser.add_argument("--timeout", type=float, help="Seconds after which a repetition is killed (counts as failed)")
+    parser.add_argument("--markdown", action="store_true", help="Print the table as markdown")
+    args = parser.parse_args(argv)
+    tools = [t.strip() for t in args.tools.split(",") if t.strip()] if args.tools else None
+    report = run_benchmark(args.size, args.data_dir, args.reps, tools, args.judged_run, args.timeout)
+    print(format_report(report, args.markdown))
+    results_file = Path(args.data_dir) / "work" / args.size / "results.json"
+    results_file.write_text(json.dumps(report_json(report), indent=1, default=str))
+    print(f"\n(raw results: {results_file})")
+    broken = [r.tool for r in report.results if r.agreement and r.agreement.unexplained]
+    return 1 if broken else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
