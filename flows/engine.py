@@ -90,23 +90,39 @@ def run_name(run: LoadedTable) -> str:
     return run.source.rsplit("/", 1)[-1]
 
 
-def evaluate(run: LoadedTable, judgments: LoadedTable, spec: EvaluationSpec) -> EvaluationResult:
-    """Evaluate one loaded run against loaded judgments under the spec."""
+def evaluate_part(run: LoadedTable, judgments: LoadedTable, spec: EvaluationSpec) -> tuple[pl.DataFrame, list[str]]:
+    """Per-query rows for a run and its judgments, whole or one shard of each (the same queries), with the
+    warnings of the duplicate policies."""
     judgment_rows, warnings = without_duplicates(judgments, spec.judgment_duplicates)
     run_rows, run_warnings = without_duplicates(run, spec.run_duplicates)
-    warnings += run_warnings
     check_inputs(run, run_rows, judgments, judgment_rows, spec)
-    per_query = per_query_ndcg(run_rows.lazy(), judgment_rows.lazy(), spec).collect()
+    return per_query_ndcg(run_rows.lazy(), judgment_rows.lazy(), spec).collect(), warnings + run_warnings
+
+
+def assemble(
+    parts: list[pl.DataFrame], warnings: list[str], spec: EvaluationSpec, name: str, identifier: str
+) -> EvaluationResult:
+    """One result from the per-query rows of every shard: the summary is computed over all of them."""
+    per_query = pl.concat(parts).sort("query_id", "cutoff", nulls_last=True, maintain_order=True)
     summary = summarize(per_query.lazy(), spec).collect()
-    warnings += coverage_warnings(summary, spec)
     return EvaluationResult(
-        run_name=run_name(run),
-        evaluation_id=evaluation_id(run.table_id, judgments.table_id, spec.spec_hash, implementation_version()),
+        run_name=name,
+        evaluation_id=identifier,
         spec=spec,
         per_query=per_query,
         summary=summary,
-        warnings=tuple(warnings),
+        warnings=tuple(warnings + coverage_warnings(summary, spec)),
     )
+
+
+def result_id(run: LoadedTable, judgments: LoadedTable, spec: EvaluationSpec) -> str:
+    return evaluation_id(run.table_id, judgments.table_id, spec.spec_hash, implementation_version())
+
+
+def evaluate(run: LoadedTable, judgments: LoadedTable, spec: EvaluationSpec) -> EvaluationResult:
+    """Evaluate one loaded run against loaded judgments under the spec, in memory."""
+    per_query, warnings = evaluate_part(run, judgments, spec)
+    return assemble([per_query], warnings, spec, run_name(run), result_id(run, judgments, spec))
 
 
 def coverage_warnings(summary: pl.DataFrame, spec: EvaluationSpec) -> list[str]:

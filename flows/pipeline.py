@@ -6,18 +6,21 @@ without orchestration). Tasks pass paths, identifiers and content hashes, never 
 
 from __future__ import annotations
 
+import json
 import shutil
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 import polars as pl
 from prefect import flow, task
+from prefect.task_runners import ThreadPoolTaskRunner
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.runtime import flow_run
 
-from flows.engine import EvaluationResult, evaluate
+from flows.engine import EvaluationResult, assemble, evaluate_part
 from flows.io import SIDECAR_SUFFIX, Metadata, load_table
-from flows.warehouse import StoreReport, Warehouse, now_utc
+from flows.warehouse import StoreReport, Warehouse, now_utc, write_parquet_atomically
 from schemas.provenance import (
     InputRecord,
     ProvenanceRecord,
@@ -31,6 +34,8 @@ from schemas.tables import EVALUATIONS, NIGHTLY, STORED_PER_QUERY, STORED_SUMMAR
 from transforms.errors import InputError
 
 DEFAULT_WAREHOUSE = "warehouse"
+# Shards evaluated at once in one process: each already uses every core through Polars, and memory grows with each.
+LOCAL_SHARD_WORKERS = 2
 PROCESSED = "processed"
 REJECTED = "rejected"
 
@@ -56,9 +61,10 @@ def _current_flow_run_id() -> str | None:
     return str(run_id) if run_id else None
 
 
-def result_tables(result: EvaluationResult, run_id: str, judgment_set_id: str) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Per-query rows and summary with the evaluation's keys and each cutoff's labels, as stored."""
-    spec = result.spec
+def result_tables(
+    frame: pl.DataFrame, spec: EvaluationSpec, identifier: str, run_id: str, judgment_set_id: str
+) -> pl.DataFrame:
+    """Per-query rows or a summary with the evaluation's keys and each cutoff's labels, as stored."""
     cutoffs = pl.DataFrame(
         {
             "cutoff": list(spec.cutoffs),
@@ -67,40 +73,68 @@ def result_tables(result: EvaluationResult, run_id: str, judgment_set_id: str) -
         },
         schema={"cutoff": pl.Int32, "measure": pl.String, "trec_eval_measure": pl.String},
     )
-    keys = [
-        pl.lit(result.evaluation_id).alias("evaluation_id"),
-        pl.lit(run_id).alias("run_id"),
-        pl.lit(judgment_set_id).alias("judgment_set_id"),
-        pl.lit(spec.spec_hash).alias("spec_hash"),
-    ]
+    contract = STORED_PER_QUERY if "query_id" in frame.columns else STORED_SUMMARY
+    return (
+        frame.join(cutoffs, on="cutoff", how="left", nulls_equal=True, maintain_order="left")
+        .with_columns(
+            evaluation_id=pl.lit(identifier),
+            run_id=pl.lit(run_id),
+            judgment_set_id=pl.lit(judgment_set_id),
+            spec_hash=pl.lit(spec.spec_hash),
+        )
+        .select(list(contract))
+        .cast(contract)
+    )
 
-    def keyed(frame: pl.DataFrame, contract: dict[str, pl.DataType]) -> pl.DataFrame:
-        return frame.join(cutoffs, on="cutoff", how="left", nulls_equal=True, maintain_order="left").with_columns(
-            keys
-        ).select(list(contract)).cast(contract)
 
-    return keyed(result.per_query, STORED_PER_QUERY), keyed(result.summary, STORED_SUMMARY)
+def planned_evaluation(
+    warehouse: Warehouse, run_id: str, judgment_set_id: str, spec: EvaluationSpec
+) -> tuple[str, int, bool]:
+    """(evaluation id, number of shards, already stored?) for a stored run and judgment set under a spec."""
+    identifier = evaluation_id(run_id, judgment_set_id, spec.spec_hash, implementation_version())
+    warehouse.record("judgments", judgment_set_id)
+    shards = int(warehouse.record("run", run_id)["n_shards"])
+    return identifier, shards, warehouse.has_evaluation(identifier)
 
 
-def evaluate_into(
-    warehouse: Warehouse, run_id: str, judgment_set_id: str, spec: EvaluationSpec, flow_run_id: str | None
+def evaluate_shard(
+    warehouse: Warehouse, run_id: str, judgment_set_id: str, spec: EvaluationSpec, shard: int, of: int
+) -> Path:
+    """Evaluate one shard of a stored run with the matching judgments; stage its per-query rows (and the
+    warnings of its checks) for `finish_evaluation`. Returns the staged file."""
+    run = warehouse.load_stored("run", run_id, shard, of)
+    judgments = warehouse.load_stored("judgments", judgment_set_id, shard, of)
+    per_query, warnings = evaluate_part(run, judgments, spec)
+    identifier = evaluation_id(run_id, judgment_set_id, spec.spec_hash, implementation_version())
+    staged = warehouse.staging_part(identifier, shard, of)
+    write_parquet_atomically(per_query, staged, {"judged.warnings": json.dumps(warnings)})
+    return staged
+
+
+def finish_evaluation(
+    warehouse: Warehouse,
+    run_id: str,
+    judgment_set_id: str,
+    spec: EvaluationSpec,
+    staged: list[Path],
+    started: datetime,
+    flow_run_id: str | None,
 ) -> EvaluationReport:
-    """Evaluate a stored run against a stored judgment set; an evaluation already stored is not redone."""
-    expected_id = evaluation_id(run_id, judgment_set_id, spec.spec_hash, implementation_version())
-    if warehouse.has_evaluation(expected_id):
-        return EvaluationReport(expected_id, False, run_id, judgment_set_id)
-    started = now_utc()
-    run = warehouse.load_stored("run", run_id)
-    judgments = warehouse.load_stored("judgments", judgment_set_id)
-    result = evaluate(run, judgments, spec)
+    """Summary over every shard, provenance, then the stored files (the record last); staging is removed."""
+    identifier = evaluation_id(run_id, judgment_set_id, spec.spec_hash, implementation_version())
+    parts = [pl.read_parquet(path) for path in staged]
+    shard_warnings = [w for path in staged for w in json.loads(pl.read_parquet_metadata(path)["judged.warnings"])]
+    run_record, judgments_record = warehouse.record("run", run_id), warehouse.record("judgments", judgment_set_id)
+    name = run_record["tag"] or run_record["system"] or Path(run_record["source"]).name
+    result = assemble(parts, shard_warnings, spec, name, identifier)
     finished = now_utc()
     provenance = ProvenanceRecord(
-        evaluation_id=result.evaluation_id,
+        evaluation_id=identifier,
         label=spec.full_label(),
         spec=spec.model_dump(mode="json"),
         spec_hash=spec.spec_hash,
-        run=_input_record(run_id, run),
-        judgments=_input_record(judgment_set_id, judgments),
+        run=_input_record(run_id, run_record),
+        judgments=_input_record(judgment_set_id, judgments_record),
         implementation_version=implementation_version(),
         implementation_commit=implementation_commit(),
         libraries=library_versions(),
@@ -112,10 +146,10 @@ def evaluate_into(
     record = pl.DataFrame(
         [
             {
-                "evaluation_id": result.evaluation_id,
+                "evaluation_id": identifier,
                 "run_id": run_id,
                 "judgment_set_id": judgment_set_id,
-                "run_name": result.run_name,
+                "run_name": name,
                 "spec_hash": spec.spec_hash,
                 "spec_json": spec.canonical_json(),
                 "label": spec.full_label(),
@@ -130,19 +164,33 @@ def evaluate_into(
         ],
         schema=EVALUATIONS,
     )
-    per_query, summary = result_tables(result, run_id, judgment_set_id)
-    created = warehouse.store_evaluation(record, per_query, summary, provenance.to_json(), spec)
-    return EvaluationReport(result.evaluation_id, created, run_id, judgment_set_id)
+    keyed_parts = [result_tables(part, spec, identifier, run_id, judgment_set_id) for part in parts]
+    summary = result_tables(result.summary, spec, identifier, run_id, judgment_set_id)
+    created = warehouse.store_evaluation(record, keyed_parts, summary, provenance.to_json(), spec)
+    warehouse.clear_staging(identifier)
+    return EvaluationReport(identifier, created, run_id, judgment_set_id)
 
 
-def _input_record(table_id: str, table: object) -> InputRecord:
+def evaluate_into(
+    warehouse: Warehouse, run_id: str, judgment_set_id: str, spec: EvaluationSpec, flow_run_id: str | None = None
+) -> EvaluationReport:
+    """The whole evaluation without orchestration, shard after shard (the flows run the same steps as tasks)."""
+    identifier, shards, stored = planned_evaluation(warehouse, run_id, judgment_set_id, spec)
+    if stored:
+        return EvaluationReport(identifier, False, run_id, judgment_set_id)
+    started = now_utc()
+    staged = [evaluate_shard(warehouse, run_id, judgment_set_id, spec, s, shards) for s in range(shards)]
+    return finish_evaluation(warehouse, run_id, judgment_set_id, spec, staged, started, flow_run_id)
+
+
+def _input_record(table_id: str, record: dict) -> InputRecord:
     return InputRecord(
         id=table_id,
-        content_sha256=table.content_sha256,  # type: ignore[attr-defined]
-        source_sha256=table.source_sha256,  # type: ignore[attr-defined]
-        source=table.source,  # type: ignore[attr-defined]
-        n_rows=table.frame.height,  # type: ignore[attr-defined]
-        metadata=table.metadata.model_dump(mode="json"),  # type: ignore[attr-defined]
+        content_sha256=record["content_sha256"],
+        source_sha256=record["source_sha256"],
+        source=record["source"],
+        n_rows=record["n_rows"],
+        metadata=json.loads(record["metadata_json"]),
     )
 
 
@@ -203,10 +251,51 @@ def ingest_file_task(warehouse_root: str, path: str, kind: str, metadata: Metada
     return ingest_file(Warehouse(warehouse_root), path, kind, metadata)
 
 
-@task(name="evaluate-run")
-def evaluate_task(warehouse_root: str, run_id: str, judgment_set_id: str, spec_json: str) -> EvaluationReport:
+@task(name="plan-evaluation")
+def plan_task(warehouse_root: str, run_id: str, judgment_set_id: str, spec_json: str) -> tuple[str, int, bool]:
+    return planned_evaluation(Warehouse(warehouse_root), run_id, judgment_set_id, EvaluationSpec.from_canonical_json(spec_json))
+
+
+@task(name="evaluate-shard")
+def evaluate_shard_task(
+    warehouse_root: str, run_id: str, judgment_set_id: str, spec_json: str, shard: int, of: int
+) -> str:
     spec = EvaluationSpec.from_canonical_json(spec_json)
-    return evaluate_into(Warehouse(warehouse_root), run_id, judgment_set_id, spec, _current_flow_run_id())
+    return str(evaluate_shard(Warehouse(warehouse_root), run_id, judgment_set_id, spec, shard, of))
+
+
+@task(name="finish-evaluation")
+def finish_task(
+    warehouse_root: str, run_id: str, judgment_set_id: str, spec_json: str, staged: list[str], started: datetime
+) -> EvaluationReport:
+    spec = EvaluationSpec.from_canonical_json(spec_json)
+    return finish_evaluation(
+        Warehouse(warehouse_root), run_id, judgment_set_id, spec, [Path(p) for p in staged], started,
+        _current_flow_run_id(),
+    )
+
+
+def evaluate_runs(warehouse_root: str, run_ids: list[str], judgment_set_id: str, spec_jsons: list[str]) -> list[EvaluationReport]:
+    """Inside a flow: every (run, spec) evaluation, its shards submitted to the flow's task runner (threads, or a
+    Dask cluster), then each finished once all its shards are staged. Stored evaluations are reused."""
+    started = now_utc()
+    pending = []
+    reports: dict[tuple[str, str], EvaluationReport] = {}
+    for run_id in run_ids:
+        for spec_json in spec_jsons:
+            identifier, shards, stored = plan_task(warehouse_root, run_id, judgment_set_id, spec_json)
+            if stored:
+                reports[(run_id, spec_json)] = EvaluationReport(identifier, False, run_id, judgment_set_id)
+                continue
+            futures = [
+                evaluate_shard_task.submit(warehouse_root, run_id, judgment_set_id, spec_json, shard, shards)
+                for shard in range(shards)
+            ]
+            pending.append((run_id, spec_json, futures))
+    for run_id, spec_json, futures in pending:
+        staged = [future.result() for future in futures]
+        reports[(run_id, spec_json)] = finish_task(warehouse_root, run_id, judgment_set_id, spec_json, staged, started)
+    return [reports[(run_id, spec_json)] for run_id in run_ids for spec_json in spec_jsons]
 
 
 @task(name="refresh-catalog", retries=2, retry_delay_seconds=1)
@@ -243,7 +332,7 @@ def ingest_run(path: str, warehouse: str = DEFAULT_WAREHOUSE, metadata: Metadata
     return report
 
 
-@flow(name="evaluate")
+@flow(name="evaluate", task_runner=ThreadPoolTaskRunner(max_workers=LOCAL_SHARD_WORKERS))
 def evaluate_flow(
     judgments: str,
     runs: list[str],
@@ -257,8 +346,7 @@ def evaluate_flow(
     judgment_set_id = _judgment_set(store, judgments, judgments_metadata)
     run_ids = [ingest_file_task(warehouse, run, "run").id if Path(run).is_file() else store.require_run(run)
                for run in runs]
-    futures = [evaluate_task.submit(warehouse, run_id, judgment_set_id, spec_json) for run_id in run_ids]
-    reports = [future.result() for future in futures]
+    reports = evaluate_runs(warehouse, run_ids, judgment_set_id, [spec_json])
     refresh_catalog_task(warehouse)
     publish_artifacts_task(warehouse, reports)
     return reports
@@ -299,7 +387,7 @@ def set_aside(path: Path, folder: Path, error: str | None = None) -> Path:
     return target
 
 
-@flow(name="nightly")
+@flow(name="nightly", task_runner=ThreadPoolTaskRunner(max_workers=LOCAL_SHARD_WORKERS))
 def nightly(
     inbox: str,
     judgments: str,
@@ -327,8 +415,7 @@ def nightly(
             rows.append({"file": path.name, "outcome": "rejected", "error": message})
             continue
         stored: StoreReport = state.result()
-        futures = [evaluate_task.submit(warehouse, stored.id, judgment_set_id, spec.canonical_json()) for spec in specs]
-        reports = [future.result() for future in futures]
+        reports = evaluate_runs(warehouse, [stored.id], judgment_set_id, [spec.canonical_json() for spec in specs])
         evaluated += reports
         set_aside(path, inbox_path / PROCESSED)
         rows.append({"file": path.name, "outcome": "evaluated" if stored.created else "duplicate", "run_id": stored.id,

@@ -6,17 +6,19 @@ one rule: a table's rows are visible (to the views and to `exists`) only once it
 record is always written last.
 
 Layout (every table's files are immutable; ids are content-derived):
-    judgment_sets/<judgment_set_id>.parquet     record          judgments/<judgment_set_id>/part-0.parquet  rows
-    runs/<run_id>.parquet                       record          run_rows/<run_id>/part-0.parquet            rows
-    evaluations/<evaluation_id>.parquet         record          per_query/<evaluation_id>/part-0.parquet    rows
-    summary/<evaluation_id>/part-0.parquet      rows            nightly/<flow_run_id>.parquet               record
+    judgment_sets/<judgment_set_id>.parquet     record    judgments/<judgment_set_id>/part-SSSS-of-NNNN.parquet  rows
+    runs/<run_id>.parquet                       record    run_rows/<run_id>/part-SSSS-of-NNNN.parquet            rows
+    evaluations/<evaluation_id>.parquet         record    per_query/<evaluation_id>/part-SSSS-of-NNNN.parquet    rows
+    summary/<evaluation_id>/part-0.parquet      rows      nightly/<flow_run_id>.parquet                          record
     catalog.duckdb                              views only, replaced by rename
+Rows of judgments, runs and per-query results are split into shards by query (transforms/shards.py).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -40,6 +42,7 @@ from schemas.tables import (
     STORED_SUMMARY,
 )
 from transforms.errors import InputError
+from transforms.shards import in_shard, shard_count, with_bucket
 
 TEMP_MARK = ".tmp-"
 CATALOG = "catalog.duckdb"
@@ -60,6 +63,10 @@ _EMPTY = {
     name: (f"{glob.split('/')[0]}/_empty.parquet" if glob.count("/") == 1 else f"{glob.split('/')[0]}/_empty/part-0.parquet")
     for name, (_, glob) in TABLES.items()
 }
+
+
+def shard_file(shard: int, of: int) -> str:
+    return f"part-{shard:04d}-of-{of:04d}.parquet"
 
 
 def now_utc() -> datetime:
@@ -104,20 +111,27 @@ class Warehouse:
     def judgment_set_record(self, judgment_set_id: str) -> Path:
         return self.root / "judgment_sets" / f"{judgment_set_id}.parquet"
 
-    def judgments_part(self, judgment_set_id: str) -> Path:
-        return self.root / "judgments" / judgment_set_id / "part-0.parquet"
+    def parts(self, kind: str, table_id: str) -> list[Path]:
+        """The shard files of a stored judgment set or run, in shard order."""
+        folder = self.root / ("judgments" if kind == "judgments" else "run_rows") / table_id
+        return sorted(folder.glob("part-*.parquet"))
 
     def run_record(self, run_id: str) -> Path:
         return self.root / "runs" / f"{run_id}.parquet"
 
-    def run_rows_part(self, run_id: str) -> Path:
-        return self.root / "run_rows" / run_id / "part-0.parquet"
 
     def evaluation_record(self, evaluation_id: str) -> Path:
         return self.root / "evaluations" / f"{evaluation_id}.parquet"
 
-    def per_query_part(self, evaluation_id: str) -> Path:
-        return self.root / "per_query" / evaluation_id / "part-0.parquet"
+    def per_query_part(self, evaluation_id: str, shard: int = 0, of: int = 1) -> Path:
+        return self.root / "per_query" / evaluation_id / shard_file(shard, of)
+
+    def staging_part(self, evaluation_id: str, shard: int, of: int) -> Path:
+        """Where a shard's per-query rows wait for the evaluation to finish (never read by the views)."""
+        return self.root / "staging" / evaluation_id / shard_file(shard, of)
+
+    def clear_staging(self, evaluation_id: str) -> None:
+        shutil.rmtree(self.root / "staging" / evaluation_id, ignore_errors=True)
 
     def summary_part(self, evaluation_id: str) -> Path:
         return self.root / "summary" / evaluation_id / "part-0.parquet"
@@ -145,22 +159,24 @@ class Warehouse:
         self.ensure()
         table_id = table.table_id
         if table.kind == "judgments":
-            record_path, part_path, id_column = (
-                self.judgment_set_record(table_id), self.judgments_part(table_id), "judgment_set_id"
-            )
+            record_path, folder, id_column = self.judgment_set_record(table_id), "judgments", "judgment_set_id"
         else:
-            record_path, part_path, id_column = self.run_record(table_id), self.run_rows_part(table_id), "run_id"
+            record_path, folder, id_column = self.run_record(table_id), "run_rows", "run_id"
         if record_path.exists():
             return StoreReport(table.kind, table_id, False, table.frame.height)
-        record = self._table_record(table)
+        shards = shard_count(table.frame.height)
+        record = self._table_record(table, shards)
         metadata = {"judged.table": table.kind, "judged.record": record.write_json()}
-        rows = table.frame.select(pl.lit(table_id).alias(id_column), pl.all())
-        write_parquet_atomically(rows, part_path, metadata)
+        rows = with_bucket(table.frame.lazy()).select(pl.lit(table_id).alias(id_column), pl.all()).collect()
+        for shard in range(shards):
+            part = rows.filter(in_shard(shard, shards))
+            write_parquet_atomically(part, self.root / folder / table_id / shard_file(shard, shards), metadata)
         write_parquet_atomically(record, record_path, metadata)  # last: makes the rows visible
         return StoreReport(table.kind, table_id, True, table.frame.height)
 
-    def _table_record(self, table: LoadedTable) -> pl.DataFrame:
+    def _table_record(self, table: LoadedTable, shards: int) -> pl.DataFrame:
         common = {
+            "n_shards": shards,
             "metadata_json": canonical_json(table.metadata.model_dump(mode="json")),
             "content_sha256": table.content_sha256,
             "source_sha256": table.source_sha256,
@@ -189,15 +205,23 @@ class Warehouse:
         row = {"run_id": table.table_id, **meta.model_dump(exclude={"source"}), **common}
         return pl.DataFrame([row], schema=RUNS)
 
-    def load_stored(self, kind: str, table_id: str) -> LoadedTable:
-        """A stored judgment set or run, as the engine takes it."""
+    def record(self, kind: str, table_id: str) -> dict:
         record_path = self.judgment_set_record(table_id) if kind == "judgments" else self.run_record(table_id)
         if not record_path.exists():
             what = "judgment set" if kind == "judgments" else "run"
             raise InputError(str(self.root), f"no {what} with id {table_id} in the warehouse")
-        record = pl.read_parquet(record_path).row(0, named=True)
-        part = self.judgments_part(table_id) if kind == "judgments" else self.run_rows_part(table_id)
-        frame = pl.read_parquet(part).drop("judgment_set_id" if kind == "judgments" else "run_id")
+        return pl.read_parquet(record_path).row(0, named=True)
+
+    def load_stored(self, kind: str, table_id: str, shard: int = 0, of: int = 1) -> LoadedTable:
+        """A stored judgment set or run, or only its rows in shard `shard` of `of`, as the engine takes it."""
+        record = self.record(kind, table_id)
+        stored_shards = record["n_shards"]
+        parts = self.parts(kind, table_id)
+        # Shard s of `of` holds the buckets b with b mod `of` = s; with power-of-two counts these buckets lie in
+        # the stored parts p with p = s mod stored (fewer stored shards) or p mod `of` = s (more stored shards).
+        wanted = [p for i, p in enumerate(parts) if (i % of == shard if stored_shards >= of else i == shard % stored_shards)]
+        scan = pl.scan_parquet(wanted) if wanted else pl.LazyFrame(schema=STORED_JUDGMENTS if kind == "judgments" else RUN_ROWS)
+        frame = scan.filter(in_shard(shard, of)).drop("judgment_set_id" if kind == "judgments" else "run_id", "bucket").collect()
         model = JudgmentSetMetadata if kind == "judgments" else RunMetadata
         return LoadedTable(
             kind=kind,  # type: ignore[arg-type]
@@ -238,18 +262,21 @@ class Warehouse:
     def store_evaluation(
         self,
         record: pl.DataFrame,
-        per_query: pl.DataFrame,
+        per_query: list[pl.DataFrame],
         summary: pl.DataFrame,
         provenance_json: str,
         spec: EvaluationSpec,
     ) -> bool:
-        """Write per-query rows, summary, then the record that makes them visible. False if already stored."""
+        """Write the per-query shards, the summary, then the record that makes them visible. False if already stored."""
         evaluation_id = str(record["evaluation_id"][0])
         if self.has_evaluation(evaluation_id):
             return False
         self.ensure()
         metadata = {"judged.provenance": provenance_json, "judged.spec": spec.canonical_json()}
-        write_parquet_atomically(per_query, self.per_query_part(evaluation_id), metadata | {"judged.table": "per_query"})
+        for shard, part in enumerate(per_query):
+            write_parquet_atomically(
+                part, self.per_query_part(evaluation_id, shard, len(per_query)), metadata | {"judged.table": "per_query"}
+            )
         write_parquet_atomically(summary, self.summary_part(evaluation_id), metadata | {"judged.table": "summary"})
         write_parquet_atomically(record, self.evaluation_record(evaluation_id), metadata | {"judged.table": "evaluations"})
         return True
@@ -259,7 +286,10 @@ class Warehouse:
         if not self.has_evaluation(evaluation_id):
             raise InputError(str(self.root), f"no evaluation with id {evaluation_id} in the warehouse")
         record = pl.read_parquet(self.evaluation_record(evaluation_id)).row(0, named=True)
-        return record, pl.read_parquet(self.per_query_part(evaluation_id)), pl.read_parquet(self.summary_part(evaluation_id))
+        per_query = pl.read_parquet(self.root / "per_query" / evaluation_id / "*.parquet").sort(
+            "query_id", "cutoff", nulls_last=True, maintain_order=True
+        )
+        return record, per_query, pl.read_parquet(self.summary_part(evaluation_id))
 
     def store_nightly(self, flow_run_id: str, rows: pl.DataFrame) -> None:
         write_parquet_atomically(rows.cast(NIGHTLY), self.nightly_record(flow_run_id), {"judged.table": "nightly"})

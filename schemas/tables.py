@@ -86,6 +86,7 @@ JUDGMENT_SETS: dict[str, pl.DataType] = {
     "n_rows": pl.Int64(),
     "n_queries": pl.Int64(),
     "n_unresolved": pl.Int64(),
+    "n_shards": pl.Int32(),  # files under judgments/<id>/, split by query bucket (see transforms/shards.py)
     "ingested_at": pl.Datetime("us", "UTC"),
     "implementation_version": pl.String(),
 }
@@ -102,12 +103,13 @@ RUNS: dict[str, pl.DataType] = {
     "source_format": pl.String(),
     "n_rows": pl.Int64(),
     "n_queries": pl.Int64(),
+    "n_shards": pl.Int32(),  # files under run_rows/<id>/
     "ingested_at": pl.Datetime("us", "UTC"),
     "implementation_version": pl.String(),
 }
 
-STORED_JUDGMENTS: dict[str, pl.DataType] = {"judgment_set_id": pl.String(), **JUDGMENTS}
-RUN_ROWS: dict[str, pl.DataType] = {"run_id": pl.String(), **RUN}
+STORED_JUDGMENTS: dict[str, pl.DataType] = {"judgment_set_id": pl.String(), **JUDGMENTS, "bucket": pl.Int32()}
+RUN_ROWS: dict[str, pl.DataType] = {"run_id": pl.String(), **RUN, "bucket": pl.Int32()}
 
 EVALUATIONS: dict[str, pl.DataType] = {
     "evaluation_id": pl.String(),
