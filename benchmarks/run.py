@@ -440,6 +440,7 @@ class ToolResult:
     tool: str
     command: str
     env: dict[str, str]
+    code: str = ""  # code_fingerprint() when its repetitions started
     measurements: list[Measurement] = field(default_factory=list)
     skipped: str | None = None
     agreement: Agreement | None = None
@@ -524,6 +525,17 @@ def machine_info() -> dict[str, str]:
     }
 
 
+def code_fingerprint() -> str:
+    """sha256 (16 hex) of judged's source as it is on disk now (flows, transforms, schemas): judged is measured as
+    it was when each tool ran, so a change during a benchmark shows up as two fingerprints."""
+    digest = hashlib.sha256()
+    for folder in ("flows", "transforms", "schemas"):
+        for path in sorted((REPO / folder).rglob("*")):
+            if path.is_file() and path.suffix in (".py", ".sql"):
+                digest.update(str(path.relative_to(REPO)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
 def _command_text(argv: list[str], env: dict[str, str], output: str) -> str:
     prefix = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
     return (prefix + " " if prefix else "") + shlex.join(argv) + f" > {output}"
@@ -540,6 +552,7 @@ def run_benchmark(
     tools: Sequence[str] | None = None,
     judged_run: str | Path | None = None,
     timeout: float | None = None,
+    tool_reps: dict[str, int] | None = None,
     log: Callable[[str], None] = lambda message: print(message, file=sys.stderr, flush=True),
 ) -> Report:
     """Generate (or reuse) the files of `size` under `data_dir/size`, run every tool `reps` times, compare."""
@@ -566,14 +579,16 @@ def run_benchmark(
     for name in tools:
         tool = TOOLS[name]
         env = tool.env(inputs)
-        result = ToolResult(name, _command_text(tool.argv(inputs, work / "REP"), env, f"{work}/{name}.out"), env)
+        command = _command_text(tool.argv(inputs, Path("<fresh temporary dir>")), env, f"{work}/{name}.repN.out")
+        result = ToolResult(name, command, env, code_fingerprint())
         results.append(result)
         reason = tool.needs(inputs)
         if reason:
             result.skipped = reason
             log(f"{name}: skipped ({reason})")
             continue
-        for rep in range(1, reps + 1):
+        n_reps = (tool_reps or {}).get(name, reps)
+        for rep in range(1, n_reps + 1):
             scratch = Path(tempfile.mkdtemp(prefix=f"{name}-rep{rep}-", dir=work))
             try:
                 m = measure(tool.argv(inputs, scratch), work / f"{name}.rep{rep}.out", env, timeout)
@@ -581,7 +596,7 @@ def run_benchmark(
                 shutil.rmtree(scratch, ignore_errors=True)  # the warehouse is fresh for every repetition
             result.measurements.append(m)
             peak = f"{m.peak_rss_mib:.0f} MiB" if m.peak_rss_mib is not None else "?"
-            log(f"{name} rep {rep}/{reps}: {m.wall:.2f} s, {peak}" + (f", exit {m.exit_code}" if m.exit_code else ""))
+            log(f"{name} rep {rep}/{n_reps}: {m.wall:.2f} s, {peak}" + (f", exit {m.exit_code}" if m.exit_code else ""))
             if m.exit_code:
                 log(f"  {m.stderr_tail}")
     _check_agreement(results, inputs, log)
@@ -615,6 +630,13 @@ def _check_agreement(results: list[ToolResult], inputs: Inputs, log: Callable[[s
 
 def _format(value: float | None, digits: int) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
+
+
+def _fingerprints(report: Report) -> str:
+    seen = sorted({r.code for r in report.results if r.code and not r.skipped})
+    if len(seen) <= 1:
+        return (seen[0] if seen else "-") + " (unchanged during the run)"
+    return "CHANGED during the run: " + ", ".join(f"{r.tool} {r.code}" for r in report.results if not r.skipped)
 
 
 def table_rows(report: Report) -> list[list[str]]:
@@ -652,7 +674,8 @@ def format_report(report: Report, markdown: bool = False) -> str:
         f"rows, {m['judgments']:,} judgments; {m['ties']:,} exact score ties; {m['judged_queries_missing_from_run']} "
         f"judged queries missing from the run, {m['run_queries_without_judgments']} run queries without judgments, "
         f"{m['judged_queries_without_relevant']} judged queries without a relevant judgment; seed {m['seed']}; "
-        f"{report.reps} reps, medians",
+        f"{report.reps} reps (unless the reps column shows fewer), medians",
+        "judged source fingerprint when each tool ran: " + _fingerprints(report),
         "machine: " + "; ".join(f"{key}: {value}" for key, value in report.machine.items()),
         "",
     ]
@@ -703,6 +726,7 @@ def report_json(report: Report) -> dict:
             {
                 "tool": r.tool,
                 "command": r.command,
+                "code_fingerprint": r.code,
                 "skipped": r.skipped,
                 "walls": [m.wall for m in r.measurements],
                 "peak_rss_mib": [m.peak_rss_mib for m in r.measurements],
@@ -731,10 +755,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data-dir", default=str(DEFAULT_DATA_DIR), help="Generated data, outputs (default %(default)s)")
     parser.add_argument("--judged-run", help="Run input for judged's Parquet and flow paths (default: run.parquet)")
     parser.add_argument("--timeout", type=float, help="Seconds after which a repetition is killed (counts as failed)")
+    parser.add_argument("--tool-reps", help="Per-tool repetitions overriding --reps, e.g. ranx-text=1,ranx-parquet=1")
     parser.add_argument("--markdown", action="store_true", help="Print the table as markdown")
     args = parser.parse_args(argv)
     tools = [t.strip() for t in args.tools.split(",") if t.strip()] if args.tools else None
-    report = run_benchmark(args.size, args.data_dir, args.reps, tools, args.judged_run, args.timeout)
+    tool_reps = {}
+    for item in (args.tool_reps or "").split(","):
+        if item.strip():
+            name, _, count = item.partition("=")
+            tool_reps[name.strip()] = int(count)
+    report = run_benchmark(args.size, args.data_dir, args.reps, tools, args.judged_run, args.timeout, tool_reps)
     print(format_report(report, args.markdown))
     results_file = Path(args.data_dir) / "work" / args.size / "results.json"
     results_file.write_text(json.dumps(report_json(report), indent=1, default=str))

@@ -152,6 +152,11 @@ def evaluate(
                           "with provenance (an evaluation already stored is reused). QRELS and RUN may then also be "
                           "warehouse ids (QRELS: or a judgment set name, meaning its latest version)."),
     ] = None,
+    dask: Annotated[
+        str | None,
+        typer.Option(help="With --warehouse: run the shard tasks on Dask: 'local:N' (an in-process cluster of N "
+                          "workers) or a scheduler address such as tcp://scheduler:8786."),
+    ] = None,
 ) -> None:
     """Evaluate RUN(s) against QRELS and print the summary (table), everything (json) or trec_eval-style lines."""
     from flows.engine import evaluate as evaluate_loaded
@@ -160,6 +165,8 @@ def evaluate(
 
     if output_format not in ("table", "json", "trec"):
         raise _fail(f"--format must be table, json or trec, not {output_format!r}", EXIT_USAGE)
+    if dask is not None and warehouse is None:
+        raise _fail("--dask runs the flow's shard tasks: give --warehouse too", EXIT_USAGE)
     try:
         spec = spec_from_options(
             preset, cutoffs, gain, gain_map, negative_grades, ranking, precision, ties, unjudged, ideal,
@@ -177,10 +184,11 @@ def evaluate(
                 for run in progress.track(runs, description="evaluating"):
                     results.append(evaluate_loaded(load_table(run, "run"), judgments, spec))
         else:
-            from flows.pipeline import evaluate_flow, load_result
+            from flows.pipeline import evaluate_flow, load_result, task_runner
             from flows.warehouse import Warehouse
 
-            reports = evaluate_flow(str(qrels), [str(run) for run in runs], spec.canonical_json(), str(warehouse))
+            flow = evaluate_flow.with_options(task_runner=task_runner(dask))
+            reports = flow(str(qrels), [str(run) for run in runs], spec.canonical_json(), str(warehouse))
             results = [load_result(Warehouse(warehouse), report.evaluation_id) for report in reports]
             for report in reports:
                 state = "stored" if report.created else "already stored, reused"

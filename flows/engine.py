@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from typing import Literal
+
 import polars as pl
 
 from flows.io import LoadedTable
@@ -16,6 +18,9 @@ from schemas.spec import EvaluationSpec
 from transforms.duplicates import duplicate_pairs, keep_one_per_pair, may_have_duplicates, raise_on_duplicates
 from transforms.errors import InputError
 from transforms.ndcg import grades_outside_gain_map, per_query_ndcg, summarize
+
+
+EngineType = Literal["auto", "in-memory", "streaming"]
 
 
 @dataclass(frozen=True)
@@ -90,13 +95,15 @@ def run_name(run: LoadedTable) -> str:
     return run.source.rsplit("/", 1)[-1]
 
 
-def evaluate_part(run: LoadedTable, judgments: LoadedTable, spec: EvaluationSpec) -> tuple[pl.DataFrame, list[str]]:
+def evaluate_part(
+    run: LoadedTable, judgments: LoadedTable, spec: EvaluationSpec, engine: EngineType = "auto"
+) -> tuple[pl.DataFrame, list[str]]:
     """Per-query rows for a run and its judgments, whole or one shard of each (the same queries), with the
-    warnings of the duplicate policies."""
+    warnings of the duplicate policies. `engine` is Polars' (in-memory or streaming): the values are the same."""
     judgment_rows, warnings = without_duplicates(judgments, spec.judgment_duplicates)
     run_rows, run_warnings = without_duplicates(run, spec.run_duplicates)
     check_inputs(run, run_rows, judgments, judgment_rows, spec)
-    return per_query_ndcg(run_rows.lazy(), judgment_rows.lazy(), spec).collect(), warnings + run_warnings
+    return per_query_ndcg(run_rows.lazy(), judgment_rows.lazy(), spec).collect(engine=engine), warnings + run_warnings
 
 
 def assemble(
@@ -119,9 +126,11 @@ def result_id(run: LoadedTable, judgments: LoadedTable, spec: EvaluationSpec) ->
     return evaluation_id(run.table_id, judgments.table_id, spec.spec_hash, implementation_version())
 
 
-def evaluate(run: LoadedTable, judgments: LoadedTable, spec: EvaluationSpec) -> EvaluationResult:
-    """Evaluate one loaded run against loaded judgments under the spec, in memory."""
-    per_query, warnings = evaluate_part(run, judgments, spec)
+def evaluate(
+    run: LoadedTable, judgments: LoadedTable, spec: EvaluationSpec, engine: EngineType = "auto"
+) -> EvaluationResult:
+    """Evaluate one loaded run against loaded judgments under the spec, in one process."""
+    per_query, warnings = evaluate_part(run, judgments, spec, engine)
     return assemble([per_query], warnings, spec, run_name(run), result_id(run, judgments, spec))
 
 

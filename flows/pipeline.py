@@ -11,6 +11,7 @@ import shutil
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 from prefect import flow, task
@@ -30,6 +31,7 @@ from schemas.provenance import (
     library_versions,
 )
 from schemas.spec import EvaluationSpec
+from transforms.shards import ROWS_PER_SHARD
 from schemas.tables import EVALUATIONS, NIGHTLY, STORED_PER_QUERY, STORED_SUMMARY
 from transforms.errors import InputError
 
@@ -43,9 +45,12 @@ REJECTED = "rejected"
 # -- plain functions: what the tasks do ---------------------------------------------------------------------------
 
 
-def ingest_file(warehouse: Warehouse, path: str | Path, kind: str, metadata: Metadata | None = None) -> StoreReport:
+def ingest_file(
+    warehouse: Warehouse, path: str | Path, kind: str, metadata: Metadata | None = None,
+    rows_per_shard: int = ROWS_PER_SHARD,
+) -> StoreReport:
     """Read, validate and store one file. Bad input raises InputError and writes nothing."""
-    return warehouse.store_table(load_table(path, kind, metadata))  # type: ignore[arg-type]
+    return warehouse.store_table(load_table(path, kind, metadata), rows_per_shard)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
@@ -54,6 +59,24 @@ class EvaluationReport:
     created: bool
     run_id: str
     judgment_set_id: str
+
+
+def task_runner(dask: str | None) -> Any:
+    """The task runner for shard tasks: the local thread pool by default; `local:N` for an in-process Dask
+    cluster of N workers; any other value is the address of an existing Dask scheduler (tcp://host:8786), whose
+    workers need judged installed and the warehouse directory at the same path."""
+    if dask is None:
+        return ThreadPoolTaskRunner(max_workers=LOCAL_SHARD_WORKERS)
+    from prefect_dask import DaskTaskRunner
+
+    if dask.startswith("local:"):
+        workers = int(dask.removeprefix("local:") or "2")
+        return DaskTaskRunner(
+            cluster_class="distributed.LocalCluster",
+            cluster_kwargs={"n_workers": workers, "threads_per_worker": 1, "processes": False,
+                            "dashboard_address": None},
+        )
+    return DaskTaskRunner(address=dask)
 
 
 def _current_flow_run_id() -> str | None:
@@ -247,8 +270,10 @@ def summary_rows(warehouse: Warehouse, reports: list[EvaluationReport]) -> list[
 
 
 @task(name="ingest-file")
-def ingest_file_task(warehouse_root: str, path: str, kind: str, metadata: Metadata | None = None) -> StoreReport:
-    return ingest_file(Warehouse(warehouse_root), path, kind, metadata)
+def ingest_file_task(
+    warehouse_root: str, path: str, kind: str, metadata: Metadata | None = None, rows_per_shard: int = ROWS_PER_SHARD
+) -> StoreReport:
+    return ingest_file(Warehouse(warehouse_root), path, kind, metadata, rows_per_shard)
 
 
 @task(name="plan-evaluation")
@@ -317,17 +342,24 @@ def publish_artifacts_task(warehouse_root: str, reports: list[EvaluationReport])
 
 
 @flow(name="ingest-judgments")
-def ingest_judgments(path: str, warehouse: str = DEFAULT_WAREHOUSE, metadata: Metadata | None = None) -> StoreReport:
+def ingest_judgments(
+    path: str, warehouse: str = DEFAULT_WAREHOUSE, metadata: Metadata | None = None,
+    rows_per_shard: int = ROWS_PER_SHARD,
+) -> StoreReport:
     """Validate a qrels file (TREC text, .gz or Parquet) and store it as a content-addressed judgment set."""
-    report = ingest_file_task(warehouse, path, "judgments", metadata)
+    report = ingest_file_task(warehouse, path, "judgments", metadata, rows_per_shard)
     refresh_catalog_task(warehouse)
     return report
 
 
 @flow(name="ingest-run")
-def ingest_run(path: str, warehouse: str = DEFAULT_WAREHOUSE, metadata: Metadata | None = None) -> StoreReport:
-    """Validate a run file (TREC text, .gz or Parquet) and store it as a content-addressed run."""
-    report = ingest_file_task(warehouse, path, "run", metadata)
+def ingest_run(
+    path: str, warehouse: str = DEFAULT_WAREHOUSE, metadata: Metadata | None = None,
+    rows_per_shard: int = ROWS_PER_SHARD,
+) -> StoreReport:
+    """Validate a run file (TREC text, .gz or Parquet) and store it as a content-addressed run, split into shards
+    of about `rows_per_shard` rows by query."""
+    report = ingest_file_task(warehouse, path, "run", metadata, rows_per_shard)
     refresh_catalog_task(warehouse)
     return report
 

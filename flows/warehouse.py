@@ -42,7 +42,7 @@ from schemas.tables import (
     STORED_SUMMARY,
 )
 from transforms.errors import InputError
-from transforms.shards import in_shard, shard_count, with_bucket
+from transforms.shards import ROWS_PER_SHARD, in_shard, shard_count, with_bucket
 
 TEMP_MARK = ".tmp-"
 CATALOG = "catalog.duckdb"
@@ -154,8 +154,9 @@ class Warehouse:
 
     # -- judgment sets and runs -----------------------------------------------------------------------------------
 
-    def store_table(self, table: LoadedTable) -> StoreReport:
-        """Store a loaded judgment set or run; nothing is written when its id is already there."""
+    def store_table(self, table: LoadedTable, rows_per_shard: int = ROWS_PER_SHARD) -> StoreReport:
+        """Store a loaded judgment set or run, split into shards of about `rows_per_shard` rows; nothing is
+        written when its id is already there."""
         self.ensure()
         table_id = table.table_id
         if table.kind == "judgments":
@@ -164,7 +165,7 @@ class Warehouse:
             record_path, folder, id_column = self.run_record(table_id), "run_rows", "run_id"
         if record_path.exists():
             return StoreReport(table.kind, table_id, False, table.frame.height)
-        shards = shard_count(table.frame.height)
+        shards = shard_count(table.frame.height, rows_per_shard)
         record = self._table_record(table, shards)
         metadata = {"judged.table": table.kind, "judged.record": record.write_json()}
         rows = with_bucket(table.frame.lazy()).select(pl.lit(table_id).alias(id_column), pl.all()).collect()

@@ -30,10 +30,10 @@ def with_bucket(table: pl.LazyFrame) -> pl.LazyFrame:
     return table.join(buckets, on="query_id", how="left", maintain_order="left")
 
 
-def shard_count(n_rows: int) -> int:
-    """Shards for a table of n_rows: a power of two giving about ROWS_PER_SHARD rows each, at most BUCKETS."""
+def shard_count(n_rows: int, rows_per_shard: int = ROWS_PER_SHARD) -> int:
+    """Shards for a table of n_rows: a power of two giving at most about rows_per_shard rows each (up to BUCKETS)."""
     shards = 1
-    while shards < BUCKETS and n_rows > shards * ROWS_PER_SHARD:
+    while shards < BUCKETS and n_rows > shards * rows_per_shard:
         shards *= 2
     return shards
 

@@ -1,0 +1,93 @@
+"""The in-memory, streaming, sharded and Dask paths give identical per-query tables (and the same evaluation id)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+from flows.engine import evaluate
+from flows.io import load_table
+from flows.pipeline import evaluate_flow, evaluate_into, ingest_file, ingest_judgments, ingest_run, task_runner
+from flows.warehouse import Warehouse
+from schemas.spec import PRESETS, EvaluationSpec
+from tests.conftest import SAMPLE
+
+SPECS = {
+    "judged@5,10,100": PRESETS["judged"].with_options(cutoffs=(5, 10, 100)),
+    "trec_eval@10,all": PRESETS["trec_eval"].with_options(cutoffs=(10, None)),
+    "sklearn@10": PRESETS["sklearn"].with_options(cutoffs=(10,)),
+    "condensed-depth": PRESETS["trec_eval9"].with_options(cutoffs=(5, 20), unjudged="condensed", depth=50),
+}
+
+
+def generated_s(directory: Path, queries: int = 1_000, depth: int = 100, seed: int = 5) -> tuple[Path, Path]:
+    """Size S: 1k queries x 100 documents, ~1% exact ties, some unjudged documents in every top 10."""
+    rng = np.random.default_rng(seed)
+    q = np.repeat(np.arange(queries), depth)
+    j = np.tile(np.arange(depth), queries)
+    doc = (q * 7919 + j * 104729) % 5_000_000
+    score = np.round(20 - j * 0.05 + rng.normal(0, 0.01, q.size), 4)
+    tie = rng.random(q.size) < 0.01
+    score[1:][tie[1:]] = score[:-1][tie[1:]]
+    run = pl.DataFrame({"q": q.astype(str), "z": "Q0", "d": doc.astype(str), "r": j + 1, "s": score, "t": "gen"})
+    judged = ((j < 10) & (rng.random(q.size) < 0.7)) | (rng.random(q.size) < 0.2)
+    qrels = pl.DataFrame({"q": q[judged].astype(str), "i": "0", "d": doc[judged].astype(str),
+                          "g": rng.integers(0, 4, judged.sum())})
+    run_path, qrels_path = directory / "run.txt", directory / "qrels.txt"
+    run.write_csv(run_path, separator=" ", include_header=False)
+    qrels.write_csv(qrels_path, separator=" ", include_header=False)
+    return qrels_path, run_path
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, Path]]:
+    return {
+        "dl2020-DoRA_Large": (SAMPLE / "qrels.dl20-passage.txt", SAMPLE / "runs" / "input.DoRA_Large.gz"),
+        "generated-S": generated_s(tmp_path_factory.mktemp("generated")),
+    }
+
+
+@pytest.mark.parametrize("spec_name", list(SPECS))
+@pytest.mark.parametrize("data", ["dl2020-DoRA_Large", "generated-S"])
+def test_in_memory_streaming_and_sharded_agree(inputs: dict, tmp_path: Path, data: str, spec_name: str) -> None:
+    spec: EvaluationSpec = SPECS[spec_name]
+    qrels, run = inputs[data]
+    in_memory = evaluate(load_table(run, "run"), load_table(qrels, "judgments"), spec, engine="in-memory")
+    streaming = evaluate(load_table(run, "run"), load_table(qrels, "judgments"), spec, engine="streaming")
+    warehouse = Warehouse(tmp_path / "warehouse")
+    judgments = ingest_file(warehouse, qrels, "judgments", rows_per_shard=2_000)
+    stored_run = ingest_file(warehouse, run, "run", rows_per_shard=10_000)
+    assert int(warehouse.record("run", stored_run.id)["n_shards"]) >= 8
+    report = evaluate_into(warehouse, stored_run.id, judgments.id, spec)
+    _, sharded, summary = warehouse.load_evaluation(report.evaluation_id)
+
+    assert streaming.per_query.equals(in_memory.per_query)
+    assert report.evaluation_id == in_memory.evaluation_id
+    assert sharded.select(in_memory.per_query.columns).equals(in_memory.per_query)
+    assert summary.select(in_memory.summary.columns).equals(in_memory.summary)
+
+
+def test_dask_cluster_gives_the_local_result(prefect_harness: str, tmp_path: Path) -> None:
+    from distributed import LocalCluster
+
+    qrels, run = SAMPLE / "qrels.dl20-passage.txt", SAMPLE / "runs" / "input.DoRA_Large.gz"
+    spec = PRESETS["trec_eval"].with_options(cutoffs=(10, 100))
+    results = {}
+    with LocalCluster(n_workers=2, processes=False, dashboard_address=None) as cluster:
+        for where, runner in (("local", task_runner(None)), ("dask", task_runner(cluster.scheduler_address))):
+            warehouse = tmp_path / where
+            judgments = ingest_judgments(str(qrels), str(warehouse), rows_per_shard=2_000).id
+            run_id = ingest_run(str(run), str(warehouse), rows_per_shard=20_000).id
+            (report,) = evaluate_flow.with_options(task_runner=runner)(
+                judgments, [run_id], spec.canonical_json(), str(warehouse)
+            )
+            results[where] = (report.evaluation_id, Warehouse(warehouse).load_evaluation(report.evaluation_id))
+    assert int(Warehouse(tmp_path / "dask").record("run", run_id)["n_shards"]) == 16
+    local_id, (_, local_rows, local_summary) = results["local"]
+    dask_id, (dask_record, dask_rows, dask_summary) = results["dask"]
+    assert dask_id == local_id
+    assert dask_rows.equals(local_rows) and dask_summary.equals(local_summary)
+    assert dask_summary.filter(pl.col("cutoff") == 10)["value"][0] == pytest.approx(0.0414, abs=5e-5)
