@@ -272,9 +272,8 @@ def generate(size_name: str, out: str | Path, seed: int = DEFAULT_SEED, force: b
             counts["run_rows"] += run.height
             counts["judgments"] += qrels.height
             counts["relevant_judgments"] += int((qrels["relevance"] > 0).sum())
-            counts["ties"] += int(
-                run.select(((pl.col("score") == pl.col("score").shift(1)) & (pl.col("query_id") == pl.col("query_id").shift(1))).sum()).item()
-            )
+            same_query = pl.col("query_id") == pl.col("query_id").shift(1)
+            counts["ties"] += int(run.select(((pl.col("score") == pl.col("score").shift(1)) & same_query).sum()).item())
             qrels.write_csv(qrels_file, separator=" ", include_header=False, quote_style="never")
             if run_file is not None:
                 run.select("query_id", q0=pl.lit("Q0"), doc_id="doc_id", rank="rank", score="score",

@@ -4,12 +4,14 @@ that every tool's per-query NDCG@10 agrees with judged's `trec_eval` preset.
     python benchmarks/run.py --size M [--reps 3] [--tools judged-text,pytrec_eval,...] [--data-dir DIR] [--markdown]
     python -m benchmarks.run --size S
 
-Each repetition of each tool is one process, timed from outside: wall time and peak RSS by `/usr/bin/time -f
-'%e %M'` when it exists (the kernel's maximum resident set of the process and of any descendant it waited for, i.e.
-the largest single process of the tree), plus the sum of the RSS of the whole process tree sampled every 50 ms with
-psutil (what Prefect's server subprocess adds). Without /usr/bin/time the wall time comes from the harness's clock
-and the peak from psutil's sampled tree sum, or from getrusage(RUSAGE_CHILDREN) as a last resort. Every tool
-writes one `ndcg_cut_10 <tab> query <tab> value` line per query; the harness reads them and compares.
+Each repetition of each tool is one process, timed from outside: wall time, user+system CPU time and peak RSS by
+`/usr/bin/time -f '%e %M %U %S'` when it exists (the peak is the kernel's maximum resident set of the process and of
+any descendant it waited for, i.e. the largest single process of the tree), plus the sum of the RSS of the whole
+process tree sampled every 50 ms with psutil (what Prefect's server subprocess adds). Without /usr/bin/time the wall
+time comes from the harness's clock and the peak from psutil's sampled tree sum, or from
+getrusage(RUSAGE_CHILDREN) as a last resort. The 1-minute load average before each repetition is recorded: the
+machine is shared, and a busy machine shows there. Every tool writes one `ndcg_cut_10 <tab> query <tab> value` line
+per query; the harness reads them and compares.
 """
 
 from __future__ import annotations
@@ -184,6 +186,7 @@ XL_TOOLS = ("judged-parquet", "judged-flow")
 @dataclass
 class Measurement:
     wall: float | None  # seconds
+    cpu: float | None  # user + system seconds of the tree (/usr/bin/time %U + %S), None without /usr/bin/time
     peak_rss_mib: float | None  # largest process of the tree (/usr/bin/time %M), or the sampled tree sum
     tree_rss_mib: float | None  # sum over the tree, sampled
     exit_code: int
@@ -207,17 +210,20 @@ def _tree_rss(process: object) -> int:
     return total
 
 
-def measure(argv: Sequence[str], output: Path, env: dict[str, str], timeout: float | None) -> Measurement:
-    """Run `argv` once with stdout to `output`; its wall time and peak memory."""
+def measure(argv: Sequence[str], output: Path, env: dict[str, str], timeout: float | None,
+            max_rss_mib: float | None = None) -> Measurement:
+    """Run `argv` once with stdout to `output`; its wall time and peak memory. The process tree is killed after
+    `timeout` seconds, or when its sampled RSS sum passes `max_rss_mib` (needs psutil)."""
     use_time = os.access(TIME_BINARY, os.X_OK)
     time_file = output.with_suffix(".time")
-    command = [TIME_BINARY, "-f", "%e %M", "-o", str(time_file), *argv] if use_time else list(argv)
+    command = [TIME_BINARY, "-f", "%e %M %U %S", "-o", str(time_file), *argv] if use_time else list(argv)
     try:
         import psutil
     except ImportError:
         psutil = None  # type: ignore[assignment]
     children_before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     peak_sum = 0
+    killed: list[str] = []
     started = time.perf_counter()
     with output.open("wb") as out, output.with_suffix(".stderr").open("wb") as err:
         process = subprocess.Popen(command, stdout=out, stderr=err, env={**os.environ, **env}, cwd=output.parent)
@@ -228,6 +234,9 @@ def measure(argv: Sequence[str], output: Path, env: dict[str, str], timeout: flo
             watched = psutil.Process(process.pid)
             while not stop.is_set():
                 peak_sum = max(peak_sum, _tree_rss(watched))
+                if max_rss_mib and peak_sum > max_rss_mib * 2**20 and not killed:
+                    killed.append(f"killed by the harness: tree RSS passed --max-rss-mib {max_rss_mib:.0f}")
+                    _kill_tree(process.pid)
                 stop.wait(0.05)
 
         sampler = threading.Thread(target=sample, daemon=True) if psutil else None
@@ -236,6 +245,7 @@ def measure(argv: Sequence[str], output: Path, env: dict[str, str], timeout: flo
         try:
             exit_code = process.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
+            killed.append(f"killed by the harness after --timeout {timeout:.0f} s")
             _kill_tree(process.pid)
             exit_code = process.wait()
         finally:
@@ -244,17 +254,19 @@ def measure(argv: Sequence[str], output: Path, env: dict[str, str], timeout: flo
                 sampler.join()
     elapsed = time.perf_counter() - started
     tree_mib = peak_sum / 2**20 if psutil and peak_sum else None
-    wall, peak = elapsed, tree_mib
+    wall, peak, cpu = elapsed, tree_mib, None
     if use_time and time_file.is_file():
         fields = time_file.read_text().split()
         # On failure GNU time writes "Command exited with non-zero status N" before the numbers.
-        if len(fields) >= 2:
-            wall, peak = float(fields[-2]), int(fields[-1]) / 1024
+        if len(fields) >= 4:
+            wall, peak = float(fields[-4]), int(fields[-3]) / 1024
+            cpu = float(fields[-2]) + float(fields[-1])
     elif not psutil:
         after = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
         peak = after / 1024 if after > children_before else None
     stderr = output.with_suffix(".stderr").read_text(errors="replace").strip().splitlines()
-    return Measurement(wall, peak, tree_mib, exit_code, output, "\n".join(stderr[-5:]))
+    return Measurement(wall, cpu, peak, tree_mib, exit_code or (-9 if killed else 0), output,
+                       "\n".join(killed + stderr[-5:]))
 
 
 def _kill_tree(pid: int) -> None:
@@ -369,8 +381,10 @@ def explain_mismatches(agreements: dict[str, Agreement], inputs: Inputs) -> None
         .collect()
     )
     qrels = (
-        pl.scan_csv(inputs.qrels, separator=" ", has_header=False, new_columns=["query_id", "iteration", "doc_id", "grade"],
-                    schema_overrides={"query_id": pl.String, "iteration": pl.String, "doc_id": pl.String, "grade": pl.Int64})
+        pl.scan_csv(
+            inputs.qrels, separator=" ", has_header=False, new_columns=["query_id", "iteration", "doc_id", "grade"],
+            schema_overrides={"query_id": pl.String, "iteration": pl.String, "doc_id": pl.String, "grade": pl.Int64},
+        )
         .filter(pl.col("query_id").is_in(wanted))
         .collect()
     )
@@ -441,6 +455,7 @@ class ToolResult:
     command: str
     env: dict[str, str]
     code: str = ""  # code_fingerprint() when its repetitions started
+    load: list[float] = field(default_factory=list)  # 1-minute load average before each repetition
     measurements: list[Measurement] = field(default_factory=list)
     skipped: str | None = None
     agreement: Agreement | None = None
@@ -506,8 +521,10 @@ def machine_info() -> dict[str, str]:
     try:
         commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
                                 text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--", "flows", "transforms", "schemas"],
-                               capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(REPO), "status", "--porcelain", "--", "flows", "transforms", "schemas"],
+            capture_output=True, text=True, check=True,
+        ).stdout.strip()
         if dirty:
             commit += " + uncommitted changes in flows/transforms/schemas"
     except (OSError, subprocess.CalledProcessError):
@@ -521,7 +538,7 @@ def machine_info() -> dict[str, str]:
         "packages": ", ".join(versions),
         "judged commit": commit,
         "trec_eval": os.environ.get("TREC_EVAL", "not set"),
-        "timer": f"{TIME_BINARY} -f '%e %M'" if os.access(TIME_BINARY, os.X_OK) else "perf_counter + psutil",
+        "timer": f"{TIME_BINARY} -f '%e %M %U %S'" if os.access(TIME_BINARY, os.X_OK) else "perf_counter + psutil",
     }
 
 
@@ -542,7 +559,9 @@ def _command_text(argv: list[str], env: dict[str, str], output: str) -> str:
 
 
 def default_tools(size: str) -> list[str]:
-    return list(XL_TOOLS) if size == "XL" else [name for name in TOOLS if name != "trec_eval" or os.environ.get("TREC_EVAL")]
+    if size == "XL":
+        return list(XL_TOOLS)
+    return [name for name in TOOLS if name != "trec_eval" or os.environ.get("TREC_EVAL")]
 
 
 def run_benchmark(
@@ -553,6 +572,7 @@ def run_benchmark(
     judged_run: str | Path | None = None,
     timeout: float | None = None,
     tool_reps: dict[str, int] | None = None,
+    max_rss_mib: float | None = None,
     log: Callable[[str], None] = lambda message: print(message, file=sys.stderr, flush=True),
 ) -> Report:
     """Generate (or reuse) the files of `size` under `data_dir/size`, run every tool `reps` times, compare."""
@@ -589,14 +609,16 @@ def run_benchmark(
             continue
         n_reps = (tool_reps or {}).get(name, reps)
         for rep in range(1, n_reps + 1):
+            result.load.append(os.getloadavg()[0])
             scratch = Path(tempfile.mkdtemp(prefix=f"{name}-rep{rep}-", dir=work))
             try:
-                m = measure(tool.argv(inputs, scratch), work / f"{name}.rep{rep}.out", env, timeout)
+                m = measure(tool.argv(inputs, scratch), work / f"{name}.rep{rep}.out", env, timeout, max_rss_mib)
             finally:
                 shutil.rmtree(scratch, ignore_errors=True)  # the warehouse is fresh for every repetition
             result.measurements.append(m)
             peak = f"{m.peak_rss_mib:.0f} MiB" if m.peak_rss_mib is not None else "?"
-            log(f"{name} rep {rep}/{n_reps}: {m.wall:.2f} s, {peak}" + (f", exit {m.exit_code}" if m.exit_code else ""))
+            failed = f", exit {m.exit_code}" if m.exit_code else ""
+            log(f"{name} rep {rep}/{n_reps}: {m.wall:.2f} s, {peak}, load before {result.load[-1]:.2f}{failed}")
             if m.exit_code:
                 log(f"  {m.stderr_tail}")
     _check_agreement(results, inputs, log)
@@ -645,7 +667,7 @@ def table_rows(report: Report) -> list[list[str]]:
     rows = []
     for result in report.results:
         if result.skipped:
-            rows.append([result.tool, "-", "-", "-", "-", "-", f"skipped: {result.skipped}"])
+            rows.append([result.tool, "-", "-", "-", "-", "-", "-", "-", f"skipped: {result.skipped}"])
             continue
         wall = result.median("wall")
         ratio = f"{wall / reference_wall:.1f}x" if wall and reference_wall else "-"
@@ -658,12 +680,15 @@ def table_rows(report: Report) -> list[list[str]]:
                 agreement += f"; {result.failed.splitlines()[0]}"
             if not result.outputs_identical:
                 agreement += "; outputs differ between reps"
-        rows.append([result.tool, _format(wall, 2), reps, _format(result.median("peak_rss_mib"), 0),
+        load = " / ".join(f"{value:.1f}" for value in result.load)
+        rows.append([result.tool, _format(wall, 2), reps, _format(result.median("cpu"), 2), load,
+                     _format(result.median("peak_rss_mib"), 0),
                      _format(result.median("tree_rss_mib"), 0), ratio, agreement])
     return rows
 
 
-HEADER = ["tool", "wall median (s)", "reps (s)", "peak RSS median (MiB)", "tree RSS sum, sampled (MiB)",
+HEADER = ["tool", "wall median (s)", "reps (s)", "CPU user+sys median (s)", "load avg before reps",
+          "peak RSS median (MiB)", "tree RSS sum, sampled (MiB)",
           "wall vs judged-text", "agreement with judged trec_eval preset"]
 
 
@@ -729,6 +754,8 @@ def report_json(report: Report) -> dict:
                 "code_fingerprint": r.code,
                 "skipped": r.skipped,
                 "walls": [m.wall for m in r.measurements],
+                "cpu": [m.cpu for m in r.measurements],
+                "load_before": r.load,
                 "peak_rss_mib": [m.peak_rss_mib for m in r.measurements],
                 "tree_rss_mib": [m.tree_rss_mib for m in r.measurements],
                 "exit_codes": [m.exit_code for m in r.measurements],
@@ -752,10 +779,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--tools", help=f"Comma list from: {', '.join(TOOLS)}. Default: all that can run "
                                         f"(XL: {', '.join(XL_TOOLS)}).")
-    parser.add_argument("--data-dir", default=str(DEFAULT_DATA_DIR), help="Generated data, outputs (default %(default)s)")
+    parser.add_argument("--data-dir", default=str(DEFAULT_DATA_DIR),
+                        help="Generated data and outputs (default %(default)s)")
     parser.add_argument("--judged-run", help="Run input for judged's Parquet and flow paths (default: run.parquet)")
     parser.add_argument("--timeout", type=float, help="Seconds after which a repetition is killed (counts as failed)")
     parser.add_argument("--tool-reps", help="Per-tool repetitions overriding --reps, e.g. ranx-text=1,ranx-parquet=1")
+    parser.add_argument("--max-rss-mib", type=float, help="Kill a repetition whose process tree's sampled RSS "
+                                                          "passes this many MiB (counts as failed)")
     parser.add_argument("--markdown", action="store_true", help="Print the table as markdown")
     args = parser.parse_args(argv)
     tools = [t.strip() for t in args.tools.split(",") if t.strip()] if args.tools else None
@@ -764,7 +794,8 @@ def main(argv: list[str] | None = None) -> int:
         if item.strip():
             name, _, count = item.partition("=")
             tool_reps[name.strip()] = int(count)
-    report = run_benchmark(args.size, args.data_dir, args.reps, tools, args.judged_run, args.timeout, tool_reps)
+    report = run_benchmark(args.size, args.data_dir, args.reps, tools, args.judged_run, args.timeout, tool_reps,
+                           args.max_rss_mib)
     print(format_report(report, args.markdown))
     results_file = Path(args.data_dir) / "work" / args.size / "results.json"
     results_file.write_text(json.dumps(report_json(report), indent=1, default=str))

@@ -11,6 +11,7 @@ import hashlib
 import tomllib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Literal
 
@@ -41,12 +42,26 @@ class LoadedTable:
     """A validated input table, where it came from, and its identity."""
 
     kind: TableKind
-    frame: pl.DataFrame
+    scan: pl.LazyFrame  # the validated rows in their contract (lazy: a large Parquet run is never held whole)
     source: str  # the path as given, for messages
     source_sha256: str  # of the file's bytes as stored
     source_format: Literal["trec", "trec.gz", "parquet", "warehouse"]
     metadata: Metadata
     content_sha256: str  # of the normalized table (see `content_sha256`)
+
+    @cached_property
+    def frame(self) -> pl.DataFrame:
+        """The rows in memory (read once, on first use)."""
+        return self.scan.collect()
+
+    @cached_property
+    def counts(self) -> dict[str, int]:
+        """Rows, distinct queries and unresolved grades, in one streaming pass."""
+        unresolved = pl.col("relevance").null_count() if self.kind == "judgments" else pl.lit(0, pl.UInt32)
+        row = self.scan.select(
+            n_rows=pl.len(), n_queries=pl.col("query_id").n_unique(), n_unresolved=unresolved
+        ).collect(engine="streaming")
+        return {name: int(value) for name, value in row.row(0, named=True).items()}
 
     @property
     def unit(self) -> str:
@@ -170,11 +185,11 @@ def load_table(path: str | Path, kind: TableKind, metadata: Metadata | None = No
     source_format = sniff_format(path)
     with ThreadPoolExecutor(max_workers=1) as pool:
         hashes = pool.submit(content_hashes, path, source_format == "trec.gz")
-        frame = _parse(path, kind, source_format, metadata)
+        scan = _parse(path, kind, source_format, metadata)
         source_sha256, content_sha256 = hashes.result()
     return LoadedTable(
         kind=kind,
-        frame=frame,
+        scan=scan,
         source=str(path),
         source_sha256=source_sha256,
         source_format=source_format,
@@ -183,24 +198,28 @@ def load_table(path: str | Path, kind: TableKind, metadata: Metadata | None = No
     )
 
 
-def _parse(path: Path, kind: TableKind, source_format: str, metadata: Metadata) -> pl.DataFrame:
-    """The validated table in its contract; InputError on the first problem."""
+def _parse(path: Path, kind: TableKind, source_format: str, metadata: Metadata) -> pl.LazyFrame:
+    """The validated table in its contract; InputError on the first problem. A Parquet input stays a lazy scan
+    (validated in one streaming pass); text is parsed in memory."""
     if kind == "run" and source_format != "parquet":
         fast = read_trec_run_fast(path, gzipped=source_format == "trec.gz")
         if fast is not None:
-            return fast
+            return fast.lazy()
     if source_format == "parquet":
+        contract = JUDGMENTS if kind == "judgments" else RUN
         try:
             scanned = pl.scan_parquet(path)
             conformed = conform_judgments(scanned, str(path)) if kind == "judgments" else conform_run(scanned, str(path))
-            parsed = conformed.collect()
+            problems = (
+                conformed.filter(pl.col("problem").is_not_null()).select("source_line", "problem")
+                .collect(engine="streaming")
+            )
         except pl.exceptions.PolarsError as error:
             raise InputError(str(path), f"cannot be read as Parquet: {str(error).splitlines()[0]}") from None
-        unit = "row"
-    else:
-        lines = read_lines(path, gzipped=source_format == "trec.gz")
-        unresolved = metadata.unresolved_token if isinstance(metadata, JudgmentSetMetadata) else None
-        parsed = (parse_trec_qrels(lines, unresolved) if kind == "judgments" else parse_trec_run(lines)).collect()
-        unit = "line"
-    raise_first_problem(parsed.select("source_line", "problem"), str(path), unit)
-    return parsed.drop("problem").cast(JUDGMENTS if kind == "judgments" else RUN)
+        raise_first_problem(problems, str(path), "row")
+        return conformed.drop("problem").cast(contract)
+    lines = read_lines(path, gzipped=source_format == "trec.gz")
+    unresolved = metadata.unresolved_token if isinstance(metadata, JudgmentSetMetadata) else None
+    parsed = (parse_trec_qrels(lines, unresolved) if kind == "judgments" else parse_trec_run(lines)).collect()
+    raise_first_problem(parsed.select("source_line", "problem"), str(path), "line")
+    return parsed.drop("problem").cast(JUDGMENTS if kind == "judgments" else RUN).lazy()

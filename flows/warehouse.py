@@ -69,6 +69,35 @@ def shard_file(shard: int, of: int) -> str:
     return f"part-{shard:04d}-of-{of:04d}.parquet"
 
 
+def shard_number(path: Path) -> int:
+    return int(path.name.split("-")[1])
+
+
+def sink_shards(rows: pl.LazyFrame, folder: Path, shards: int, metadata: dict[str, str]) -> None:
+    """Stream rows (with `bucket`) into one Parquet file per non-empty shard, in one pass over the input: written
+    into a temporary folder, then renamed into place whole. An existing folder is left as it is (same content)."""
+    if folder.exists():
+        return
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    temporary = folder.with_name(f"{folder.name}{TEMP_MARK}{uuid.uuid4().hex}")
+
+    def file_for(args: pl.io.partition.FileProviderArgs) -> str:  # type: ignore[name-defined]
+        return shard_file(int(args.partition_keys["shard"][0]), shards)
+
+    try:
+        rows.with_columns(shard=pl.col("bucket") % shards).sink_parquet(
+            pl.PartitionBy(temporary, key="shard", include_key=False, file_path_provider=file_for,
+                           approximate_bytes_per_file=None),
+            metadata=metadata,
+            mkdir=True,
+            engine="streaming",
+        )
+        temporary.mkdir(parents=True, exist_ok=True)  # an empty table has no shard file but is still stored
+        os.replace(temporary, folder)
+    finally:
+        shutil.rmtree(temporary, ignore_errors=True)
+
+
 def now_utc() -> datetime:
     return datetime.now(UTC)
 
@@ -163,17 +192,16 @@ class Warehouse:
             record_path, folder, id_column = self.judgment_set_record(table_id), "judgments", "judgment_set_id"
         else:
             record_path, folder, id_column = self.run_record(table_id), "run_rows", "run_id"
+        n_rows = table.counts["n_rows"]
         if record_path.exists():
-            return StoreReport(table.kind, table_id, False, table.frame.height)
-        shards = shard_count(table.frame.height, rows_per_shard)
+            return StoreReport(table.kind, table_id, False, n_rows)
+        shards = shard_count(n_rows, rows_per_shard)
         record = self._table_record(table, shards)
         metadata = {"judged.table": table.kind, "judged.record": record.write_json()}
-        rows = with_bucket(table.frame.lazy()).select(pl.lit(table_id).alias(id_column), pl.all()).collect()
-        for shard in range(shards):
-            part = rows.filter(in_shard(shard, shards))
-            write_parquet_atomically(part, self.root / folder / table_id / shard_file(shard, shards), metadata)
+        rows = with_bucket(table.scan).select(pl.lit(table_id).alias(id_column), pl.all())
+        sink_shards(rows, self.root / folder / table_id, shards, metadata)
         write_parquet_atomically(record, record_path, metadata)  # last: makes the rows visible
-        return StoreReport(table.kind, table_id, True, table.frame.height)
+        return StoreReport(table.kind, table_id, True, n_rows)
 
     def _table_record(self, table: LoadedTable, shards: int) -> pl.DataFrame:
         common = {
@@ -183,8 +211,8 @@ class Warehouse:
             "source_sha256": table.source_sha256,
             "source": table.source,
             "source_format": table.source_format,
-            "n_rows": table.frame.height,
-            "n_queries": table.frame["query_id"].n_unique(),
+            "n_rows": table.counts["n_rows"],
+            "n_queries": table.counts["n_queries"],
             "ingested_at": now_utc(),
             "implementation_version": implementation_version(),
         }
@@ -199,7 +227,7 @@ class Warehouse:
                 "pooling": meta.pooling,
                 "grade_scale": [{"grade": g, "meaning": m} for g, m in meta.grade_scale],
                 "unresolved_token": meta.unresolved_token,
-                "n_unresolved": table.frame["relevance"].null_count(),
+                "n_unresolved": table.counts["n_unresolved"],
                 **common,
             }
             return pl.DataFrame([row], schema=JUDGMENT_SETS)
@@ -217,16 +245,18 @@ class Warehouse:
         """A stored judgment set or run, or only its rows in shard `shard` of `of`, as the engine takes it."""
         record = self.record(kind, table_id)
         stored_shards = record["n_shards"]
-        parts = self.parts(kind, table_id)
         # Shard s of `of` holds the buckets b with b mod `of` = s; with power-of-two counts these buckets lie in
         # the stored parts p with p = s mod stored (fewer stored shards) or p mod `of` = s (more stored shards).
-        wanted = [p for i, p in enumerate(parts) if (i % of == shard if stored_shards >= of else i == shard % stored_shards)]
+        wanted = [
+            path for path in self.parts(kind, table_id)
+            if (number := shard_number(path)) % of == shard or (stored_shards < of and number == shard % stored_shards)
+        ]
         scan = pl.scan_parquet(wanted) if wanted else pl.LazyFrame(schema=STORED_JUDGMENTS if kind == "judgments" else RUN_ROWS)
-        frame = scan.filter(in_shard(shard, of)).drop("judgment_set_id" if kind == "judgments" else "run_id", "bucket").collect()
+        frame = scan.filter(in_shard(shard, of)).drop("judgment_set_id" if kind == "judgments" else "run_id", "bucket")
         model = JudgmentSetMetadata if kind == "judgments" else RunMetadata
         return LoadedTable(
             kind=kind,  # type: ignore[arg-type]
-            frame=frame,
+            scan=frame,
             source=record["source"],
             source_sha256=record["source_sha256"],
             source_format=record["source_format"],

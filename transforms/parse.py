@@ -117,12 +117,12 @@ def conform_judgments(table: pl.LazyFrame, source: str) -> pl.LazyFrame:
         .then(pl.format("grade {} is out of range", pl.col("relevance")))
         .otherwise(_missing_id_problem())
     )
-    return table.select(
+    return table.with_row_index("source_line", offset=1).select(
         query_id=pl.col("query_id"),
         iteration=iteration,
         doc_id=pl.col("doc_id"),
         relevance=grade,
-        source_line=pl.int_range(1, pl.len() + 1, dtype=pl.Int64),
+        source_line=pl.col("source_line"),
         problem=problem,
     ).cast(JUDGMENTS | {"problem": pl.String()})
 
@@ -146,13 +146,13 @@ def conform_run(table: pl.LazyFrame, source: str) -> pl.LazyFrame:
         .then(pl.lit("score is NaN"))
         .otherwise(_missing_id_problem())
     )
-    return table.select(
+    return table.with_row_index("source_line", offset=1).select(
         query_id=pl.col("query_id"),
         doc_id=pl.col("doc_id"),
         source_rank=source_rank,
         score=score,
         run_tag=run_tag,
-        source_line=pl.int_range(1, pl.len() + 1, dtype=pl.Int64),
+        source_line=pl.col("source_line"),
         problem=problem,
     ).cast(RUN | {"problem": pl.String()})
 
