@@ -5,7 +5,7 @@
 - pytrec_eval and ir_measures (trec_eval 9 inside, scores stored as float32): judged is run once more with
   `--preset trec_eval9` (float32 scores, otherwise the same) and their per-query values are compared with it at 1e-9.
 - ranx: for every query where ranx differs from judged, the query's rows are given to ranx in the file's order (what
-  `Run.from_file` does), ranx's own sorted order is read back, and NDCG@10 is recomputed from that order and from
+  `Run.from_file` does), sorted as `evaluate(make_comparable=True)` sorts them, ranx's own order is read back, and NDCG@10 is recomputed from that order and from
   trec_eval's order (score descending, then doc id descending by bytes): the first must give ranx's value, the
   second judged's.
 """
@@ -58,7 +58,7 @@ def explain_ranx(data: Path, results: dict) -> list[str]:
     if not wanted:
         return [f"{r['tool']}: no mismatch to explain" for r in tools]
     import polars as pl
-    from ranx import Run
+    from ranx import Qrels, Run
 
     rows = (
         pl.scan_parquet(data / "run.parquet")
@@ -77,7 +77,9 @@ def explain_ranx(data: Path, results: dict) -> list[str]:
     in_file_order: dict[str, dict[str, float]] = {}
     for query, doc, score in rows.select("query_id", "doc_id", "score").iter_rows():
         in_file_order.setdefault(query, {})[doc] = score
-    ranx_run = Run.from_dict(in_file_order)  # ranx sorts each query as Run.from_file does
+    # As the tool does: Run.from_file builds the run with Run.from_dict (which sorts every query by score), then
+    # evaluate(make_comparable=True) sorts it once more; a second sort can move tied documents again.
+    ranx_run = Run.from_dict(in_file_order).make_comparable(Qrels.from_dict({q: grades.get(q, {}) for q in wanted}))
     lines = []
     for result in tools:
         reproduced, ties_only = 0, 0

@@ -120,7 +120,9 @@ def _positive_int(text: str, option: str) -> int:
 @app.command()
 def evaluate(
     qrels: Annotated[Path, typer.Argument(help="Judgments: TREC qrels `qid iter docid grade` (.gz ok) or Parquet.")],
-    runs: Annotated[list[Path], typer.Argument(help="One or more runs: TREC `qid Q0 docid rank score tag` or Parquet.")],
+    runs: Annotated[list[Path], typer.Argument(help="One or more runs: TREC `qid Q0 docid rank score tag`, Parquet, "
+                                                     "or a stored run's folder (warehouse/run_rows/<run_id>, "
+                                                     "evaluated shard by shard in bounded memory).")],
     preset: Annotated[
         str, typer.Option(help=f"Starting point for the spec: {', '.join(PRESETS)}. 'trec_eval' = trec_eval 10 -c.")
     ] = "judged",
@@ -160,7 +162,8 @@ def evaluate(
 ) -> None:
     """Evaluate RUN(s) against QRELS and print the summary (table), everything (json) or trec_eval-style lines."""
     from flows.engine import evaluate as evaluate_loaded
-    from flows.io import load_table
+    from flows.engine import evaluate_sharded
+    from flows.io import load_table, open_sharded_run
     from flows.report import as_json, as_trec, print_tables
 
     if output_format not in ("table", "json", "trec"):
@@ -182,7 +185,10 @@ def evaluate(
             results = []
             with _progress() as progress:
                 for run in progress.track(runs, description="evaluating"):
-                    results.append(evaluate_loaded(load_table(run, "run"), judgments, spec))
+                    if run.is_dir():
+                        results.append(evaluate_sharded(open_sharded_run(run), judgments, spec))
+                    else:
+                        results.append(evaluate_loaded(load_table(run, "run"), judgments, spec))
         else:
             from flows.pipeline import evaluate_flow, load_result, task_runner
             from flows.warehouse import Warehouse

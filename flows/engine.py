@@ -6,18 +6,19 @@ collect) that both the CLI and the Prefect tasks call. The computation itself li
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from typing import Literal
 
 import polars as pl
 
-from flows.io import LoadedTable
+from flows.io import LoadedTable, ShardedRun
 from schemas.provenance import evaluation_id, implementation_version
 from schemas.spec import EvaluationSpec
 from transforms.duplicates import duplicate_pairs, keep_one_per_pair, may_have_duplicates, raise_on_duplicates
 from transforms.errors import InputError
 from transforms.ndcg import grades_outside_gain_map, per_query_ndcg, summarize
+from transforms.shards import in_shard, with_bucket
 
 
 EngineType = Literal["auto", "in-memory", "streaming"]
@@ -88,11 +89,9 @@ def check_inputs(
 
 
 def run_name(run: LoadedTable) -> str:
-    """The run's tag when every row carries the same one, else the file's name."""
-    tags = run.frame["run_tag"].drop_nulls().unique()
-    if tags.len() == 1:
-        return str(tags[0])
-    return run.source.rsplit("/", 1)[-1]
+    """The run's declared tag (by default the tag every row carries), else the file's name."""
+    tag = getattr(run.metadata, "tag", "")
+    return tag or run.source.rsplit("/", 1)[-1]
 
 
 def evaluate_part(
@@ -124,6 +123,22 @@ def assemble(
 
 def result_id(run: LoadedTable, judgments: LoadedTable, spec: EvaluationSpec) -> str:
     return evaluation_id(run.table_id, judgments.table_id, spec.spec_hash, implementation_version())
+
+
+def evaluate_sharded(
+    run: ShardedRun, judgments: LoadedTable, spec: EvaluationSpec, engine: EngineType = "auto"
+) -> EvaluationResult:
+    """Evaluate a stored (sharded) run shard by shard, each with the judgments of its queries: memory holds one
+    shard at a time, and the result equals the in-memory evaluation of the whole run."""
+    judgments_by_bucket = with_bucket(judgments.scan).collect()
+    parts, warnings = [], []
+    for shard in range(run.shards):
+        shard_judgments = replace(judgments, scan=judgments_by_bucket.lazy().filter(in_shard(shard, run.shards)).drop("bucket"))
+        per_query, shard_warnings = evaluate_part(run.shard(shard), shard_judgments, spec, engine)
+        parts.append(per_query)
+        warnings += shard_warnings
+    identifier = evaluation_id(run.run_id, judgments.table_id, spec.spec_hash, implementation_version())
+    return assemble(parts, warnings, spec, run.name, identifier)
 
 
 def evaluate(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import json
 import tomllib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -187,6 +188,8 @@ def load_table(path: str | Path, kind: TableKind, metadata: Metadata | None = No
         hashes = pool.submit(content_hashes, path, source_format == "trec.gz")
         scan = _parse(path, kind, source_format, metadata)
         source_sha256, content_sha256 = hashes.result()
+    if isinstance(metadata, RunMetadata) and not metadata.tag:
+        metadata = metadata.model_copy(update={"tag": _common_tag(scan)})
     return LoadedTable(
         kind=kind,
         scan=scan,
@@ -196,6 +199,12 @@ def load_table(path: str | Path, kind: TableKind, metadata: Metadata | None = No
         metadata=metadata,
         content_sha256=content_sha256,
     )
+
+
+def _common_tag(run: pl.LazyFrame) -> str:
+    """The run tag every row carries, or "" when they differ."""
+    tags = run.select(pl.col("run_tag").drop_nulls().unique().head(2)).collect(engine="streaming")["run_tag"]
+    return str(tags[0]) if tags.len() == 1 else ""
 
 
 def _parse(path: Path, kind: TableKind, source_format: str, metadata: Metadata) -> pl.LazyFrame:
@@ -223,3 +232,44 @@ def _parse(path: Path, kind: TableKind, source_format: str, metadata: Metadata) 
     parsed = (parse_trec_qrels(lines, unresolved) if kind == "judgments" else parse_trec_run(lines)).collect()
     raise_first_problem(parsed.select("source_line", "problem"), str(path), "line")
     return parsed.drop("problem").cast(JUDGMENTS if kind == "judgments" else RUN).lazy()
+
+
+@dataclass(frozen=True)
+class ShardedRun:
+    """A run as the warehouse stores it (`run_rows/<run_id>/part-SSSS-of-NNNN.parquet`), read shard by shard."""
+
+    run_id: str
+    name: str
+    folder: Path
+    shards: int
+
+    def part(self, shard: int) -> Path:
+        return self.folder / f"part-{shard:04d}-of-{self.shards:04d}.parquet"
+
+    def shard(self, shard: int) -> LoadedTable:
+        """The rows of one shard (none when no query fell into it)."""
+        path = self.part(shard)
+        scan = (
+            pl.scan_parquet(path).drop("run_id", "bucket") if path.exists() else pl.LazyFrame(schema=RUN)
+        )
+        return LoadedTable(
+            kind="run", scan=scan.cast(RUN), source=str(path), source_sha256="", source_format="warehouse",
+            metadata=RunMetadata(), content_sha256="",
+        )
+
+
+def open_sharded_run(folder: Path) -> ShardedRun:
+    """A stored run's folder; its identity comes from the record in the files' key-value metadata."""
+    parts = sorted(folder.glob("part-*-of-*.parquet"))
+    if not parts:
+        raise InputError(str(folder), "not a stored run: no part-SSSS-of-NNNN.parquet files")
+    try:
+        (fields,) = json.loads(pl.read_parquet_metadata(parts[0])["judged.record"])
+    except (KeyError, ValueError, pl.exceptions.PolarsError):
+        raise InputError(str(parts[0]), "has no judged.record metadata: not written by judged") from None
+    return ShardedRun(
+        run_id=fields["run_id"],
+        name=fields["tag"] or fields["system"] or folder.name,
+        folder=folder,
+        shards=int(fields["n_shards"]),
+    )

@@ -13,7 +13,7 @@ import zlib
 import polars as pl
 
 BUCKETS = 1024
-ROWS_PER_SHARD = 4_000_000
+ROWS_PER_SHARD = 1_000_000
 
 
 def _crc32_bucket(query_id: str) -> int:

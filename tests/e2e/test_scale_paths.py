@@ -8,8 +8,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from flows.engine import evaluate
-from flows.io import load_table
+from flows.engine import evaluate, evaluate_sharded
+from flows.io import load_table, open_sharded_run
 from flows.pipeline import evaluate_flow, evaluate_into, ingest_file, ingest_judgments, ingest_run, task_runner
 from flows.warehouse import Warehouse
 from schemas.spec import PRESETS, EvaluationSpec
@@ -64,8 +64,14 @@ def test_in_memory_streaming_and_sharded_agree(inputs: dict, tmp_path: Path, dat
     report = evaluate_into(warehouse, stored_run.id, judgments.id, spec)
     _, sharded, summary = warehouse.load_evaluation(report.evaluation_id)
 
+    direct_sharded = evaluate_sharded(
+        open_sharded_run(warehouse.root / "run_rows" / stored_run.id), load_table(qrels, "judgments"), spec
+    )
+
     assert streaming.per_query.equals(in_memory.per_query)
-    assert report.evaluation_id == in_memory.evaluation_id
+    assert direct_sharded.per_query.equals(in_memory.per_query)
+    assert direct_sharded.summary.equals(in_memory.summary)
+    assert report.evaluation_id == in_memory.evaluation_id == direct_sharded.evaluation_id
     assert sharded.select(in_memory.per_query.columns).equals(in_memory.per_query)
     assert summary.select(in_memory.summary.columns).equals(in_memory.summary)
 
