@@ -34,42 +34,42 @@ class EvaluationResult:
     warnings: tuple[str, ...]
 
 
-def without_duplicates(table: LoadedTable, policy: str) -> tuple[pl.DataFrame, list[str]]:
-    """The table with one row per (query, document) under the declared policy, and what was resolved."""
-    if not may_have_duplicates(table.frame.lazy()).collect().item():
-        return table.frame, []
-    duplicates = duplicate_pairs(table.frame.lazy()).collect()
+def without_duplicates(table: LoadedTable, policy: str, suspected: bool) -> tuple[pl.LazyFrame, list[str]]:
+    """The table with one row per (query, document) under the declared policy, and what was resolved.
+    `suspected` is `may_have_duplicates` of the table: when false, nothing needs looking at."""
+    if not suspected:
+        return table.scan, []
+    duplicates = duplicate_pairs(table.scan).collect()
     what = "judgment" if table.kind == "judgments" else "run row"
     if policy == "error":
         raise_on_duplicates(duplicates, table.source, what, table.unit)
-        return table.frame, []
+        return table.scan, []
     if duplicates.height == 0:
-        return table.frame, []
+        return table.scan, []
     conflicting = int(duplicates["conflicting"].sum())
     detail = f", {conflicting} with conflicting grades" if conflicting else ""
     warning = (
         f"{table.source}: {duplicates.height} duplicate (query, document) pairs{detail}, "
         f"resolved by keeping the {policy} {table.unit}"
     )
-    return keep_one_per_pair(table.frame.lazy(), policy).collect(), [warning]
+    return keep_one_per_pair(table.scan, policy), [warning]
 
 
 def check_inputs(
-    run: LoadedTable, run_rows: pl.DataFrame, judgments: LoadedTable, judgment_rows: pl.DataFrame, spec: EvaluationSpec
+    run: LoadedTable, run_rows: pl.LazyFrame, judgments: LoadedTable, judgment_rows: pl.LazyFrame, spec: EvaluationSpec
 ) -> None:
     """What the spec needs of the inputs (rows after the duplicates policy): the rank column, grades the gain
     covers, the queries it requires."""
     if spec.ranking == "rank":
-        unranked = run_rows.filter(pl.col("source_rank").is_null())
-        if unranked.height:
-            line = int(unranked["source_line"].min())  # type: ignore[arg-type]
-            raise InputError(run.source, "ranking 'rank' needs a rank on every row", line, run.unit)
-    uncovered = grades_outside_gain_map(judgment_rows.lazy(), spec).collect()
+        unranked = run_rows.filter(pl.col("source_rank").is_null()).select(pl.col("source_line").min()).collect()
+        if unranked.item() is not None:
+            raise InputError(run.source, "ranking 'rank' needs a rank on every row", unranked.item(), run.unit)
+    uncovered = grades_outside_gain_map(judgment_rows, spec).collect()
     if uncovered.height:
         grades = uncovered["relevance"].to_list()
         raise InputError(judgments.source, f"grade(s) {grades} occur but the gain map {spec.gain_label} omits them")
     if spec.negative_grades == "error":
-        negative = judgment_rows.filter(pl.col("relevance") < 0).sort("source_line").head(1)
+        negative = judgment_rows.filter(pl.col("relevance") < 0).sort("source_line").head(1).collect()
         if negative.height:
             row = negative.row(0, named=True)
             raise InputError(
@@ -80,7 +80,7 @@ def check_inputs(
             )
     if spec.query_set == "judged_strict":
         judged = judgment_rows.filter(pl.col("relevance").is_not_null()).select("query_id").unique()
-        missing = judged.join(run_rows.select("query_id").unique(), on="query_id", how="anti").sort("query_id")
+        missing = judged.join(run_rows.select("query_id").unique(), on="query_id", how="anti").sort("query_id").collect()
         if missing.height:
             shown = ", ".join(missing["query_id"].head(5).to_list())
             raise InputError(
@@ -99,10 +99,11 @@ def evaluate_part(
 ) -> tuple[pl.DataFrame, list[str]]:
     """Per-query rows for a run and its judgments, whole or one shard of each (the same queries), with the
     warnings of the duplicate policies. `engine` is Polars' (in-memory or streaming): the values are the same."""
-    judgment_rows, warnings = without_duplicates(judgments, spec.judgment_duplicates)
-    run_rows, run_warnings = without_duplicates(run, spec.run_duplicates)
+    suspected = pl.collect_all([may_have_duplicates(judgments.scan), may_have_duplicates(run.scan)])
+    judgment_rows, warnings = without_duplicates(judgments, spec.judgment_duplicates, suspected[0].item())
+    run_rows, run_warnings = without_duplicates(run, spec.run_duplicates, suspected[1].item())
     check_inputs(run, run_rows, judgments, judgment_rows, spec)
-    return per_query_ndcg(run_rows.lazy(), judgment_rows.lazy(), spec).collect(engine=engine), warnings + run_warnings
+    return per_query_ndcg(run_rows, judgment_rows, spec).collect(engine=engine), warnings + run_warnings
 
 
 def assemble(
