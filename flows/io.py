@@ -128,32 +128,45 @@ def _first_line(path: Path, gzipped: bool) -> str:
         return handle.readline()
 
 
-def read_trec_run_fast(path: Path, gzipped: bool) -> pl.DataFrame | None:
+# Text runs up to this size are read into memory (fastest); larger ones are scanned in a streaming pass.
+IN_MEMORY_TEXT_BYTES = 1 << 30
+
+
+def read_trec_run_fast(path: Path, gzipped: bool) -> pl.LazyFrame | None:
     """The common case at full speed: six columns split by one tab or one space throughout, Polars' multithreaded
-    CSV reader. Returns None whenever the file is not plainly that (extra columns, runs of blanks, a bad value):
-    the exact line parser then decides, and names the line of any problem."""
+    CSV reader (in memory, or streaming for large files). Returns None whenever the file is not plainly that
+    (extra columns, runs of blanks, a bad value): the exact line parser then decides, and names the line of any
+    problem."""
     separator = "\t" if "\t" in _first_line(path, gzipped) else " "
+    options = dict(
+        separator=separator, has_header=False, new_columns=list(_RUN_COLUMNS), schema_overrides=_RUN_COLUMNS,
+        quote_char=None, comment_prefix=None, raise_if_empty=False,
+    )
+    text_bytes = path.stat().st_size * (4 if gzipped else 1)
     try:
-        frame = pl.read_csv(
-            path, separator=separator, has_header=False, new_columns=list(_RUN_COLUMNS),
-            schema_overrides=_RUN_COLUMNS, quote_char=None, comment_prefix=None, raise_if_empty=False,
+        if text_bytes <= IN_MEMORY_TEXT_BYTES:
+            rows = pl.read_csv(path, **options).lazy()  # type: ignore[arg-type]
+        else:
+            rows = pl.scan_csv(path, **options)  # type: ignore[arg-type]
+        if len(rows.collect_schema()) != len(_RUN_COLUMNS):
+            return None
+        # A blank line reads as a row of nulls: numbering rows before dropping them keeps editors' line numbers.
+        rows = rows.with_row_index("source_line", offset=1).filter(
+            ~pl.all_horizontal(pl.exclude("source_line").is_null())
         )
+        text = [pl.col(name) for name, dtype in _RUN_COLUMNS.items() if dtype == pl.String]
+        doubtful = rows.select(
+            pl.any_horizontal(pl.exclude("source_line").is_null().any()).alias("missing"),
+            pl.any_horizontal([(column == "").any() for column in text]).alias("empty"),
+            (~pl.col("q0").is_in(["Q0", "0"])).any().alias("q0"),
+            pl.col("score").is_nan().any().alias("nan"),
+        ).collect(engine="streaming").row(0)
     except (pl.exceptions.PolarsError, OSError, UnicodeDecodeError):
         return None
-    if frame.width != len(_RUN_COLUMNS):
-        return None
-    # A blank line reads as a row of nulls: numbering rows before dropping them keeps editors' line numbers.
-    frame = frame.with_row_index("source_line", offset=1).filter(~pl.all_horizontal(pl.exclude("source_line").is_null()))
-    text = [pl.col(name) for name, dtype in _RUN_COLUMNS.items() if dtype == pl.String]
-    doubtful = frame.select(
-        pl.any_horizontal(pl.exclude("source_line").is_null().any()).alias("missing"),
-        pl.any_horizontal([(column == "").any() for column in text]).alias("empty"),
-        (~pl.col("q0").is_in(["Q0", "0"])).any().alias("q0"),
-        pl.col("score").is_nan().any().alias("nan"),
-    ).row(0)
     if any(doubtful):
         return None
-    return frame.select(list(RUN)).cast(RUN)
+    rows = rows.select(list(RUN)).cast(RUN)
+    return rows.collect().lazy() if text_bytes <= IN_MEMORY_TEXT_BYTES else rows
 
 
 def read_lines(path: Path, gzipped: bool) -> pl.LazyFrame:
@@ -213,7 +226,7 @@ def _parse(path: Path, kind: TableKind, source_format: str, metadata: Metadata) 
     if kind == "run" and source_format != "parquet":
         fast = read_trec_run_fast(path, gzipped=source_format == "trec.gz")
         if fast is not None:
-            return fast.lazy()
+            return fast
     if source_format == "parquet":
         contract = JUDGMENTS if kind == "judgments" else RUN
         try:
