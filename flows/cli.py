@@ -17,7 +17,15 @@ from rich.markup import escape
 from rich.progress import Progress
 from rich.table import Table
 
-from schemas.spec import PRESETS, EvaluationSpec, SpecError, build_spec, parse_cutoffs, parse_gain_map
+from schemas.spec import (
+    PRESETS,
+    EvaluationSpec,
+    SpecError,
+    build_spec,
+    parse_cutoffs,
+    parse_gain_map,
+    parse_positive_int,
+)
 from transforms.errors import InputError
 
 app = typer.Typer(
@@ -101,20 +109,10 @@ def spec_from_options(
         query_set=query_set,
         run_duplicates=run_duplicates,
         judgment_duplicates=judgment_duplicates,
-        depth=_positive_int(depth, "--depth") if depth is not None else None,
+        depth=parse_positive_int(depth, "--depth") if depth is not None else None,
         query_weights=weights,
         aggregation="weighted_mean" if weights else None,
     )
-
-
-def _positive_int(text: str, option: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise SpecError(f"{option} {text!r} is not a positive integer") from None
-    if value <= 0:
-        raise SpecError(f"{option} {value} must be positive")
-    return value
 
 
 @app.command()

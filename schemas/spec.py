@@ -235,23 +235,23 @@ def preset(name: str) -> EvaluationSpec:
 # -- option values given as text (CLI, sidecar files) -----------------------------------------------------------
 
 
+def parse_positive_int(text: str, what: str, alternative: str = "") -> int:
+    """`10` -> 10; anything else is a SpecError naming `what` (and the accepted `alternative`, if any)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise SpecError(f"{what} {text!r} is not a positive integer{alternative}") from None
+    if value <= 0:
+        raise SpecError(f"{what} {value} must be positive")
+    return value
+
+
 def parse_cutoffs(text: str) -> tuple[int | None, ...]:
     """`5,10,all` -> (5, 10, None)."""
-    cutoffs: list[int | None] = []
     if not text.strip():
         raise SpecError("no cutoff given; use e.g. 5,10,all")
-    for item in (part.strip() for part in text.split(",")):
-        if item.lower() in ("all", "none"):
-            cutoffs.append(None)
-            continue
-        try:
-            k = int(item)
-        except ValueError:
-            raise SpecError(f"cutoff {item!r} is not a positive integer or 'all'") from None
-        if k <= 0:
-            raise SpecError(f"cutoff {k} must be positive")
-        cutoffs.append(k)
-    return tuple(cutoffs)
+    items = [part.strip() for part in text.split(",")]
+    return tuple(None if item.lower() in ("all", "none") else parse_positive_int(item, "cutoff", " or 'all'") for item in items)
 
 
 def parse_gain_map(text: str) -> tuple[tuple[int, float], ...]:

@@ -69,6 +69,20 @@ def arrow_schema(columns: dict[str, pl.DataType]) -> pa.Schema:
 
 # -- the warehouse: what is stored, one contract per table --------------------------------------------------------
 
+# What every stored judgment set or run records about its input, after its own descriptive columns.
+_STORED_INPUT: dict[str, pl.DataType] = {
+    "metadata_json": pl.String(),
+    "content_sha256": pl.String(),  # of the decompressed content
+    "source_sha256": pl.String(),  # of the file as it was read
+    "source": pl.String(),
+    "source_format": pl.String(),
+    "n_rows": pl.Int64(),
+    "n_queries": pl.Int64(),
+    "n_shards": pl.Int32(),  # part files, split by query bucket (see transforms/shards.py)
+    "ingested_at": pl.Datetime("us", "UTC"),
+    "implementation_version": pl.String(),
+}
+
 JUDGMENT_SETS: dict[str, pl.DataType] = {
     "judgment_set_id": pl.String(),
     "name": pl.String(),
@@ -78,17 +92,8 @@ JUDGMENT_SETS: dict[str, pl.DataType] = {
     "pooling": pl.String(),
     "grade_scale": pl.List(pl.Struct({"grade": pl.Int32(), "meaning": pl.String()})),
     "unresolved_token": pl.String(),
-    "metadata_json": pl.String(),
-    "content_sha256": pl.String(),
-    "source_sha256": pl.String(),
-    "source": pl.String(),
-    "source_format": pl.String(),
-    "n_rows": pl.Int64(),
-    "n_queries": pl.Int64(),
     "n_unresolved": pl.Int64(),
-    "n_shards": pl.Int32(),  # files under judgments/<id>/, split by query bucket (see transforms/shards.py)
-    "ingested_at": pl.Datetime("us", "UTC"),
-    "implementation_version": pl.String(),
+    **_STORED_INPUT,
 }
 
 RUNS: dict[str, pl.DataType] = {
@@ -96,16 +101,7 @@ RUNS: dict[str, pl.DataType] = {
     "system": pl.String(),
     "configuration": pl.String(),
     "tag": pl.String(),
-    "metadata_json": pl.String(),
-    "content_sha256": pl.String(),
-    "source_sha256": pl.String(),
-    "source": pl.String(),
-    "source_format": pl.String(),
-    "n_rows": pl.Int64(),
-    "n_queries": pl.Int64(),
-    "n_shards": pl.Int32(),  # files under run_rows/<id>/
-    "ingested_at": pl.Datetime("us", "UTC"),
-    "implementation_version": pl.String(),
+    **_STORED_INPUT,
 }
 
 STORED_JUDGMENTS: dict[str, pl.DataType] = {"judgment_set_id": pl.String(), **JUDGMENTS, "bucket": pl.Int32()}
