@@ -216,6 +216,7 @@ def measure(argv: Sequence[str], output: Path, env: dict[str, str], timeout: flo
     `timeout` seconds, or when its sampled RSS sum passes `max_rss_mib` (needs psutil)."""
     use_time = os.access(TIME_BINARY, os.X_OK)
     time_file = output.with_suffix(".time")
+    time_file.unlink(missing_ok=True)  # a stale file from an earlier run must not be read
     command = [TIME_BINARY, "-f", "%e %M %U %S", "-o", str(time_file), *argv] if use_time else list(argv)
     try:
         import psutil
@@ -231,7 +232,10 @@ def measure(argv: Sequence[str], output: Path, env: dict[str, str], timeout: flo
 
         def sample() -> None:
             nonlocal peak_sum
-            watched = psutil.Process(process.pid)
+            try:
+                watched = psutil.Process(process.pid)
+            except psutil.Error:  # already gone
+                return
             while not stop.is_set():
                 peak_sum = max(peak_sum, _tree_rss(watched))
                 if max_rss_mib and peak_sum > max_rss_mib * 2**20 and not killed:
@@ -326,11 +330,12 @@ class Agreement:
             return "ok"
         parts = []
         if self.mismatches:
-            explained = len(self.mismatches) - len(self.unexplained)
-            parts.append(f"{len(self.mismatches)} mismatches"
-                         + (f" ({explained} explained by tie order)" if explained else "")
-                         + (f", {len(self.unexplained)} UNEXPLAINED" if self.unexplained and explained else
-                            " UNEXPLAINED" if self.unexplained else ""))
+            counts: dict[str, int] = {}
+            for query in self.mismatches:
+                cause = self.causes.get(query, "unexplained")
+                counts[cause] = counts.get(cause, 0) + 1
+            causes = ", ".join(f"{cause}: {count}" for cause, count in sorted(counts.items()))
+            parts.append(f"{len(self.mismatches)} mismatches ({causes})")
         if self.only_tool:
             parts.append(f"{len(self.only_tool)} queries only in tool")
         if self.only_reference_nonzero:
@@ -363,7 +368,8 @@ def _dcg(gains: Sequence[float]) -> float:
 
 
 def explain_mismatches(agreements: dict[str, Agreement], inputs: Inputs) -> None:
-    """For each mismatched query, say whether the tool's value is what a different order of tied documents gives:
+    """For each mismatched query, say whether the tool's value is what a different order of tied documents gives
+    (`benchmarks/explain.py` then reproduces the tools' own orders):
     - `float32 ties`: trec_eval 9's order (scores rounded to float32, then doc id descending) gives the tool's value;
     - `tie order`: the value lies between the best and worst orders of documents with exactly equal scores;
     - `float32 tie order`: the same with the groups of equal float32 scores;
@@ -454,7 +460,7 @@ class ToolResult:
     tool: str
     command: str
     env: dict[str, str]
-    code: str = ""  # code_fingerprint() when its repetitions started
+    codes: list[str] = field(default_factory=list)  # code_fingerprint() before each repetition
     load: list[float] = field(default_factory=list)  # 1-minute load average before each repetition
     measurements: list[Measurement] = field(default_factory=list)
     skipped: str | None = None
@@ -485,6 +491,7 @@ class Report:
     manifest: dict
     inputs: Inputs
     results: list[ToolResult]
+    reference: str | None = None  # whose output the others were compared with
 
     def result(self, tool: str) -> ToolResult | None:
         return next((r for r in self.results if r.tool == tool), None)
@@ -600,7 +607,7 @@ def run_benchmark(
         tool = TOOLS[name]
         env = tool.env(inputs)
         command = _command_text(tool.argv(inputs, Path("<fresh temporary dir>")), env, f"{work}/{name}.repN.out")
-        result = ToolResult(name, command, env, code_fingerprint())
+        result = ToolResult(name, command, env)
         results.append(result)
         reason = tool.needs(inputs)
         if reason:
@@ -610,6 +617,7 @@ def run_benchmark(
         n_reps = (tool_reps or {}).get(name, reps)
         for rep in range(1, n_reps + 1):
             result.load.append(os.getloadavg()[0])
+            result.codes.append(code_fingerprint())
             scratch = Path(tempfile.mkdtemp(prefix=f"{name}-rep{rep}-", dir=work))
             try:
                 m = measure(tool.argv(inputs, scratch), work / f"{name}.rep{rep}.out", env, timeout, max_rss_mib)
@@ -621,18 +629,30 @@ def run_benchmark(
             log(f"{name} rep {rep}/{n_reps}: {m.wall:.2f} s, {peak}, load before {result.load[-1]:.2f}{failed}")
             if m.exit_code:
                 log(f"  {m.stderr_tail}")
-    _check_agreement(results, inputs, log)
-    return Report(size, reps, machine_info(), manifest, inputs, results)
+    reference = _check_agreement(results, inputs, log)
+    return Report(size, reps, machine_info(), manifest, inputs, results, reference)
 
 
-def _check_agreement(results: list[ToolResult], inputs: Inputs, log: Callable[[str], None]) -> None:
-    reference_result = next((r for r in results if r.tool == REFERENCE and r.ok_runs), None)
+def _check_agreement(results: list[ToolResult], inputs: Inputs, log: Callable[[str], None]) -> str | None:
+    """Compare every tool's values with judged's; returns what the reference was (None: no check was possible)."""
+    # judged's trec_eval preset: from the text path, else from another judged path that was measured (XL has no
+    # text), else computed once, untimed.
+    reference_result = next(
+        (r for name in (REFERENCE, *XL_TOOLS) for r in results if r.tool == name and r.ok_runs), None
+    )
     if reference_result is not None:
         reference_file = reference_result.ok_runs[0].output
-    else:  # judged's text path was not benchmarked: compute the reference once, untimed
+        reference_name = reference_result.tool
+        if reference_result.tool != REFERENCE:
+            log(f"reference: the output of {reference_result.tool}")
+    elif any(r.tool in XL_TOOLS for r in results):
+        log("reference: no judged path succeeded; agreement not checked")
+        return None
+    else:  # judged was not benchmarked: compute the reference once, untimed
         reference_file = inputs.work / "reference.out"
         source = inputs.run_text if inputs.run_text else inputs.run_parquet
         log(f"reference: judged trec_eval preset on {source.name} (untimed)")
+        reference_name = f"judged on {source.name}, untimed"
         with reference_file.open("wb") as out:
             subprocess.run(_judged_args(inputs.qrels, source), stdout=out, check=True)
     reference = read_values(reference_file)
@@ -645,6 +665,7 @@ def _check_agreement(results: list[ToolResult], inputs: Inputs, log: Callable[[s
         result.agreement = compare(reference, read_values(result.ok_runs[-1].output), TOOLS[result.tool].tolerance)
         agreements[result.tool] = result.agreement
     explain_mismatches(agreements, inputs)
+    return reference_name
 
 
 # -- printing -----------------------------------------------------------------------------------------------------
@@ -655,10 +676,11 @@ def _format(value: float | None, digits: int) -> str:
 
 
 def _fingerprints(report: Report) -> str:
-    seen = sorted({r.code for r in report.results if r.code and not r.skipped})
+    seen = sorted({code for r in report.results for code in r.codes})
     if len(seen) <= 1:
         return (seen[0] if seen else "-") + " (unchanged during the run)"
-    return "CHANGED during the run: " + ", ".join(f"{r.tool} {r.code}" for r in report.results if not r.skipped)
+    return "CHANGED during the run (judged's source was edited while it was measured): " + ", ".join(
+        f"{r.tool} {'/'.join(code[:8] for code in r.codes)}" for r in report.results if r.codes)
 
 
 def table_rows(report: Report) -> list[list[str]]:
@@ -713,7 +735,8 @@ def format_report(report: Report, markdown: bool = False) -> str:
         widths = [max(len(row[i]) for row in [HEADER, *rows]) for i in range(len(HEADER))]
         lines.append("  ".join(h.ljust(w) for h, w in zip(HEADER, widths)).rstrip())
         lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows]
-    lines += ["", "agreement details (reference: judged-text, `--preset trec_eval`, trec_eval 10 -c semantics):"]
+    lines += ["", f"agreement details (reference: {report.reference or 'none'}, `--preset trec_eval`, "
+                  "trec_eval 10 -c semantics):"]
     for result in report.results:
         a = result.agreement
         if a is None:
@@ -751,7 +774,7 @@ def report_json(report: Report) -> dict:
             {
                 "tool": r.tool,
                 "command": r.command,
-                "code_fingerprint": r.code,
+                "code_fingerprints": r.codes,
                 "skipped": r.skipped,
                 "walls": [m.wall for m in r.measurements],
                 "cpu": [m.cpu for m in r.measurements],

@@ -116,9 +116,12 @@ def sniff_format(path: Path) -> Literal["trec", "trec.gz", "parquet"]:
     return "trec"
 
 
-_RUN_COLUMNS = {
-    "query_id": pl.String, "q0": pl.String, "doc_id": pl.String, "source_rank": pl.Int64, "score": pl.Float64,
-    "run_tag": pl.String,
+_FAST_COLUMNS: dict[TableKind, dict[str, type[pl.DataType]]] = {
+    "run": {
+        "query_id": pl.String, "q0": pl.String, "doc_id": pl.String, "source_rank": pl.Int64, "score": pl.Float64,
+        "run_tag": pl.String,
+    },
+    "judgments": {"query_id": pl.String, "iteration": pl.String, "doc_id": pl.String, "relevance": pl.Int32},
 }
 
 
@@ -132,14 +135,15 @@ def _first_line(path: Path, gzipped: bool) -> str:
 IN_MEMORY_TEXT_BYTES = 1 << 30
 
 
-def read_trec_run_fast(path: Path, gzipped: bool) -> pl.LazyFrame | None:
-    """The common case at full speed: six columns split by one tab or one space throughout, Polars' multithreaded
-    CSV reader (in memory, or streaming for large files). Returns None whenever the file is not plainly that
-    (extra columns, runs of blanks, a bad value): the exact line parser then decides, and names the line of any
-    problem."""
+def read_trec_fast(path: Path, gzipped: bool, kind: TableKind) -> pl.LazyFrame | None:
+    """The common case at full speed: a run's six (qrels' four) columns split by one tab or one space throughout,
+    Polars' multithreaded CSV reader (in memory, or streaming for large files). Returns None whenever the file is
+    not plainly that (extra columns, runs of blanks, comments, a bad value): the exact line parser then decides,
+    and names the line of any problem."""
+    columns = _FAST_COLUMNS[kind]
     separator = "\t" if "\t" in _first_line(path, gzipped) else " "
     options = dict(
-        separator=separator, has_header=False, new_columns=list(_RUN_COLUMNS), schema_overrides=_RUN_COLUMNS,
+        separator=separator, has_header=False, new_columns=list(columns), schema_overrides=columns,
         quote_char=None, comment_prefix=None, raise_if_empty=False,
     )
     text_bytes = path.stat().st_size * (4 if gzipped else 1)
@@ -148,24 +152,30 @@ def read_trec_run_fast(path: Path, gzipped: bool) -> pl.LazyFrame | None:
             rows = pl.read_csv(path, **options).lazy()  # type: ignore[arg-type]
         else:
             rows = pl.scan_csv(path, **options)  # type: ignore[arg-type]
-        if len(rows.collect_schema()) != len(_RUN_COLUMNS):
+        if len(rows.collect_schema()) != len(columns):
             return None
         # A blank line reads as a row of nulls: numbering rows before dropping them keeps editors' line numbers.
         rows = rows.with_row_index("source_line", offset=1).filter(
             ~pl.all_horizontal(pl.exclude("source_line").is_null())
         )
-        text = [pl.col(name) for name, dtype in _RUN_COLUMNS.items() if dtype == pl.String]
-        doubtful = rows.select(
+        text = [pl.col(name) for name, dtype in columns.items() if dtype == pl.String]
+        checks = [
             pl.any_horizontal(pl.exclude("source_line").is_null().any()).alias("missing"),
             pl.any_horizontal([(column == "").any() for column in text]).alias("empty"),
-            (~pl.col("q0").is_in(["Q0", "0"])).any().alias("q0"),
-            pl.col("score").is_nan().any().alias("nan"),
-        ).collect(engine="streaming").row(0)
+            pl.col("query_id").str.starts_with("#").any().alias("comment"),
+        ]
+        if kind == "run":
+            checks += [
+                (~pl.col("q0").is_in(["Q0", "0"])).any().alias("q0"),
+                pl.col("score").is_nan().any().alias("nan"),
+            ]
+        doubtful = rows.select(checks).collect(engine="streaming").row(0)
     except (pl.exceptions.PolarsError, OSError, UnicodeDecodeError):
         return None
     if any(doubtful):
         return None
-    rows = rows.select(list(RUN)).cast(RUN)
+    contract = RUN if kind == "run" else JUDGMENTS
+    rows = rows.select(list(contract)).cast(contract)
     return rows.collect().lazy() if text_bytes <= IN_MEMORY_TEXT_BYTES else rows
 
 
@@ -223,8 +233,9 @@ def _common_tag(run: pl.LazyFrame) -> str:
 def _parse(path: Path, kind: TableKind, source_format: str, metadata: Metadata) -> pl.LazyFrame:
     """The validated table in its contract; InputError on the first problem. A Parquet input stays a lazy scan
     (validated in one streaming pass); text is parsed in memory."""
-    if kind == "run" and source_format != "parquet":
-        fast = read_trec_run_fast(path, gzipped=source_format == "trec.gz")
+    unresolved_token = getattr(metadata, "unresolved_token", None)
+    if source_format != "parquet" and unresolved_token is None:
+        fast = read_trec_fast(path, source_format == "trec.gz", kind)
         if fast is not None:
             return fast
     if source_format == "parquet":
