@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -27,6 +27,10 @@ from schemas.spec import (
     parse_positive_int,
 )
 from transforms.errors import InputError
+
+if TYPE_CHECKING:  # the flows import Prefect: only commands that run a flow load them
+    from flows.pipeline import NightlyReport
+    from flows.warehouse import StoreReport
 
 app = typer.Typer(
     name="judged",
@@ -301,11 +305,11 @@ def ingest_run_command(
     _print_store_report(report, "run")
 
 
-def _print_store_report(report: object, what: str) -> None:
-    if report.created:  # type: ignore[attr-defined]
-        print(f"stored {what} {report.id} ({report.n_rows} rows)")  # type: ignore[attr-defined]
+def _print_store_report(report: StoreReport, what: str) -> None:
+    if report.created:
+        print(f"stored {what} {report.id} ({report.n_rows} rows)")
     else:
-        print(f"{what} {report.id} already in the warehouse: nothing new written")  # type: ignore[attr-defined]
+        print(f"{what} {report.id} already in the warehouse: nothing new written")
 
 
 def _nightly_specs(presets: list[str], cutoffs: str | None) -> list[EvaluationSpec]:
@@ -335,17 +339,17 @@ def nightly(
     _print_nightly(report, warehouse)
 
 
-def _print_nightly(report: object, warehouse: Path) -> None:
+def _print_nightly(report: NightlyReport, warehouse: Path) -> None:
     from flows.pipeline import load_result
     from flows.report import print_tables
     from flows.warehouse import Warehouse
 
     store = Warehouse(warehouse)
-    print_tables([load_result(store, r.evaluation_id) for r in report.evaluated], Console())  # type: ignore[attr-defined]
-    for name, error in report.rejected.items():  # type: ignore[attr-defined]
+    print_tables([load_result(store, r.evaluation_id) for r in report.evaluated], Console())
+    for name, error in report.rejected.items():
         print(f"rejected {name}: {error}", file=sys.stderr)
-    print(f"nightly run {report.flow_run_id}: {len(report.evaluated)} evaluations, "  # type: ignore[attr-defined]
-          f"{len(report.rejected)} files rejected")  # type: ignore[attr-defined]
+    print(f"nightly run {report.flow_run_id}: {len(report.evaluated)} evaluations, "
+          f"{len(report.rejected)} files rejected")
 
 
 @app.command()

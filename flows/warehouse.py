@@ -27,6 +27,7 @@ from pathlib import Path
 
 import duckdb
 import polars as pl
+import pyarrow.parquet as pq
 
 from flows.io import LoadedTable
 from schemas.provenance import JudgmentSetMetadata, RunMetadata, canonical_json, implementation_version
@@ -42,9 +43,10 @@ from schemas.tables import (
     STORED_SUMMARY,
 )
 from transforms.errors import InputError
-from transforms.shards import ROWS_PER_SHARD, in_shard, shard_count, with_bucket
+from transforms.shards import ROWS_PER_SHARD, in_shard, query_buckets, shard_count
 
 TEMP_MARK = ".tmp-"
+SINK_BATCH_ROWS = 2_000_000
 CATALOG = "catalog.duckdb"
 
 # table name -> (contract, files glob relative to the warehouse)
@@ -74,27 +76,34 @@ def shard_number(path: Path) -> int:
 
 
 def sink_shards(rows: pl.LazyFrame, folder: Path, shards: int, metadata: dict[str, str]) -> None:
-    """Stream rows (with `bucket`) into one Parquet file per non-empty shard, in one pass over the input: written
-    into a temporary folder, then renamed into place whole. An existing folder is left as it is (same content)."""
+    """Stream rows into one Parquet file per non-empty shard, in one pass over the input and bounded memory:
+    batches of rows get their query's bucket and are appended, as row groups, to the open file of their shard.
+    Written into a temporary folder, then renamed into place whole; an existing folder is left as it is (same
+    content)."""
     if folder.exists():
         return
     folder.parent.mkdir(parents=True, exist_ok=True)
     temporary = folder.with_name(f"{folder.name}{TEMP_MARK}{uuid.uuid4().hex}")
-
-    def file_for(args: pl.io.partition.FileProviderArgs) -> str:  # type: ignore[name-defined]
-        return shard_file(int(args.partition_keys["shard"][0]), shards)
-
+    temporary.mkdir()
+    buckets = query_buckets(rows.select("query_id")).collect(engine="streaming")
+    writers: dict[int, pq.ParquetWriter] = {}
     try:
-        rows.with_columns(shard=pl.col("bucket") % shards).sink_parquet(
-            pl.PartitionBy(temporary, key="shard", include_key=False, file_path_provider=file_for,
-                           approximate_bytes_per_file=None),
-            metadata=metadata,
-            mkdir=True,
-            engine="streaming",
-        )
-        temporary.mkdir(parents=True, exist_ok=True)  # an empty table has no shard file but is still stored
+        for batch in rows.collect_batches(chunk_size=SINK_BATCH_ROWS, engine="streaming"):
+            batch = batch.join(buckets, on="query_id", how="left", maintain_order="left")
+            for (shard,), part in batch.with_columns(shard=pl.col("bucket") % shards).partition_by(
+                "shard", as_dict=True, include_key=False
+            ).items():
+                table = part.to_arrow()
+                if shard not in writers:
+                    schema = table.schema.with_metadata(metadata)
+                    writers[shard] = pq.ParquetWriter(temporary / shard_file(int(shard), shards), schema)
+                writers[shard].write_table(table)
+        for writer in writers.values():
+            writer.close()
         os.replace(temporary, folder)
     finally:
+        for writer in writers.values():
+            writer.close()
         shutil.rmtree(temporary, ignore_errors=True)
 
 
@@ -198,7 +207,7 @@ class Warehouse:
         shards = shard_count(n_rows, rows_per_shard)
         record = self._table_record(table, shards)
         metadata = {"judged.table": table.kind, "judged.record": record.write_json()}
-        rows = with_bucket(table.scan).select(pl.lit(table_id).alias(id_column), pl.all())
+        rows = table.scan.select(pl.lit(table_id).alias(id_column), pl.all())
         sink_shards(rows, self.root / folder / table_id, shards, metadata)
         write_parquet_atomically(record, record_path, metadata)  # last: makes the rows visible
         return StoreReport(table.kind, table_id, True, n_rows)

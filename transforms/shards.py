@@ -20,14 +20,19 @@ def _crc32_bucket(query_id: str) -> int:
     return zlib.crc32(query_id.encode()) % BUCKETS
 
 
-def with_bucket(table: pl.LazyFrame) -> pl.LazyFrame:
-    """Add `bucket`. The hash runs once per distinct query id (thousands), not per row (millions)."""
-    buckets = (
-        table.select("query_id")
+def query_buckets(queries: pl.LazyFrame) -> pl.LazyFrame:
+    """(query_id, bucket) for each distinct query id. The hash runs once per distinct query (thousands), not per
+    row (millions)."""
+    return (
+        queries.select("query_id")
         .unique()
         .with_columns(bucket=pl.col("query_id").map_elements(_crc32_bucket, return_dtype=pl.Int32))
     )
-    return table.join(buckets, on="query_id", how="left", maintain_order="left")
+
+
+def with_bucket(table: pl.LazyFrame) -> pl.LazyFrame:
+    """Add `bucket` to every row."""
+    return table.join(query_buckets(table), on="query_id", how="left", maintain_order="left")
 
 
 def shard_count(n_rows: int, rows_per_shard: int = ROWS_PER_SHARD) -> int:
