@@ -370,10 +370,11 @@ def _dcg(gains: Sequence[float]) -> float:
 def explain_mismatches(agreements: dict[str, Agreement], inputs: Inputs) -> None:
     """For each mismatched query, say whether the tool's value is what a different order of tied documents gives
     (`benchmarks/explain.py` then reproduces the tools' own orders):
-    - `float32 ties`: trec_eval 9's order (scores rounded to float32, then doc id descending) gives the tool's value;
+    - `float32 ties`: trec_eval 9's order (scores rounded to float32, then doc id descending) gives the tool's value
+      and exactly equal scores leave no choice;
     - `tie order`: the value lies between the best and worst orders of documents with exactly equal scores;
     - `float32 tie order`: the same with the groups of equal float32 scores;
-    - `unexplained` otherwise."""
+    - `unexplained` otherwise. Values are matched within the tool's tolerance."""
     wanted = sorted({query for agreement in agreements.values() for query in agreement.mismatches})
     if not wanted:
         return
@@ -404,7 +405,8 @@ def explain_mismatches(agreements: dict[str, Agreement], inputs: Inputs) -> None
     def ndcg(order_gains: list[float], query: str) -> float:
         return _dcg(order_gains) / ideal[query] if ideal.get(query) else 0.0
 
-    for agreement in agreements.values():
+    for tool, agreement in agreements.items():
+        slack = TOOLS[tool].tolerance
         for query, (_, theirs) in agreement.mismatches.items():
             rows = per_query.get(query)
             if rows is None:
@@ -425,7 +427,6 @@ def explain_mismatches(agreements: dict[str, Agreement], inputs: Inputs) -> None
             worst64 = ndcg(ordered(scores64, gains), query)
             best32 = ndcg(ordered(scores32, [-g for g in gains]), query)
             worst32 = ndcg(ordered(scores32, gains), query)
-            slack = 5e-5
             if abs(trec_eval9 - theirs) <= slack and abs(best64 - worst64) <= slack:
                 cause = "float32 ties"
             elif worst64 - slack <= theirs <= best64 + slack and best64 - worst64 > slack:
@@ -698,6 +699,8 @@ def table_rows(report: Report) -> list[list[str]]:
             agreement = f"FAILED ({result.failed.splitlines()[0]})"
         else:
             agreement = result.agreement.summary() if result.agreement else "-"
+            if result.tool == report.reference and agreement == "ok":
+                agreement = "reference"
             if result.failed:
                 agreement += f"; {result.failed.splitlines()[0]}"
             if not result.outputs_identical:
