@@ -7,7 +7,6 @@ storage schema and the validation of incoming frames are derived. No computation
 from __future__ import annotations
 
 import polars as pl
-import pyarrow as pa
 
 STATUSES: tuple[str, ...] = ("scored", "missing_from_run", "no_relevant_judgments", "no_judgments")
 """Per-query status. `scored`: judged and retrieved with IDCG > 0. `missing_from_run`: judged, absent from the run.
@@ -60,11 +59,6 @@ SUMMARY: dict[str, pl.DataType] = {
     "n_unjudged_only": pl.Int64(),  # scored queries whose first k documents are all unjudged
     "mean_unjudged_fraction": pl.Float64(),  # over the scored queries
 }
-
-
-def arrow_schema(columns: dict[str, pl.DataType]) -> pa.Schema:
-    """The Arrow schema of a table contract, as stored in Parquet."""
-    return pl.DataFrame(schema=columns).to_arrow().schema
 
 
 # -- the warehouse: what is stored, one contract per table --------------------------------------------------------
