@@ -7,13 +7,13 @@ collect) that both the CLI and the Prefect tasks call. The computation itself li
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-
+from pathlib import Path
 from typing import Literal
 
 import polars as pl
 
 from flows.io import LoadedTable, ShardedRun
-from schemas.provenance import evaluation_id, implementation_version
+from schemas.provenance import RunMetadata, evaluation_id
 from schemas.spec import EvaluationSpec
 from transforms.duplicates import duplicate_pairs, keep_one_per_pair, may_have_duplicates, raise_on_duplicates
 from transforms.errors import InputError
@@ -89,9 +89,9 @@ def check_inputs(
 
 
 def run_name(run: LoadedTable) -> str:
-    """The run's declared tag (by default the tag every row carries), else the file's name."""
-    tag = getattr(run.metadata, "tag", "")
-    return tag or run.source.rsplit("/", 1)[-1]
+    """The run's declared tag (by default the tag every row carries), else its system, else the file's name."""
+    metadata = run.metadata if isinstance(run.metadata, RunMetadata) else RunMetadata()
+    return metadata.display_name(Path(run.source).name)
 
 
 def evaluate_part(
@@ -123,7 +123,7 @@ def assemble(
 
 
 def result_id(run: LoadedTable, judgments: LoadedTable, spec: EvaluationSpec) -> str:
-    return evaluation_id(run.table_id, judgments.table_id, spec.spec_hash, implementation_version())
+    return evaluation_id(run.table_id, judgments.table_id, spec.spec_hash)
 
 
 def evaluate_sharded(
@@ -134,11 +134,12 @@ def evaluate_sharded(
     judgments_by_bucket = with_bucket(judgments.scan).collect()
     parts, warnings = [], []
     for shard in range(run.shards):
-        shard_judgments = replace(judgments, scan=judgments_by_bucket.lazy().filter(in_shard(shard, run.shards)).drop("bucket"))
+        in_this_shard = judgments_by_bucket.lazy().filter(in_shard(shard, run.shards)).drop("bucket")
+        shard_judgments = replace(judgments, scan=in_this_shard)
         per_query, shard_warnings = evaluate_part(run.shard(shard), shard_judgments, spec, engine)
         parts.append(per_query)
         warnings += shard_warnings
-    identifier = evaluation_id(run.run_id, judgments.table_id, spec.spec_hash, implementation_version())
+    identifier = evaluation_id(run.run_id, judgments.table_id, spec.spec_hash)
     return assemble(parts, warnings, spec, run.name, identifier)
 
 

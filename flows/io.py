@@ -293,7 +293,7 @@ def open_sharded_run(folder: Path) -> ShardedRun:
         raise InputError(str(parts[0]), "has no judged.record metadata: not written by judged") from None
     return ShardedRun(
         run_id=fields["run_id"],
-        name=fields["tag"] or fields["system"] or folder.name,
+        name=RunMetadata.model_validate_json(fields["metadata_json"]).display_name(folder.name),
         folder=folder,
         shards=int(fields["n_shards"]),
     )

@@ -25,6 +25,7 @@ from flows.warehouse import StoreReport, Warehouse, now_utc, write_parquet_atomi
 from schemas.provenance import (
     InputRecord,
     ProvenanceRecord,
+    RunMetadata,
     evaluation_id,
     implementation_commit,
     implementation_version,
@@ -114,7 +115,7 @@ def planned_evaluation(
     warehouse: Warehouse, run_id: str, judgment_set_id: str, spec: EvaluationSpec
 ) -> tuple[str, int, bool]:
     """(evaluation id, number of shards, already stored?) for a stored run and judgment set under a spec."""
-    identifier = evaluation_id(run_id, judgment_set_id, spec.spec_hash, implementation_version())
+    identifier = evaluation_id(run_id, judgment_set_id, spec.spec_hash)
     warehouse.record("judgments", judgment_set_id)
     shards = int(warehouse.record("run", run_id)["n_shards"])
     return identifier, shards, warehouse.has_evaluation(identifier)
@@ -128,7 +129,7 @@ def evaluate_shard(
     run = warehouse.load_stored("run", run_id, shard, of)
     judgments = warehouse.load_stored("judgments", judgment_set_id, shard, of)
     per_query, warnings = evaluate_part(run, judgments, spec)
-    identifier = evaluation_id(run_id, judgment_set_id, spec.spec_hash, implementation_version())
+    identifier = evaluation_id(run_id, judgment_set_id, spec.spec_hash)
     staged = warehouse.staging_part(identifier, shard, of)
     write_parquet_atomically(per_query, staged, {"judged.warnings": json.dumps(warnings)})
     return staged
@@ -144,11 +145,11 @@ def finish_evaluation(
     flow_run_id: str | None,
 ) -> EvaluationReport:
     """Summary over every shard, provenance, then the stored files (the record last); staging is removed."""
-    identifier = evaluation_id(run_id, judgment_set_id, spec.spec_hash, implementation_version())
+    identifier = evaluation_id(run_id, judgment_set_id, spec.spec_hash)
     parts = [pl.read_parquet(path) for path in staged]
     shard_warnings = [w for path in staged for w in json.loads(pl.read_parquet_metadata(path)["judged.warnings"])]
     run_record, judgments_record = warehouse.record("run", run_id), warehouse.record("judgments", judgment_set_id)
-    name = run_record["tag"] or run_record["system"] or Path(run_record["source"]).name
+    name = RunMetadata.model_validate_json(run_record["metadata_json"]).display_name(Path(run_record["source"]).name)
     result = assemble(parts, shard_warnings, spec, name, identifier)
     finished = now_utc()
     provenance = ProvenanceRecord(

@@ -62,14 +62,20 @@ class RunMetadata(BaseModel):
     tag: str = ""
     source: str = ""
 
+    def display_name(self, fallback: str) -> str:
+        """How reports name the run: its tag, else its system, else `fallback` (a file or folder name)."""
+        return self.tag or self.system or fallback
+
 
 def table_id(kind: str, content_sha256: str, table_metadata: BaseModel) -> str:
     """The identifier of a judgment set or run: its normalized content and its declared metadata."""
     return derive_id(kind, {"content": content_sha256, "metadata": table_metadata.model_dump(mode="json")})
 
 
-def evaluation_id(run_id: str, judgment_set_id: str, spec_hash: str, version: str) -> str:
-    """Same inputs, same spec, same implementation: same identifier, so a rerun is recognisable."""
+def evaluation_id(run_id: str, judgment_set_id: str, spec_hash: str, version: str | None = None) -> str:
+    """Same inputs, same spec, same implementation (this one unless `version` is given): same identifier, so a
+    rerun is recognisable."""
+    version = implementation_version() if version is None else version
     return derive_id(
         "evaluation", {"run": run_id, "judgments": judgment_set_id, "spec": spec_hash, "implementation": version}
     )
