@@ -165,7 +165,7 @@ def evaluate(
     """Evaluate RUN(s) against QRELS and print the summary (table), everything (json) or trec_eval-style lines."""
     from flows.engine import evaluate as evaluate_loaded
     from flows.engine import evaluate_sharded
-    from flows.io import load_table, open_sharded_run
+    from flows.io import load_table, open_stored
     from flows.report import as_json, as_trec, print_tables
 
     if output_format not in ("table", "json", "trec"):
@@ -188,7 +188,7 @@ def evaluate(
             with _progress() as progress:
                 for run in progress.track(runs, description="evaluating"):
                     if run.is_dir():
-                        results.append(evaluate_sharded(open_sharded_run(run), judgments, spec))
+                        results.append(evaluate_sharded(open_stored(run, "run"), judgments, spec))
                     else:
                         results.append(evaluate_loaded(load_table(run, "run"), judgments, spec))
         else:

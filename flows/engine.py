@@ -12,16 +12,19 @@ from typing import Literal
 
 import polars as pl
 
-from flows.io import LoadedTable, ShardedRun
+from flows.io import LoadedTable, StoredTable
 from schemas.provenance import RunMetadata, evaluation_id
 from schemas.spec import EvaluationSpec
 from transforms.duplicates import duplicate_pairs, keep_one_per_pair, may_have_duplicates, raise_on_duplicates
 from transforms.errors import InputError
 from transforms.ndcg import grades_outside_gain_map, per_query_ndcg, summarize
-from transforms.shards import in_shard, with_bucket
+from transforms.layout import head_positions, head_rows
+from transforms.shards import in_shard, shard_count, with_bucket
 
 
 EngineType = Literal["auto", "in-memory", "streaming"]
+# Rows of stored-run heads evaluated together (a few hundred MiB): a top-10 read of 500k queries takes two parts.
+HEAD_ROWS_PER_PART = 4_000_000
 
 
 @dataclass(frozen=True)
@@ -99,9 +102,17 @@ def evaluate_part(
 ) -> tuple[pl.DataFrame, list[str]]:
     """Per-query rows for a run and its judgments, whole or one shard of each (the same queries), with the
     warnings of the duplicate policies. `engine` is Polars' (in-memory or streaming): the values are the same."""
-    suspected = pl.collect_all([may_have_duplicates(judgments.scan), may_have_duplicates(run.scan)])
-    judgment_rows, warnings = without_duplicates(judgments, spec.judgment_duplicates, suspected[0].item())
-    run_rows, run_warnings = without_duplicates(run, spec.run_duplicates, suspected[1].item())
+    positions = head_positions(spec)
+    if run.stored_order is not None and positions is not None:
+        run = replace(run, scan=head_rows(run.stored_order, positions), in_memory=True)
+    if engine == "auto":  # the in-memory engine is faster on rows that are (or fit) in memory
+        engine = "in-memory" if run.in_memory and judgments.in_memory else "streaming"
+    checked = [judgments] + ([] if run.duplicate_free else [run])
+    suspected = [
+        frame.item() for frame in pl.collect_all([may_have_duplicates(table.scan) for table in checked], engine=engine)
+    ]
+    judgment_rows, warnings = without_duplicates(judgments, spec.judgment_duplicates, suspected[0])
+    run_rows, run_warnings = without_duplicates(run, spec.run_duplicates, not run.duplicate_free and suspected[1])
     check_inputs(run, run_rows, judgments, judgment_rows, spec)
     return per_query_ndcg(run_rows, judgment_rows, spec).collect(engine=engine), warnings + run_warnings
 
@@ -127,19 +138,25 @@ def result_id(run: LoadedTable, judgments: LoadedTable, spec: EvaluationSpec) ->
 
 
 def evaluate_sharded(
-    run: ShardedRun, judgments: LoadedTable, spec: EvaluationSpec, engine: EngineType = "auto"
+    run: StoredTable, judgments: LoadedTable, spec: EvaluationSpec, engine: EngineType = "auto"
 ) -> EvaluationResult:
-    """Evaluate a stored (sharded) run shard by shard, each with the judgments of its queries: memory holds one
-    shard at a time, and the result equals the in-memory evaluation of the whole run."""
+    """Evaluate a stored (sharded) run part by part, each with the judgments of its queries: memory holds one part
+    at a time, and the result equals the in-memory evaluation of the whole run. A part is one stored shard, or,
+    when the spec reads only each query's head of a run in stored order, as many shards as keep the head rows of
+    a part under `HEAD_ROWS_PER_PART`."""
+    positions = head_positions(spec)
+    of = run.shards
+    if positions is not None and run.load().stored_order is not None:
+        of = min(of, shard_count(int(run.record["n_queries"]) * positions, HEAD_ROWS_PER_PART))
     judgments_by_bucket = with_bucket(judgments.scan).collect()
     parts, warnings = [], []
-    for shard in range(run.shards):
-        in_this_shard = judgments_by_bucket.lazy().filter(in_shard(shard, run.shards)).drop("bucket")
+    for shard in range(of):
+        in_this_shard = judgments_by_bucket.lazy().filter(in_shard(shard, of)).drop("bucket")
         shard_judgments = replace(judgments, scan=in_this_shard)
-        per_query, shard_warnings = evaluate_part(run.shard(shard), shard_judgments, spec, engine)
+        per_query, shard_warnings = evaluate_part(run.load(shard, of), shard_judgments, spec, engine)
         parts.append(per_query)
         warnings += shard_warnings
-    identifier = evaluation_id(run.run_id, judgments.table_id, spec.spec_hash)
+    identifier = evaluation_id(run.table_id, judgments.table_id, spec.spec_hash)
     return assemble(parts, warnings, spec, run.name, identifier)
 
 

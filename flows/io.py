@@ -14,18 +14,17 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import ValidationError
 
 import polars as pl
-import pyarrow as pa
-import pyarrow.csv as pa_csv
 
 from schemas.provenance import JudgmentSetMetadata, RunMetadata, table_id
-from schemas.tables import JUDGMENTS, RUN
+from schemas.tables import JUDGMENTS, RUN, RUN_ROWS, STORED_JUDGMENTS
 from transforms.errors import InputError
 from transforms.parse import conform_judgments, conform_run, parse_trec_qrels, parse_trec_run, raise_first_problem
+from transforms.shards import in_shard
 
 TableKind = Literal["judgments", "run"]
 _GZIP_MAGIC = b"\x1f\x8b"
@@ -35,6 +34,8 @@ _NO_DELIMITER = "\x1e"
 
 
 SIDECAR_SUFFIX = ".meta.toml"
+# A stored run part's own count of duplicate (query, document) pairs, in its Parquet key-value metadata.
+DUPLICATE_PAIRS_KEY = "judged.duplicate_pairs"
 Metadata = JudgmentSetMetadata | RunMetadata
 
 
@@ -49,6 +50,9 @@ class LoadedTable:
     source_format: Literal["trec", "trec.gz", "parquet", "warehouse"]
     metadata: Metadata
     content_sha256: str  # of the normalized table (see `content_sha256`)
+    duplicate_free: bool = False  # proven at ingest: no (query, document) pair occurs twice
+    stored_order: pl.LazyFrame | None = None  # a stored run's rows with `position` and `query_rows` (StoredTable)
+    in_memory: bool = False  # rows held in memory (parsed text) or few by construction (a stored run's head)
 
     @cached_property
     def frame(self) -> pl.DataFrame:
@@ -135,6 +139,11 @@ def _first_line(path: Path, gzipped: bool) -> str:
 IN_MEMORY_TEXT_BYTES = 1 << 30
 
 
+def _streamed(path: Path, source_format: str) -> bool:
+    """Whether a text input is too large to parse in memory (then it is scanned)."""
+    return path.stat().st_size * (4 if source_format == "trec.gz" else 1) > IN_MEMORY_TEXT_BYTES
+
+
 def read_trec_fast(path: Path, gzipped: bool, kind: TableKind) -> pl.LazyFrame | None:
     """The common case at full speed: a run's six (qrels' four) columns split by one tab or one space throughout,
     Polars' multithreaded CSV reader (in memory, or streaming for large files). Returns None whenever the file is
@@ -146,9 +155,9 @@ def read_trec_fast(path: Path, gzipped: bool, kind: TableKind) -> pl.LazyFrame |
         separator=separator, has_header=False, new_columns=list(columns), schema_overrides=columns,
         quote_char=None, comment_prefix=None, raise_if_empty=False,
     )
-    text_bytes = path.stat().st_size * (4 if gzipped else 1)
+    streamed = _streamed(path, "trec.gz" if gzipped else "trec")
     try:
-        if text_bytes <= IN_MEMORY_TEXT_BYTES:
+        if not streamed:
             rows = pl.read_csv(path, **options).lazy()  # type: ignore[arg-type]
         else:
             rows = pl.scan_csv(path, **options)  # type: ignore[arg-type]
@@ -176,11 +185,14 @@ def read_trec_fast(path: Path, gzipped: bool, kind: TableKind) -> pl.LazyFrame |
         return None
     contract = RUN if kind == "run" else JUDGMENTS
     rows = rows.select(list(contract)).cast(contract)
-    return rows.collect().lazy() if text_bytes <= IN_MEMORY_TEXT_BYTES else rows
+    return rows if streamed else rows.collect().lazy()
 
 
 def read_lines(path: Path, gzipped: bool) -> pl.LazyFrame:
     """The file's lines as (`line_number`, `line`), blank lines included so numbers match an editor's."""
+    import pyarrow as pa  # only here: the exact parser's reader (importing pyarrow costs every command 0.1 s)
+    import pyarrow.csv as pa_csv
+
     read_options = pa_csv.ReadOptions(column_names=["line"], block_size=16 << 20)
     parse_options = pa_csv.ParseOptions(
         delimiter=_NO_DELIMITER, quote_char=False, escape_char=False, ignore_empty_lines=False
@@ -221,6 +233,7 @@ def load_table(path: str | Path, kind: TableKind, metadata: Metadata | None = No
         source_format=source_format,
         metadata=metadata,
         content_sha256=content_sha256,
+        in_memory=source_format != "parquet" and not _streamed(path, source_format),
     )
 
 
@@ -259,41 +272,94 @@ def _parse(path: Path, kind: TableKind, source_format: str, metadata: Metadata) 
 
 
 @dataclass(frozen=True)
-class ShardedRun:
-    """A run as the warehouse stores it (`run_rows/<run_id>/part-SSSS-of-NNNN.parquet`), read shard by shard."""
+class StoredTable:
+    """A judgment set or run as the warehouse stores it: `<folder>/part-SSSS-of-NNNN.parquet`, split by query
+    bucket (transforms/shards.py), and its record (a JUDGMENT_SETS or RUNS row, also in every part's metadata)."""
 
-    run_id: str
-    name: str
+    kind: TableKind
     folder: Path
-    shards: int
+    record: dict[str, Any]
 
-    def part(self, shard: int) -> Path:
-        return self.folder / f"part-{shard:04d}-of-{self.shards:04d}.parquet"
+    @property
+    def table_id(self) -> str:
+        return str(self.record["judgment_set_id" if self.kind == "judgments" else "run_id"])
 
-    def shard(self, shard: int) -> LoadedTable:
-        """The rows of one shard (none when no query fell into it)."""
-        path = self.part(shard)
-        scan = (
-            pl.scan_parquet(path).drop("run_id", "bucket") if path.exists() else pl.LazyFrame(schema=RUN)
-        )
+    @property
+    def shards(self) -> int:
+        return int(self.record["n_shards"])
+
+    @property
+    def metadata(self) -> Metadata:
+        model = JudgmentSetMetadata if self.kind == "judgments" else RunMetadata
+        return model.model_validate_json(self.record["metadata_json"])
+
+    @property
+    def name(self) -> str:
+        """A run's display name (see `RunMetadata.display_name`), the source file's name as the last resort."""
+        metadata = self.metadata
+        fallback = Path(self.record["source"]).name
+        return metadata.display_name(fallback) if isinstance(metadata, RunMetadata) else fallback
+
+    def parts(self, shard: int = 0, of: int = 1) -> list[Path]:
+        """The part files holding shard `shard` of `of`. Shard s of `of` holds the buckets b with b mod `of` = s;
+        with power-of-two counts these lie in the stored parts p with p mod `of` = s (more stored shards) or
+        p = s mod stored (fewer)."""
+        stored = self.shards
+        return [
+            path for path in sorted(self.folder.glob("part-*-of-*.parquet"))
+            if (number := int(path.name.split("-")[1])) % of == shard or (stored < of and number == shard % stored)
+        ]
+
+    def load(self, shard: int = 0, of: int = 1) -> LoadedTable:
+        """The rows of shard `shard` of `of` (all by default) as the engine takes them. A run stored in its
+        ranked layout (transforms/layout.py) and proven free of duplicate pairs at ingest also offers those rows
+        in stored order, so a top-k spec reads only each query's head."""
+        stored_contract = STORED_JUDGMENTS if self.kind == "judgments" else RUN_ROWS
+        contract = JUDGMENTS if self.kind == "judgments" else RUN
+        wanted = self.parts(shard, of)
+        rows = pl.scan_parquet(wanted) if wanted else pl.LazyFrame(schema=stored_contract)
+        rows = rows.filter(in_shard(shard, of))
+        duplicate_free = self.kind == "run" and stored_duplicate_pairs(wanted) == 0
+        ranked = None
+        if duplicate_free and {"position", "query_rows"} <= set(rows.collect_schema().names()):
+            ranked = rows.select(*contract, "position", "query_rows").cast(contract)
         return LoadedTable(
-            kind="run", scan=scan.cast(RUN), source=str(path), source_sha256="", source_format="warehouse",
-            metadata=RunMetadata(), content_sha256="",
+            kind=self.kind,
+            scan=rows.select(list(contract)).cast(contract),
+            source=str(self.record["source"]),
+            source_sha256=str(self.record["source_sha256"]),
+            source_format=self.record["source_format"],
+            metadata=self.metadata,
+            content_sha256=str(self.record["content_sha256"]),
+            duplicate_free=duplicate_free,
+            stored_order=ranked,
         )
 
 
-def open_sharded_run(folder: Path) -> ShardedRun:
-    """A stored run's folder; its identity comes from the record in the files' key-value metadata."""
+def stored_duplicate_pairs(parts: list[Path]) -> int | None:
+    """Duplicate (query, document) pairs in these parts of a stored run, as counted at ingest (each part's
+    `judged.duplicate_pairs`); None when a part was written without the count."""
+    total = 0
+    for path in parts:
+        counted = pl.read_parquet_metadata(path).get(DUPLICATE_PAIRS_KEY)
+        if counted is None:
+            return None
+        total += int(counted)
+    return total
+
+
+def open_stored(folder: Path, kind: TableKind) -> StoredTable:
+    """A stored table's folder on its own (`W/run_rows/<run_id>`): its record comes from the parts' metadata."""
     parts = sorted(folder.glob("part-*-of-*.parquet"))
     if not parts:
-        raise InputError(str(folder), "not a stored run: no part-SSSS-of-NNNN.parquet files")
+        raise InputError(str(folder), "not a stored table: no part-SSSS-of-NNNN.parquet files")
     try:
-        (fields,) = json.loads(pl.read_parquet_metadata(parts[0])["judged.record"])
+        metadata = pl.read_parquet_metadata(parts[0])
+        (record,) = json.loads(metadata["judged.record"])
+        stored_kind = metadata["judged.table"]
     except (KeyError, ValueError, pl.exceptions.PolarsError):
         raise InputError(str(parts[0]), "has no judged.record metadata: not written by judged") from None
-    return ShardedRun(
-        run_id=fields["run_id"],
-        name=RunMetadata.model_validate_json(fields["metadata_json"]).display_name(folder.name),
-        folder=folder,
-        shards=int(fields["n_shards"]),
-    )
+    if stored_kind != kind:
+        wanted = "judgment set" if kind == "judgments" else "run"
+        raise InputError(str(folder), f"holds a stored {stored_kind!r} table, not a {wanted}")
+    return StoredTable(kind=kind, folder=folder, record=record)

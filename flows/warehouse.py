@@ -20,16 +20,18 @@ import json
 import os
 import shutil
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
+from typing import Callable
 
 import duckdb
 import polars as pl
 import pyarrow.parquet as pq
 
-from flows.io import LoadedTable
+from flows.io import DUPLICATE_PAIRS_KEY, LoadedTable, StoredTable, stored_duplicate_pairs
 from schemas.provenance import JudgmentSetMetadata, RunMetadata, canonical_json, implementation_version
 from schemas.spec import EvaluationSpec
 from schemas.tables import (
@@ -42,11 +44,15 @@ from schemas.tables import (
     STORED_PER_QUERY,
     STORED_SUMMARY,
 )
+from transforms.duplicates import duplicate_pairs, may_have_duplicates
 from transforms.errors import InputError
+from transforms.layout import in_stored_order
 from transforms.shards import ROWS_PER_SHARD, in_shard, query_buckets, shard_count
 
 TEMP_MARK = ".tmp-"
 SINK_BATCH_ROWS = 2_000_000
+# A run of up to this many rows is split into shards in memory (about 1 GiB at 10M rows); larger ones stream.
+IN_MEMORY_SINK_ROWS = 10_000_000
 CATALOG = "catalog.duckdb"
 
 # table name -> (contract, files glob relative to the warehouse)
@@ -71,40 +77,84 @@ def shard_file(shard: int, of: int) -> str:
     return f"part-{shard:04d}-of-{of:04d}.parquet"
 
 
-def shard_number(path: Path) -> int:
-    return int(path.name.split("-")[1])
+def sink_shards(
+    rows: pl.LazyFrame,
+    folder: Path,
+    shards: int,
+    metadata: dict[str, str],
+    arrange: Callable[[pl.LazyFrame], pl.LazyFrame] | None = None,
+    in_memory: bool = False,
+) -> None:
+    """Write rows as one Parquet file per non-empty shard into a temporary folder, then rename it into place whole;
+    an existing folder is left as it is (same content).
 
-
-def sink_shards(rows: pl.LazyFrame, folder: Path, shards: int, metadata: dict[str, str]) -> None:
-    """Stream rows into one Parquet file per non-empty shard, in one pass over the input and bounded memory:
-    batches of rows get their query's bucket and are appended, as row groups, to the open file of their shard.
-    Written into a temporary folder, then renamed into place whole; an existing folder is left as it is (same
-    content)."""
+    Large tables stream, in bounded memory: batches of rows get their query's bucket and are appended, as row
+    groups, to the open file of their shard. With `arrange` (a run: `transforms.layout.in_stored_order`) those
+    files are plain intermediates, each then read back alone and rewritten by `write_arranged`. A table that
+    fits in memory (`in_memory`) is split by shard in memory and each shard written arranged at once."""
     if folder.exists():
         return
     folder.parent.mkdir(parents=True, exist_ok=True)
     temporary = folder.with_name(f"{folder.name}{TEMP_MARK}{uuid.uuid4().hex}")
     temporary.mkdir()
     buckets = query_buckets(rows.select("query_id")).collect(engine="streaming")
-    writers: dict[int, pq.ParquetWriter] = {}
+
+    def shard_parts(frame: pl.DataFrame) -> dict[int, pl.DataFrame]:
+        keyed = frame.join(buckets, on="query_id", how="left", maintain_order="left")
+        by_shard = keyed.with_columns(shard=pl.col("bucket") % shards).partition_by(
+            "shard", as_dict=True, include_key=False
+        )
+        return {int(shard): part for (shard,), part in by_shard.items()}
+
+    def write(shard_rows: pl.DataFrame, shard: int) -> None:
+        write_arranged(shard_rows, temporary / shard_file(shard, shards), arrange, metadata)  # type: ignore[arg-type]
+
     try:
-        for batch in rows.collect_batches(chunk_size=SINK_BATCH_ROWS, engine="streaming"):
-            batch = batch.join(buckets, on="query_id", how="left", maintain_order="left")
-            for (shard,), part in batch.with_columns(shard=pl.col("bucket") % shards).partition_by(
-                "shard", as_dict=True, include_key=False
-            ).items():
-                table = part.to_arrow()
-                if shard not in writers:
-                    schema = table.schema.with_metadata(metadata)
-                    writers[shard] = pq.ParquetWriter(temporary / shard_file(int(shard), shards), schema)
-                writers[shard].write_table(table)
-        for writer in writers.values():
-            writer.close()
+        if arrange is not None and in_memory:
+            with ThreadPoolExecutor(max_workers=2) as pool:  # Parquet encoding is single-threaded per file
+                list(pool.map(lambda item: write(item[1], item[0]), shard_parts(rows.collect()).items()))
+        else:
+            unsorted = "unsorted-" if arrange is not None else ""
+            # A file that is read back once and deleted is written plain (no compression, no dictionary).
+            options = {"compression": "none", "use_dictionary": False} if unsorted else {}
+            writers: dict[int, pq.ParquetWriter] = {}
+            try:
+                for batch in rows.collect_batches(chunk_size=SINK_BATCH_ROWS, engine="streaming"):
+                    for shard, part in shard_parts(batch).items():
+                        table = part.to_arrow()
+                        if shard not in writers:
+                            path = temporary / f"{unsorted}{shard_file(shard, shards)}"
+                            writers[shard] = pq.ParquetWriter(path, table.schema.with_metadata(metadata), **options)
+                        writers[shard].write_table(table)
+            finally:
+                for writer in writers.values():
+                    writer.close()
+            if arrange is not None:
+                def rewrite(shard: int) -> None:
+                    intermediate = temporary / f"{unsorted}{shard_file(shard, shards)}"
+                    write(pl.read_parquet(intermediate), shard)
+                    intermediate.unlink()
+
+                with ThreadPoolExecutor(max_workers=2) as pool:
+                    list(pool.map(rewrite, sorted(writers)))
         os.replace(temporary, folder)
     finally:
-        for writer in writers.values():
-            writer.close()
         shutil.rmtree(temporary, ignore_errors=True)
+
+
+def write_arranged(
+    rows: pl.DataFrame, target: Path, arrange: Callable[[pl.LazyFrame], pl.LazyFrame], metadata: dict[str, str]
+) -> None:
+    """One shard of a run in arranged order, with its own count of duplicate (query, document) pairs (a query lies
+    in one shard, so the count is exact). Row groups are as long as the first band, so that band is exactly the
+    first row group and a head read skips every other by its `position` statistics."""
+    suspected = may_have_duplicates(rows.lazy()).collect().item()
+    duplicates = duplicate_pairs(rows.lazy()).collect().height if suspected else 0
+    arranged = arrange(rows.lazy()).collect()
+    first_band = int((arranged["band"] == 0).sum())
+    arranged.drop("band").write_parquet(
+        target, row_group_size=max(first_band, 1), metadata=metadata | {DUPLICATE_PAIRS_KEY: str(duplicates)}
+    )
 
 
 def now_utc() -> datetime:
@@ -148,11 +198,6 @@ class Warehouse:
 
     def judgment_set_record(self, judgment_set_id: str) -> Path:
         return self.root / "judgment_sets" / f"{judgment_set_id}.parquet"
-
-    def parts(self, kind: str, table_id: str) -> list[Path]:
-        """The shard files of a stored judgment set or run, in shard order."""
-        folder = self.root / ("judgments" if kind == "judgments" else "run_rows") / table_id
-        return sorted(folder.glob("part-*.parquet"))
 
     def run_record(self, run_id: str) -> Path:
         return self.root / "runs" / f"{run_id}.parquet"
@@ -208,7 +253,13 @@ class Warehouse:
         record = self._table_record(table, shards)
         metadata = {"judged.table": table.kind, "judged.record": record.write_json()}
         rows = table.scan.select(pl.lit(table_id).alias(id_column), pl.all())
-        sink_shards(rows, self.root / folder / table_id, shards, metadata)
+        arrange = in_stored_order if table.kind == "run" else None
+        stored = self.root / folder / table_id
+        sink_shards(rows, stored, shards, metadata, arrange, in_memory=n_rows <= IN_MEMORY_SINK_ROWS)
+        if table.kind == "run":
+            record = record.with_columns(
+                n_duplicate_pairs=pl.lit(stored_duplicate_pairs(sorted(stored.glob("part-*.parquet"))), pl.Int64)
+            )
         write_parquet_atomically(record, record_path, metadata)  # last: makes the rows visible
         return StoreReport(table.kind, table_id, True, n_rows)
 
@@ -250,28 +301,14 @@ class Warehouse:
             raise InputError(str(self.root), f"no {what} with id {table_id} in the warehouse")
         return pl.read_parquet(record_path).row(0, named=True)
 
+    def stored(self, kind: str, table_id: str) -> StoredTable:
+        """A stored judgment set or run: its record and its part files."""
+        folder = self.root / ("judgments" if kind == "judgments" else "run_rows") / table_id
+        return StoredTable(kind=kind, folder=folder, record=self.record(kind, table_id))  # type: ignore[arg-type]
+
     def load_stored(self, kind: str, table_id: str, shard: int = 0, of: int = 1) -> LoadedTable:
         """A stored judgment set or run, or only its rows in shard `shard` of `of`, as the engine takes it."""
-        record = self.record(kind, table_id)
-        stored_shards = record["n_shards"]
-        # Shard s of `of` holds the buckets b with b mod `of` = s; with power-of-two counts these buckets lie in
-        # the stored parts p with p = s mod stored (fewer stored shards) or p mod `of` = s (more stored shards).
-        wanted = [
-            path for path in self.parts(kind, table_id)
-            if (number := shard_number(path)) % of == shard or (stored_shards < of and number == shard % stored_shards)
-        ]
-        scan = pl.scan_parquet(wanted) if wanted else pl.LazyFrame(schema=STORED_JUDGMENTS if kind == "judgments" else RUN_ROWS)
-        frame = scan.filter(in_shard(shard, of)).drop("judgment_set_id" if kind == "judgments" else "run_id", "bucket")
-        model = JudgmentSetMetadata if kind == "judgments" else RunMetadata
-        return LoadedTable(
-            kind=kind,  # type: ignore[arg-type]
-            scan=frame,
-            source=record["source"],
-            source_sha256=record["source_sha256"],
-            source_format=record["source_format"],
-            metadata=model.model_validate(json.loads(record["metadata_json"])),
-            content_sha256=record["content_sha256"],
-        )
+        return self.stored(kind, table_id).load(shard, of)
 
     def require_run(self, run_id: str) -> str:
         if not self.run_record(run_id).exists():

@@ -96,10 +96,17 @@ RUNS: dict[str, pl.DataType] = {
     "configuration": pl.String(),
     "tag": pl.String(),
     **_STORED_INPUT,
+    # (query, document) pairs present more than once, counted at ingest (null in the copy of the record that the
+    # parts' metadata carries, written before the count; each part has its own in `judged.duplicate_pairs`)
+    "n_duplicate_pairs": pl.Int64(),
 }
 
 STORED_JUDGMENTS: dict[str, pl.DataType] = {"judgment_set_id": pl.String(), **JUDGMENTS, "bucket": pl.Int32()}
-RUN_ROWS: dict[str, pl.DataType] = {"run_id": pl.String(), **RUN, "bucket": pl.Int32()}
+# A stored run keeps each query's rows in trec_eval's order (transforms/layout.py): `position` in that order and
+# `query_rows`, the query's rows in the whole run, let a top-k read stop at the first row groups.
+RUN_ROWS: dict[str, pl.DataType] = {
+    "run_id": pl.String(), **RUN, "bucket": pl.Int32(), "position": pl.Int32(), "query_rows": pl.Int32()
+}
 
 EVALUATIONS: dict[str, pl.DataType] = {
     "evaluation_id": pl.String(),

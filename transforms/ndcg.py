@@ -61,8 +61,10 @@ def candidate_rows(run: pl.LazyFrame, spec: EvaluationSpec) -> pl.LazyFrame:
 
     When only the first k rows matter, each query keeps the rows whose key reaches its k-th largest key: the first
     k rows of the full order plus any rows tied with the k-th (so a tie group straddling k stays whole), without
-    sorting the run."""
-    rows = run.select(QUERY, "doc_id", sort_key=sort_key(spec)).with_columns(n_retrieved=pl.len().over(QUERY))
+    sorting the run. A run that carries `query_rows` is the head of a stored run (transforms/layout.py): its
+    queries' row counts come from that column, not from the rows present."""
+    retrieved = pl.col("query_rows") if "query_rows" in run.collect_schema() else pl.len().over(QUERY)
+    rows = run.select(QUERY, "doc_id", sort_key=sort_key(spec), n_retrieved=retrieved)
     k = first_rows_needed(spec)
     if k is not None:
         rows = rows.filter(pl.col("sort_key") >= pl.col("sort_key").top_k(k).min().over(QUERY))

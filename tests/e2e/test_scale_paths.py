@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 
 from flows.engine import evaluate, evaluate_sharded
-from flows.io import load_table, open_sharded_run
+from flows.io import load_table, open_stored
 from flows.pipeline import evaluate_flow, evaluate_into, ingest_file, ingest_judgments, ingest_run, task_runner
 from flows.warehouse import Warehouse
 from schemas.spec import PRESETS, EvaluationSpec
@@ -65,7 +65,7 @@ def test_in_memory_streaming_and_sharded_agree(inputs: dict, tmp_path: Path, dat
     _, sharded, summary = warehouse.load_evaluation(report.evaluation_id)
 
     direct_sharded = evaluate_sharded(
-        open_sharded_run(warehouse.root / "run_rows" / stored_run.id), load_table(qrels, "judgments"), spec
+        open_stored(warehouse.root / "run_rows" / stored_run.id, "run"), load_table(qrels, "judgments"), spec
     )
 
     assert streaming.per_query.equals(in_memory.per_query)
