@@ -24,6 +24,7 @@ import json
 import math
 import os
 import platform
+import re
 import resource
 import shlex
 import shutil
@@ -34,7 +35,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 if __package__ in (None, ""):  # run as a script: make `benchmarks` importable
@@ -65,6 +66,7 @@ class Inputs:
     run_text: Path | None
     run_parquet: Path
     judged_run: Path  # what the judged Parquet and flow paths read (a file, or later a sharded directory)
+    stored_run: Path | None  # a run stored by `judged ingest-run` (W/run_rows/<run_id>), for judged-stored
     work: Path  # outputs, warehouses
     prefect_home: Path
 
@@ -77,6 +79,7 @@ class Tool:
     needs: Callable[[Inputs], str | None]  # None when it can run, else why not
     env: Callable[[Inputs], dict[str, str]] = lambda inputs: {}
     tolerance: float = TOLERANCE
+    prints_values: bool = True  # False: its output is not per-query NDCG (the ingest), so nothing to compare
 
 
 def _judged() -> list[str]:
@@ -116,6 +119,16 @@ def _always(inputs: Inputs) -> str | None:
     return None
 
 
+def _stored_run(inputs: Inputs) -> str | None:
+    return None if inputs.stored_run and inputs.stored_run.is_dir() else "no stored run (its ingest failed)"
+
+
+def _ingest_args(inputs: Inputs, warehouse: Path) -> list[str]:
+    """`judged ingest-run` of the text run (the Parquet one at XL) into a warehouse."""
+    source = inputs.run_text if inputs.run_text else inputs.run_parquet
+    return [*_judged(), "ingest-run", str(source), "--warehouse", str(warehouse)]
+
+
 def _flow_env(inputs: Inputs) -> dict[str, str]:
     return {"PREFECT_HOME": str(inputs.prefect_home), "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
 
@@ -134,6 +147,20 @@ TOOLS: dict[str, Tool] = {
             "judged evaluate, direct path, Parquet run",
             lambda i, scratch: _judged_args(i.qrels, i.judged_run),
             _always,
+        ),
+        Tool(
+            "judged-stored",
+            "judged evaluate, direct path, a run stored by `judged ingest-run` (its shard folder)",
+            lambda i, scratch: _judged_args(i.qrels, i.stored_run),  # type: ignore[arg-type]
+            _stored_run,
+        ),
+        Tool(
+            "judged-ingest",
+            "judged ingest-run (Prefect flow on its temporary server) of the text run into a fresh warehouse",
+            lambda i, scratch: _ingest_args(i, scratch / "warehouse"),
+            _always,
+            _flow_env,
+            prints_values=False,
         ),
         Tool(
             "judged-flow",
@@ -177,7 +204,9 @@ TOOLS: dict[str, Tool] = {
         ),
     )
 }
-XL_TOOLS = ("judged-parquet", "judged-flow")
+XL_TOOLS = ("judged-stored", "judged-flow", "judged-ingest")
+JUDGED_TOOLS = ("judged-text", "judged-parquet", "judged-stored", "judged-flow")
+REFERENCE_TOOLS = ("trec_eval", "pytrec_eval", "ir_measures", "ranx-text", "ranx-parquet")
 
 
 # -- measuring one process ----------------------------------------------------------------------------------------
@@ -578,6 +607,7 @@ def run_benchmark(
     reps: int = 3,
     tools: Sequence[str] | None = None,
     judged_run: str | Path | None = None,
+    stored_run: str | Path | None = None,
     timeout: float | None = None,
     tool_reps: dict[str, int] | None = None,
     max_rss_mib: float | None = None,
@@ -599,10 +629,13 @@ def run_benchmark(
         run_text=run_text if run_text.is_file() else None,
         run_parquet=data / "run.parquet",
         judged_run=Path(judged_run) if judged_run else data / "run.parquet",
+        stored_run=Path(stored_run) if stored_run else None,
         work=work,
         prefect_home=Path(data_dir) / "prefect-home",
     )
     inputs.prefect_home.mkdir(parents=True, exist_ok=True)
+    if "judged-stored" in tools and inputs.stored_run is None:
+        inputs = replace(inputs, stored_run=prepare_stored_run(inputs, timeout, log))
     results: list[ToolResult] = []
     for name in tools:
         tool = TOOLS[name]
@@ -634,19 +667,35 @@ def run_benchmark(
     return Report(size, reps, machine_info(), manifest, inputs, results, reference)
 
 
+def prepare_stored_run(inputs: Inputs, timeout: float | None, log: Callable[[str], None]) -> Path | None:
+    """Ingest the run once, untimed by the table (its figures are logged), into a fresh warehouse of this
+    benchmark; returns the stored run's folder."""
+    warehouse = inputs.work / "stored-warehouse"
+    shutil.rmtree(warehouse, ignore_errors=True)
+    output = inputs.work / "stored-ingest.out"
+    m = measure(_ingest_args(inputs, warehouse), output, _flow_env(inputs), timeout, None)
+    stored = output.read_text().split() if m.exit_code == 0 else []
+    if "stored" not in stored:
+        log(f"judged-stored: the ingest failed (exit {m.exit_code}): {m.stderr_tail[-300:]}")
+        return None
+    run_id = stored[stored.index("run") + 1]
+    log(f"judged-stored: ingested run {run_id} for it in {m.wall:.2f} s, peak {m.peak_rss_mib:.0f} MiB (untimed)")
+    return warehouse / "run_rows" / run_id
+
+
 def _check_agreement(results: list[ToolResult], inputs: Inputs, log: Callable[[str], None]) -> str | None:
     """Compare every tool's values with judged's; returns what the reference was (None: no check was possible)."""
     # judged's trec_eval preset: from the text path, else from another judged path that was measured (XL has no
     # text), else computed once, untimed.
     reference_result = next(
-        (r for name in (REFERENCE, *XL_TOOLS) for r in results if r.tool == name and r.ok_runs), None
+        (r for name in JUDGED_TOOLS for r in results if r.tool == name and r.ok_runs), None
     )
     if reference_result is not None:
         reference_file = reference_result.ok_runs[0].output
         reference_name = reference_result.tool
         if reference_result.tool != REFERENCE:
             log(f"reference: the output of {reference_result.tool}")
-    elif any(r.tool in XL_TOOLS for r in results):
+    elif any(r.tool in JUDGED_TOOLS for r in results):
         log("reference: no judged path succeeded; agreement not checked")
         return None
     else:  # judged was not benchmarked: compute the reference once, untimed
@@ -659,7 +708,7 @@ def _check_agreement(results: list[ToolResult], inputs: Inputs, log: Callable[[s
     reference = read_values(reference_file)
     agreements: dict[str, Agreement] = {}
     for result in results:
-        if not result.ok_runs:
+        if not result.ok_runs or not TOOLS[result.tool].prints_values:
             continue
         digests = {hashlib.sha256(m.output.read_bytes()).hexdigest() for m in result.ok_runs}
         result.outputs_identical = len(digests) == 1
@@ -717,6 +766,44 @@ HEADER = ["tool", "wall median (s)", "reps (s)", "CPU user+sys median (s)", "loa
           "wall vs judged-text", "agreement with judged trec_eval preset"]
 
 
+def speed_ups(report: Report, markdown: bool = False) -> list[str]:
+    """How many times faster each judged path was than each other tool (their median walls), and the ingest rate."""
+    def wall(tool: str) -> float | None:
+        result = report.result(tool)
+        return result.median("wall") if result and not result.skipped else None
+
+    judged = [tool for tool in JUDGED_TOOLS if wall(tool)]
+    others = [tool for tool in REFERENCE_TOOLS if wall(tool)]
+    lines = []
+    if judged and others:
+        header = ["speed-up (tool wall / judged wall)", *others]
+        rows = [[tool, *(f"{wall(other) / wall(tool):.1f}x" for other in others)] for tool in judged]  # type: ignore[operator]
+        if markdown:
+            lines += ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+            lines += ["| " + " | ".join(row) + " |" for row in rows]
+        else:
+            widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+            lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in [header, *rows]]
+    ingest = wall("judged-ingest")
+    if ingest:
+        rows_count = report.manifest["run_rows"]
+        lines.append(f"ingest: {rows_count:,} rows in {ingest:.2f} s whole process (Prefect's flow and temporary "
+                     f"server included) = {rows_count / ingest / 1e6:.2f}M rows/s")
+        stores = [store_seconds(m.output) for m in report.result("judged-ingest").ok_runs]  # type: ignore[union-attr]
+        stores = [seconds for seconds in stores if seconds]
+        if stores:
+            store = statistics.median(stores)
+            lines.append(f"ingest, the reading and storing itself (as `judged ingest-run` reports it): {store:.2f} s "
+                         f"= {rows_count / store / 1e6:.2f}M rows/s")
+    return lines
+
+
+def store_seconds(output: Path) -> float | None:
+    """The seconds `judged ingest-run` reports for reading and storing ("stored run ID (N rows) in S s ...")."""
+    found = re.search(r"rows\) in ([0-9.]+) s", output.read_text())
+    return float(found.group(1)) if found else None
+
+
 def format_report(report: Report, markdown: bool = False) -> str:
     m = report.manifest
     lines = [
@@ -738,6 +825,7 @@ def format_report(report: Report, markdown: bool = False) -> str:
         widths = [max(len(row[i]) for row in [HEADER, *rows]) for i in range(len(HEADER))]
         lines.append("  ".join(h.ljust(w) for h, w in zip(HEADER, widths)).rstrip())
         lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows]
+    lines += ["", *speed_ups(report, markdown)]
     lines += ["", f"agreement details (reference: {report.reference or 'none'}, `--preset trec_eval`, "
                   "trec_eval 10 -c semantics):"]
     for result in report.results:
@@ -808,6 +896,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data-dir", default=str(DEFAULT_DATA_DIR),
                         help="Generated data and outputs (default %(default)s)")
     parser.add_argument("--judged-run", help="Run input for judged's Parquet and flow paths (default: run.parquet)")
+    parser.add_argument("--stored-run", help="A stored run folder (W/run_rows/<run_id>) for judged-stored "
+                                             "(default: ingest the run into a fresh warehouse first, untimed)")
     parser.add_argument("--timeout", type=float, help="Seconds after which a repetition is killed (counts as failed)")
     parser.add_argument("--tool-reps", help="Per-tool repetitions overriding --reps, e.g. ranx-text=1,ranx-parquet=1")
     parser.add_argument("--max-rss-mib", type=float, help="Kill a repetition whose process tree's sampled RSS "
@@ -820,8 +910,8 @@ def main(argv: list[str] | None = None) -> int:
         if item.strip():
             name, _, count = item.partition("=")
             tool_reps[name.strip()] = int(count)
-    report = run_benchmark(args.size, args.data_dir, args.reps, tools, args.judged_run, args.timeout, tool_reps,
-                           args.max_rss_mib)
+    report = run_benchmark(args.size, args.data_dir, args.reps, tools, args.judged_run, args.stored_run, args.timeout,
+                           tool_reps, args.max_rss_mib)
     print(format_report(report, args.markdown))
     results_file = Path(args.data_dir) / "work" / args.size / "results.json"
     results_file.write_text(json.dumps(report_json(report), indent=1, default=str))

@@ -307,7 +307,8 @@ def ingest_run_command(
 
 def _print_store_report(report: StoreReport, what: str) -> None:
     if report.created:
-        print(f"stored {what} {report.id} ({report.n_rows} rows)")
+        rate = f" in {report.seconds:.2f} s ({report.n_rows / report.seconds / 1e6:.2f}M rows/s)" if report.seconds else ""
+        print(f"stored {what} {report.id} ({report.n_rows} rows){rate}")
     else:
         print(f"{what} {report.id} already in the warehouse: nothing new written")
 

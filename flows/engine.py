@@ -146,7 +146,7 @@ def evaluate_sharded(
     a part under `HEAD_ROWS_PER_PART`."""
     positions = head_positions(spec)
     of = run.shards
-    if positions is not None and run.load().stored_order is not None:
+    if positions is not None and run.ranked():
         of = min(of, shard_count(int(run.record["n_queries"]) * positions, HEAD_ROWS_PER_PART))
     judgments_by_bucket = with_bucket(judgments.scan).collect()
     parts, warnings = [], []

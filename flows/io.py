@@ -310,6 +310,15 @@ class StoredTable:
             if (number := int(path.name.split("-")[1])) % of == shard or (stored < of and number == shard % stored)
         ]
 
+    def ranked(self) -> bool:
+        """Whether the whole table is a run in the ranked layout, proven free of duplicate pairs at ingest (then a
+        top-k spec reads only each query's head: see `load`)."""
+        parts = self.parts()
+        return (
+            self.kind == "run" and bool(parts) and stored_duplicate_pairs(parts) == 0
+            and {"position", "query_rows"} <= set(pl.read_parquet_schema(parts[0]))
+        )
+
     def load(self, shard: int = 0, of: int = 1) -> LoadedTable:
         """The rows of shard `shard` of `of` (all by default) as the engine takes them. A run stored in its
         ranked layout (transforms/layout.py) and proven free of duplicate pairs at ingest also offers those rows

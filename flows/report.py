@@ -65,8 +65,11 @@ def as_trec(results: Sequence[EvaluationResult]) -> str:
     lines: list[str] = []
     for result in results:
         rows = result.per_query.filter(result.per_query["value"].is_not_null())
-        for row in rows.iter_rows(named=True):
-            lines.append(f"{_measure_name(result, row['cutoff'])}\t{row['query_id']}\t{row['value']!r}")
+        names = {cutoff: _measure_name(result, cutoff) for cutoff in result.spec.cutoffs}
+        lines += [
+            f"{names[cutoff]}\t{query}\t{value!r}"
+            for query, cutoff, value in zip(rows["query_id"], rows["cutoff"], rows["value"], strict=True)
+        ]
         lines.append(f"runid\tall\t{result.run_name}")
         lines.append(f"num_q\tall\t{result.summary['n_scored'].max()}")
         for row in result.summary.iter_rows(named=True):

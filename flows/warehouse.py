@@ -186,6 +186,7 @@ class StoreReport:
     id: str
     created: bool
     n_rows: int
+    seconds: float | None = None  # how long reading and storing took, when measured (flows.pipeline.ingest_file)
 
 
 class Warehouse:

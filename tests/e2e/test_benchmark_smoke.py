@@ -12,7 +12,7 @@ import pytest
 from benchmarks.generate import generate
 from benchmarks.run import HEADER, format_report, run_benchmark
 
-REQUIRED_TOOLS = ["judged-text", "judged-parquet", "pytrec_eval"]
+REQUIRED_TOOLS = ["judged-text", "judged-parquet", "judged-stored", "pytrec_eval"]
 
 
 def _run_rows(directory: Path) -> pl.DataFrame:
@@ -75,6 +75,17 @@ def test_harness_runs_and_agrees(tmp_path: Path) -> None:
     assert "| " + " | ".join(HEADER) + " |" in markdown
     assert markdown.count("| reference |") == 1  # judged-text: the others are compared with it
     assert markdown.count("| ok |") == len(REQUIRED_TOOLS) - 1
+    assert "| speed-up (tool wall / judged wall) | pytrec_eval |" in markdown
+    assert report.inputs.stored_run is not None and report.inputs.stored_run.parent.name == "run_rows"
+
+
+def test_ingest_is_timed_without_comparing_values(tmp_path: Path) -> None:
+    report = run_benchmark("tiny", tmp_path, reps=1, tools=["judged-ingest"], log=lambda message: None)
+    result = report.result("judged-ingest")
+    assert result.ok_runs, result.failed
+    assert result.agreement is None  # it prints no NDCG values
+    text = format_report(report)
+    assert "ingest, the reading and storing itself" in text and "M rows/s" in text
 
 
 @pytest.mark.parametrize("tool, module", [("ir_measures", "ir_measures"), ("ranx-text", "ranx")])

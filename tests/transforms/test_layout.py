@@ -1,0 +1,68 @@
+"""The stored order of a run (transforms.layout): trec_eval's ranking per query, bands, and which specs read a head."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+from schemas.spec import PRESETS
+from tests.transforms.test_ndcg import judgment_frame, run_frame
+from transforms.layout import head_positions, head_rows, in_stored_order
+from transforms.ndcg import per_query_ndcg
+
+
+def test_positions_follow_score_then_doc_id_descending() -> None:
+    run = run_frame(
+        [("q1", "a", 1.0), ("q1", "b", 3.0), ("q1", "c", 1.0), ("q2", "x", -0.0), ("q2", "y", 0.0), ("q2", "z", 5.0)]
+    )
+    stored = in_stored_order(run).collect()
+    order = {(r["query_id"], r["position"]): r["doc_id"] for r in stored.iter_rows(named=True)}
+    # Equal scores: doc_id descending ("c" before "a"); -0.0 and 0.0 are one score ("y" before "x").
+    assert order == {("q1", 1): "b", ("q1", 2): "c", ("q1", 3): "a", ("q2", 1): "z", ("q2", 2): "y", ("q2", 3): "x"}
+    assert stored.filter(pl.col("query_id") == "q1")["query_rows"].to_list() == [3, 3, 3]
+    assert stored.schema["position"] == pl.Int32 and stored.schema["query_rows"] == pl.Int32
+
+
+def test_rows_are_written_band_by_band() -> None:
+    run = run_frame([(q, f"d{i:04d}", float(-i)) for q in ("q1", "q2") for i in range(1, 1_200)])
+    stored = in_stored_order(run).collect()
+    assert stored["band"].to_list() == sorted(stored["band"].to_list())
+    first_band = stored.filter(pl.col("band") == 0)
+    assert first_band["query_id"].to_list() == ["q1"] * 11 + ["q2"] * 11
+    assert first_band["position"].to_list() == list(range(1, 12)) * 2
+    assert stored.group_by("band").agg(pl.col("position").max()).sort("band")["position"].to_list() == [
+        11, 101, 1001, 1199
+    ]
+
+
+@pytest.mark.parametrize(
+    ("spec", "positions"),
+    [
+        (PRESETS["trec_eval"].with_options(cutoffs=(10,)), 11),
+        (PRESETS["judged"].with_options(cutoffs=(5, 10, 100)), 101),
+        (PRESETS["judged"].with_options(cutoffs=(10, 100), depth=50), 51),
+        (PRESETS["judged"].with_options(cutoffs=(10, None)), None),  # the whole list
+        (PRESETS["trec_eval9"].with_options(cutoffs=(10,)), None),  # float32 scores tie differently
+        (PRESETS["sklearn"].with_options(cutoffs=(10,)), None),  # averaged ties, ideal over the retrieved
+        (PRESETS["judged"].with_options(cutoffs=(10,), ties="docid_asc"), None),
+        (PRESETS["judged"].with_options(cutoffs=(10,), ranking="rank"), None),
+        (PRESETS["judged"].with_options(cutoffs=(10,), unjudged="condensed"), None),
+    ],
+)
+def test_which_specs_read_only_the_head(spec, positions) -> None:
+    assert head_positions(spec) == positions
+
+
+def test_head_gives_the_values_and_evidence_of_the_whole_run() -> None:
+    # q1: a tie group (scores 2.0) straddles k=2 and runs past the head (positions 2-5); q2 has fewer rows than k.
+    run = run_frame(
+        [("q1", "a", 3.0), ("q1", "b", 2.0), ("q1", "c", 2.0), ("q1", "d", 2.0), ("q1", "e", 2.0), ("q1", "f", 1.0)]
+        + [("q2", "x", 1.0)]
+    )
+    judgments = judgment_frame([("q1", "a", 1), ("q1", "c", 2), ("q1", "e", 3), ("q1", "f", 3), ("q2", "x", 1)])
+    spec = PRESETS["trec_eval"].with_options(cutoffs=(2,))
+    whole = per_query_ndcg(run, judgments, spec).collect()
+    head = per_query_ndcg(head_rows(in_stored_order(run), head_positions(spec)), judgments, spec).collect()
+    assert head.equals(whole)
+    q1 = head.filter(pl.col("query_id") == "q1").row(0, named=True)
+    assert q1["ties_straddling_k"] == 1 and q1["n_retrieved"] == 6
