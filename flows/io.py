@@ -23,7 +23,9 @@ import polars as pl
 from schemas.provenance import JudgmentSetMetadata, RunMetadata, table_id
 from schemas.tables import JUDGMENTS, RUN, RUN_ROWS, STORED_JUDGMENTS
 from transforms.errors import InputError
-from transforms.parse import conform_judgments, conform_run, parse_trec_qrels, parse_trec_run, raise_first_problem
+from transforms.parse import (
+    conform_judgments, conform_run, in_contract, parse_trec_qrels, parse_trec_run, raise_first_problem,
+)
 from transforms.shards import in_shard
 
 TableKind = Literal["judgments", "run"]
@@ -156,17 +158,21 @@ def read_trec_fast(path: Path, gzipped: bool, kind: TableKind) -> pl.LazyFrame |
         quote_char=None, comment_prefix=None, raise_if_empty=False,
     )
     streamed = _streamed(path, "trec.gz" if gzipped else "trec")
+    engine = "streaming" if streamed else "in-memory"
     try:
         if not streamed:
-            rows = pl.read_csv(path, **options).lazy()  # type: ignore[arg-type]
+            read = pl.read_csv(path, **options)  # type: ignore[arg-type]
+            # A blank line reads as a row of nulls: numbering rows before dropping them keeps editors' line numbers.
+            blank = pl.all_horizontal(pl.all().is_null())
+            has_blank = read.height > 0 and read.select(blank.any()).item()
+            rows = read.lazy().with_row_index("source_line", offset=1)
+            if has_blank:
+                rows = rows.filter(~pl.all_horizontal(pl.exclude("source_line").is_null())).collect().lazy()
         else:
-            rows = pl.scan_csv(path, **options)  # type: ignore[arg-type]
-        if len(rows.collect_schema()) != len(columns):
+            rows = pl.scan_csv(path, **options).with_row_index("source_line", offset=1)  # type: ignore[arg-type]
+            rows = rows.filter(~pl.all_horizontal(pl.exclude("source_line").is_null()))
+        if len(rows.collect_schema()) != len(columns) + 1:
             return None
-        # A blank line reads as a row of nulls: numbering rows before dropping them keeps editors' line numbers.
-        rows = rows.with_row_index("source_line", offset=1).filter(
-            ~pl.all_horizontal(pl.exclude("source_line").is_null())
-        )
         text = [pl.col(name) for name, dtype in columns.items() if dtype == pl.String]
         checks = [
             pl.any_horizontal(pl.exclude("source_line").is_null().any()).alias("missing"),
@@ -178,14 +184,14 @@ def read_trec_fast(path: Path, gzipped: bool, kind: TableKind) -> pl.LazyFrame |
                 (~pl.col("q0").is_in(["Q0", "0"])).any().alias("q0"),
                 pl.col("score").is_nan().any().alias("nan"),
             ]
-        doubtful = rows.select(checks).collect(engine="streaming").row(0)
+        doubtful = rows.select(checks).collect(engine=engine).row(0)
     except (pl.exceptions.PolarsError, OSError, UnicodeDecodeError):
         return None
     if any(doubtful):
         return None
     contract = RUN if kind == "run" else JUDGMENTS
-    rows = rows.select(list(contract)).cast(contract)
-    return rows if streamed else rows.collect().lazy()
+    rows = in_contract(rows, contract)
+    return rows if streamed else rows.collect(engine="in-memory").lazy()
 
 
 def read_lines(path: Path, gzipped: bool) -> pl.LazyFrame:
@@ -263,12 +269,12 @@ def _parse(path: Path, kind: TableKind, source_format: str, metadata: Metadata) 
         except pl.exceptions.PolarsError as error:
             raise InputError(str(path), f"cannot be read as Parquet: {str(error).splitlines()[0]}") from None
         raise_first_problem(problems, str(path), "row")
-        return conformed.drop("problem").cast(contract)
+        return in_contract(conformed, contract)
     lines = read_lines(path, gzipped=source_format == "trec.gz")
     unresolved = metadata.unresolved_token if isinstance(metadata, JudgmentSetMetadata) else None
     parsed = (parse_trec_qrels(lines, unresolved) if kind == "judgments" else parse_trec_run(lines)).collect()
     raise_first_problem(parsed.select("source_line", "problem"), str(path), "line")
-    return parsed.drop("problem").cast(JUDGMENTS if kind == "judgments" else RUN).lazy()
+    return in_contract(parsed.lazy(), JUDGMENTS if kind == "judgments" else RUN)
 
 
 @dataclass(frozen=True)
@@ -331,10 +337,10 @@ class StoredTable:
         duplicate_free = self.kind == "run" and stored_duplicate_pairs(wanted) == 0
         ranked = None
         if duplicate_free and {"position", "query_rows"} <= set(rows.collect_schema().names()):
-            ranked = rows.select(*contract, "position", "query_rows").cast(contract)
+            ranked = in_contract(rows, contract, "position", "query_rows")
         return LoadedTable(
             kind=self.kind,
-            scan=rows.select(list(contract)).cast(contract),
+            scan=in_contract(rows, contract),
             source=str(self.record["source"]),
             source_sha256=str(self.record["source_sha256"]),
             source_format=self.record["source_format"],

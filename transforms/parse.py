@@ -93,6 +93,15 @@ def parse_trec_run(lines: pl.LazyFrame) -> pl.LazyFrame:
     )
 
 
+def in_contract(rows: pl.LazyFrame, contract: dict[str, pl.DataType], *extra: str) -> pl.LazyFrame:
+    """The contract's columns in order (then `extra` ones), each of its type. Only columns of another type are
+    cast: a cast to the same string type still copies every string."""
+    schema = rows.collect_schema()
+    differing = {name: dtype for name, dtype in contract.items() if schema[name] != dtype}
+    selected = rows.select(*contract, *extra)
+    return selected.cast(differing) if differing else selected
+
+
 def _require_columns(schema: pl.Schema, required: tuple[str, ...], source: str) -> None:
     missing = [name for name in required if name not in schema]
     if missing:
