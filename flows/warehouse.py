@@ -115,8 +115,10 @@ def sink_shards(
                 list(pool.map(lambda item: write(item[1], item[0]), shard_parts(rows.collect()).items()))
         else:
             unsorted = "unsorted-" if arrange is not None else ""
-            # A file that is read back once and deleted is written plain (no compression, no dictionary).
-            options = {"compression": "none", "use_dictionary": False} if unsorted else {}
+            # A file that is read back once and deleted is written cheaply: lz4, dictionaries only for the columns
+            # that repeat (a run id on every row would take 16 GB plain at 500M rows).
+            repeated = ["run_id", "query_id", "run_tag"]
+            options = {"compression": "lz4", "use_dictionary": repeated} if unsorted else {}
             writers: dict[int, pq.ParquetWriter] = {}
             try:
                 for batch in rows.collect_batches(chunk_size=SINK_BATCH_ROWS, engine="streaming"):

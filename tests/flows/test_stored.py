@@ -101,3 +101,20 @@ def test_a_judgments_folder_is_not_a_run(stored: dict) -> None:
     judgments = ingest_file(stored["warehouse"], stored["qrels"], "judgments")
     with pytest.raises(InputError, match="holds a stored 'judgments' table, not a run"):
         open_stored(stored["warehouse"].root / "judgments" / judgments.id, "run")
+
+
+def test_streamed_ingest_writes_the_same_parts_as_the_in_memory_one(
+    stored: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import flows.warehouse
+
+    monkeypatch.setattr(flows.warehouse, "IN_MEMORY_SINK_ROWS", 0)  # every run takes the two streaming passes
+    streamed = Warehouse(tmp_path / "streamed")
+    report = ingest_file(streamed, stored["run"], "run", rows_per_shard=300)
+    assert report.id == stored["id"]
+    in_memory = stored["warehouse"].stored("run", stored["id"]).parts()
+    assert [p.name for p in streamed.stored("run", report.id).parts()] == [p.name for p in in_memory]
+    assert not list((tmp_path / "streamed" / "run_rows" / report.id).glob("unsorted-*"))
+    for ours, theirs in zip(streamed.stored("run", report.id).parts(), in_memory, strict=True):
+        assert pl.read_parquet(ours).equals(pl.read_parquet(theirs))
+        assert pq.ParquetFile(ours).metadata.metadata[DUPLICATE_PAIRS_KEY.encode()] == b"0"
