@@ -316,10 +316,10 @@ class StoredTable:
             if (number := int(path.name.split("-")[1])) % of == shard or (stored < of and number == shard % stored)
         ]
 
-    def ranked(self) -> bool:
-        """Whether the whole table is a run in the ranked layout, proven free of duplicate pairs at ingest (then a
-        top-k spec reads only each query's head: see `load`)."""
-        parts = self.parts()
+    def ranked(self, parts: list[Path] | None = None) -> bool:
+        """Whether these parts (all by default) hold a run in the ranked layout (transforms/layout.py), proven
+        free of duplicate pairs at ingest: then a top-k spec reads only each query's head (see `load`)."""
+        parts = self.parts() if parts is None else parts
         return (
             self.kind == "run" and bool(parts) and stored_duplicate_pairs(parts) == 0
             and {"position", "query_rows"} <= set(pl.read_parquet_schema(parts[0]))
@@ -335,9 +335,7 @@ class StoredTable:
         rows = pl.scan_parquet(wanted) if wanted else pl.LazyFrame(schema=stored_contract)
         rows = rows.filter(in_shard(shard, of))
         duplicate_free = self.kind == "run" and stored_duplicate_pairs(wanted) == 0
-        ranked = None
-        if duplicate_free and {"position", "query_rows"} <= set(rows.collect_schema().names()):
-            ranked = in_contract(rows, contract, "position", "query_rows")
+        ranked = in_contract(rows, contract, "position", "query_rows") if self.ranked(wanted) else None
         return LoadedTable(
             kind=self.kind,
             scan=in_contract(rows, contract),

@@ -20,12 +20,10 @@ import json
 import os
 import shutil
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
-from typing import Callable
 
 import duckdb
 import polars as pl
@@ -82,16 +80,16 @@ def sink_shards(
     folder: Path,
     shards: int,
     metadata: dict[str, str],
-    arrange: Callable[[pl.LazyFrame], pl.LazyFrame] | None = None,
+    ranked: bool = False,
     in_memory: bool = False,
 ) -> None:
     """Write rows as one Parquet file per non-empty shard into a temporary folder, then rename it into place whole;
     an existing folder is left as it is (same content).
 
     Large tables stream, in bounded memory: batches of rows get their query's bucket and are appended, as row
-    groups, to the open file of their shard. With `arrange` (a run: `transforms.layout.in_stored_order`) those
-    files are plain intermediates, each then read back alone and rewritten by `write_arranged`. A table that
-    fits in memory (`in_memory`) is split by shard in memory and each shard written arranged at once."""
+    groups, to the open file of their shard. For a `ranked` run those files are cheap intermediates, each then
+    read back alone and rewritten by `write_ranked`. A ranked run that fits in memory (`in_memory`) is split by
+    shard in memory and each shard written ranked at once. Shards are written one at a time."""
     if folder.exists():
         return
     folder.parent.mkdir(parents=True, exist_ok=True)
@@ -106,15 +104,12 @@ def sink_shards(
         )
         return {int(shard): part for (shard,), part in by_shard.items()}
 
-    def write(shard_rows: pl.DataFrame, shard: int) -> None:
-        write_arranged(shard_rows, temporary / shard_file(shard, shards), arrange, metadata)  # type: ignore[arg-type]
-
     try:
-        if arrange is not None and in_memory:
-            with ThreadPoolExecutor(max_workers=2) as pool:  # Parquet encoding is single-threaded per file
-                list(pool.map(lambda item: write(item[1], item[0]), shard_parts(rows.collect()).items()))
+        if ranked and in_memory:
+            for shard, part in shard_parts(rows.collect()).items():
+                write_ranked(part, temporary / shard_file(shard, shards), metadata)
         else:
-            unsorted = "unsorted-" if arrange is not None else ""
+            unsorted = "unsorted-" if ranked else ""
             # A file that is read back once and deleted is written cheaply: lz4, dictionaries only for the columns
             # that repeat (a run id on every row would take 16 GB plain at 500M rows).
             repeated = ["run_id", "query_id", "run_tag"]
@@ -131,30 +126,24 @@ def sink_shards(
             finally:
                 for writer in writers.values():
                     writer.close()
-            if arrange is not None:
-                def rewrite(shard: int) -> None:
-                    intermediate = temporary / f"{unsorted}{shard_file(shard, shards)}"
-                    write(pl.read_parquet(intermediate), shard)
-                    intermediate.unlink()
-
-                with ThreadPoolExecutor(max_workers=2) as pool:
-                    list(pool.map(rewrite, sorted(writers)))
+            for shard in sorted(writers) if ranked else []:
+                intermediate = temporary / f"{unsorted}{shard_file(shard, shards)}"
+                write_ranked(pl.read_parquet(intermediate), temporary / shard_file(shard, shards), metadata)
+                intermediate.unlink()
         os.replace(temporary, folder)
     finally:
         shutil.rmtree(temporary, ignore_errors=True)
 
 
-def write_arranged(
-    rows: pl.DataFrame, target: Path, arrange: Callable[[pl.LazyFrame], pl.LazyFrame], metadata: dict[str, str]
-) -> None:
-    """One shard of a run in arranged order, with its own count of duplicate (query, document) pairs (a query lies
+def write_ranked(rows: pl.DataFrame, target: Path, metadata: dict[str, str]) -> None:
+    """One shard of a run in stored order (`transforms.layout.in_stored_order`), with its own count of duplicate (query, document) pairs (a query lies
     in one shard, so the count is exact). Row groups are as long as the first band, so that band is exactly the
     first row group and a head read skips every other by its `position` statistics."""
     suspected = may_have_duplicates(rows.lazy()).collect().item()
     duplicates = duplicate_pairs(rows.lazy()).collect().height if suspected else 0
-    arranged = arrange(rows.lazy()).collect()
-    first_band = int((arranged["band"] == 0).sum())
-    arranged.drop("band").write_parquet(
+    ranked = in_stored_order(rows.lazy()).collect()
+    first_band = int((ranked["band"] == 0).sum())
+    ranked.drop("band").write_parquet(
         target, row_group_size=max(first_band, 1), metadata=metadata | {DUPLICATE_PAIRS_KEY: str(duplicates)}
     )
 
@@ -256,9 +245,8 @@ class Warehouse:
         record = self._table_record(table, shards)
         metadata = {"judged.table": table.kind, "judged.record": record.write_json()}
         rows = table.scan.select(pl.lit(table_id).alias(id_column), pl.all())
-        arrange = in_stored_order if table.kind == "run" else None
         stored = self.root / folder / table_id
-        sink_shards(rows, stored, shards, metadata, arrange, in_memory=n_rows <= IN_MEMORY_SINK_ROWS)
+        sink_shards(rows, stored, shards, metadata, ranked=table.kind == "run", in_memory=n_rows <= IN_MEMORY_SINK_ROWS)
         if table.kind == "run":
             record = record.with_columns(
                 n_duplicate_pairs=pl.lit(stored_duplicate_pairs(sorted(stored.glob("part-*.parquet"))), pl.Int64)
