@@ -106,7 +106,7 @@ def sink_shards(
 
     try:
         if ranked and in_memory:
-            for shard, part in shard_parts(rows.collect()).items():
+            for shard, part in shard_parts(rows.collect(engine="in-memory")).items():
                 write_ranked(part, temporary / shard_file(shard, shards), metadata)
         else:
             unsorted = "unsorted-" if ranked else ""
@@ -139,9 +139,10 @@ def write_ranked(rows: pl.DataFrame, target: Path, metadata: dict[str, str]) -> 
     """One shard of a run in stored order (`transforms.layout.in_stored_order`), with its own count of duplicate (query, document) pairs (a query lies
     in one shard, so the count is exact). Row groups are as long as the first band, so that band is exactly the
     first row group and a head read skips every other by its `position` statistics."""
-    suspected = may_have_duplicates(rows.lazy()).collect().item()
-    duplicates = duplicate_pairs(rows.lazy()).collect().height if suspected else 0
-    ranked = in_stored_order(rows.lazy()).collect()
+    # The rows are in memory: Polars' in-memory engine sorts them about 3x faster than its default streaming one.
+    suspected = may_have_duplicates(rows.lazy()).collect(engine="in-memory").item()
+    duplicates = duplicate_pairs(rows.lazy()).collect(engine="in-memory").height if suspected else 0
+    ranked = in_stored_order(rows.lazy()).collect(engine="in-memory")
     first_band = int((ranked["band"] == 0).sum())
     ranked.drop("band").write_parquet(
         target, row_group_size=max(first_band, 1), metadata=metadata | {DUPLICATE_PAIRS_KEY: str(duplicates)}
