@@ -19,12 +19,15 @@ from transforms.duplicates import duplicate_pairs, keep_one_per_pair, may_have_d
 from transforms.errors import InputError
 from transforms.ndcg import grades_outside_gain_map, per_query_ndcg, summarize
 from transforms.layout import head_positions, head_rows
-from transforms.shards import in_shard, shard_count, with_bucket
+from transforms.shards import shard_count, with_bucket
 
 
 EngineType = Literal["auto", "in-memory", "streaming"]
 # Rows of stored-run heads evaluated together (a few hundred MiB): a top-10 read of 500k queries takes two parts.
 HEAD_ROWS_PER_PART = 4_000_000
+# Judgments evaluated with one part: joined and ranked for the ideal, a part's judgments take several times their
+# size, so 24M judgments (a 500k-query set) are split into 16 parts.
+JUDGMENT_ROWS_PER_PART = 2_000_000
 
 
 @dataclass(frozen=True)
@@ -142,20 +145,26 @@ def evaluate_sharded(
 ) -> EvaluationResult:
     """Evaluate a stored (sharded) run part by part, each with the judgments of its queries: memory holds one part
     at a time, and the result equals the in-memory evaluation of the whole run. A part is one stored shard, or,
-    when the spec reads only each query's head of a run in stored order, as many shards as keep the head rows of
-    a part under `HEAD_ROWS_PER_PART`."""
+    when the spec reads only each query's head of a run in stored order, as many shards as keep a part's head
+    rows under `HEAD_ROWS_PER_PART` and its judgments under `JUDGMENT_ROWS_PER_PART`."""
+    all_judgments = judgments.frame
     positions = head_positions(spec)
     of = run.shards
     if positions is not None and run.ranked():
-        of = min(of, shard_count(int(run.record["n_queries"]) * positions, HEAD_ROWS_PER_PART))
-    judgments_by_bucket = with_bucket(judgments.scan).collect()
+        head_rows_read = int(run.record["n_queries"]) * positions
+        parts_needed = max(
+            shard_count(head_rows_read, HEAD_ROWS_PER_PART), shard_count(all_judgments.height, JUDGMENT_ROWS_PER_PART)
+        )
+        of = min(of, parts_needed)
+    # Each row's part, computed once (4 bytes a row); a part's judgments are then a filter, not a join of all.
+    part_of_row = with_bucket(all_judgments.lazy().select("query_id")).select(pl.col("bucket") % of).collect().to_series()
     parts, warnings = [], []
     for shard in range(of):
-        in_this_shard = judgments_by_bucket.lazy().filter(in_shard(shard, of)).drop("bucket")
-        shard_judgments = replace(judgments, scan=in_this_shard)
-        per_query, shard_warnings = evaluate_part(run.load(shard, of), shard_judgments, spec, engine)
+        in_this_part = all_judgments.filter(part_of_row == shard)
+        part_judgments = replace(judgments, scan=in_this_part.lazy(), in_memory=True)
+        per_query, part_warnings = evaluate_part(run.load(shard, of), part_judgments, spec, engine)
         parts.append(per_query)
-        warnings += shard_warnings
+        warnings += part_warnings
     identifier = evaluation_id(run.table_id, judgments.table_id, spec.spec_hash)
     return assemble(parts, warnings, spec, run.name, identifier)
 

@@ -69,6 +69,26 @@ def test_stored_head_equals_the_direct_evaluation(stored: dict) -> None:
     assert direct.per_query["ties_straddling_k"].sum() > 0  # the data has ties at the cutoffs
 
 
+def test_a_head_read_takes_more_parts_when_the_judgments_are_many(
+    stored: dict, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import flows.engine
+    from flows.io import StoredTable
+
+    judgments = load_table(stored["qrels"], "judgments")  # 560 judgments; the heads are 40 x 11 rows
+    direct = evaluate(load_table(stored["run"], "run"), judgments, SPEC)
+    table = stored["warehouse"].stored("run", stored["id"])
+    loads: list[tuple[int, int]] = []
+    load = StoredTable.load
+    monkeypatch.setattr(StoredTable, "load", lambda self, shard=0, of=1: loads.append((shard, of)) or load(self, shard, of))
+    assert evaluate_sharded(table, judgments, SPEC).per_query.equals(direct.per_query)
+    assert loads == [(0, 1)]  # every head together
+    loads.clear()
+    monkeypatch.setattr(flows.engine, "JUDGMENT_ROWS_PER_PART", 300)
+    assert evaluate_sharded(table, judgments, SPEC).per_query.equals(direct.per_query)
+    assert loads == [(0, 2), (1, 2)]
+
+
 def test_a_run_with_a_duplicate_pair_is_counted_and_read_whole(tmp_path: Path) -> None:
     warehouse = Warehouse(tmp_path / "warehouse")
     qrels, run = write_qrels(tmp_path / "qrels.txt"), write_run(tmp_path / "run.txt", duplicate=True)
