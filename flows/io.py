@@ -63,12 +63,13 @@ class LoadedTable:
 
     @cached_property
     def counts(self) -> dict[str, int]:
-        """Rows, distinct queries and unresolved grades, in one streaming pass."""
+        """Rows, distinct queries and unresolved grades, streaming."""
         unresolved = pl.col("relevance").null_count() if self.kind == "judgments" else pl.lit(0, pl.UInt32)
-        row = self.scan.select(
-            n_rows=pl.len(), n_queries=pl.col("query_id").n_unique(), n_unresolved=unresolved
-        ).collect(engine="streaming")
-        return {name: int(value) for name, value in row.row(0, named=True).items()}
+        # Two queries, distinct queries by `unique()`: on a 490M-row run the streaming engine held 3.7 GB for
+        # `n_unique()`, and as much for the scan `collect_all` shares between queries; `unique()` alone 0.2 GB.
+        rows = self.scan.select(n_rows=pl.len(), n_unresolved=unresolved).collect(engine="streaming")
+        queries = self.scan.select("query_id").unique().select(n_queries=pl.len()).collect(engine="streaming")
+        return {name: int(value) for name, value in (rows.row(0, named=True) | queries.row(0, named=True)).items()}
 
     @property
     def unit(self) -> str:
