@@ -157,7 +157,9 @@ def evaluate_sharded(
         )
         of = min(of, parts_needed)
     # Each row's part, computed once (4 bytes a row); a part's judgments are then a filter, not a join of all.
-    part_of_row = with_bucket(all_judgments.lazy().select("query_id")).select(pl.col("bucket") % of).collect().to_series()
+    part_of_row = (
+        with_bucket(all_judgments.lazy().select("query_id")).select(pl.col("bucket") % of).collect().to_series()
+    )
     parts, warnings = [], []
     for shard in range(of):
         in_this_part = all_judgments.filter(part_of_row == shard)
