@@ -131,6 +131,19 @@ def test_several_bad_lines_report_the_first_and_count_the_rest(tmp_path: Path) -
     )
 
 
+def test_doubled_and_trailing_separators_read_like_single_ones(tmp_path: Path) -> None:
+    # The fast reader sees an empty field (null) and leaves these lines to the exact parser, which splits on blanks.
+    path = write(tmp_path / "run.txt", "q1 Q0 d1 1 3.0 t\nq1 Q0  d2 2 2.0 t\nq1 Q0 d3 3 1.0 t \n")
+    assert load_table(path, "run").scan.collect().rows() == [
+        ("q1", "d1", 1, 3.0, "t", 1), ("q1", "d2", 2, 2.0, "t", 2), ("q1", "d3", 3, 1.0, "t", 3)
+    ]
+
+
+def test_a_bad_second_column_in_a_well_formed_run_is_named(tmp_path: Path) -> None:
+    path = write(tmp_path / "run.txt", "q1 Q0 d1 1 3.0 t\nq1 X d2 2 2.0 t\nq1 0 d3 3 1.0 t\n")
+    assert str(input_error(path, "run")) == f"{path}, line 2: second column must be Q0 or 0, found 'X' (columns shifted?)"
+
+
 def test_judgments_read_as_run_fail_on_column_count(tmp_path: Path) -> None:
     path = write(tmp_path / "qrels.txt", "q1 0 d1 1\n")
     assert str(input_error(path, "run")) == f"{path}, line 1: expected 6 columns `qid Q0 docid rank score tag`, found 4"
