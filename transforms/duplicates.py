@@ -14,11 +14,12 @@ PAIR = ["query_id", "doc_id"]
 
 
 def may_have_duplicates(table: pl.LazyFrame) -> pl.LazyFrame:
-    """One boolean: could a (query_id, doc_id) pair occur twice? Compares the number of distinct 64-bit pair hashes
-    with the number of rows: much cheaper than grouping by the strings, and never misses a duplicate (a hash
-    collision only sends the caller to the exact `duplicate_pairs`)."""
-    pair_hash = pl.col("query_id").hash(11) * 1_000_003 + pl.col("doc_id").hash(29)
-    return table.select((pair_hash.n_unique() < pl.len()).alias("may_have_duplicates"))
+    """One boolean: could a (query_id, doc_id) pair occur twice? Per query, compares the number of distinct 64-bit
+    doc_id hashes with the number of rows: much cheaper than grouping by the pairs of strings (and than one set
+    of all pair hashes), and never misses a duplicate (a hash collision only sends the caller to the exact
+    `duplicate_pairs`)."""
+    per_query = table.group_by("query_id").agg(rows=pl.len(), distinct=pl.col("doc_id").hash(29).n_unique())
+    return per_query.select((pl.col("distinct") < pl.col("rows")).any().alias("may_have_duplicates"))
 
 
 def duplicate_pairs(table: pl.LazyFrame) -> pl.LazyFrame:
