@@ -167,7 +167,8 @@ def read_trec_fast(path: Path, gzipped: bool, kind: TableKind) -> pl.LazyFrame |
             # A blank line reads as a row of nulls: numbering rows before dropping them keeps editors' line numbers.
             blank = pl.all_horizontal(pl.all().is_null())
             has_blank = read.height > 0 and read.select(blank.any()).item()
-            rows = read.lazy().with_row_index("source_line", offset=1)
+            # Line numbers made as Int64 (the contract's type): casting a row index took 0.14 s at 7M rows.
+            rows = read.lazy().with_columns(source_line=pl.int_range(1, pl.len() + 1, dtype=pl.Int64))
             if has_blank:
                 rows = rows.filter(~pl.all_horizontal(pl.exclude("source_line").is_null())).collect().lazy()
         else:
