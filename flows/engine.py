@@ -23,7 +23,8 @@ from transforms.shards import shard_count, with_bucket
 
 
 EngineType = Literal["auto", "in-memory", "streaming"]
-# Rows of stored-run heads evaluated together (a few hundred MiB): a top-10 read of 500k queries takes two parts.
+# Rows of stored-run heads evaluated together (a few hundred MiB): the heads of a top-10 read of 500k queries
+# alone would take two parts (its 24M judgments take 16, below).
 HEAD_ROWS_PER_PART = 4_000_000
 # Judgments evaluated with one part: joined and ranked for the ideal, a part's judgments take several times their
 # size, so 24M judgments (a 500k-query set) are split into 16 parts.

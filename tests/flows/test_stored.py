@@ -73,14 +73,19 @@ def test_a_head_read_takes_more_parts_when_the_judgments_are_many(
     stored: dict, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import flows.engine
-    from flows.io import StoredTable
+    from flows.io import LoadedTable, StoredTable
 
     judgments = load_table(stored["qrels"], "judgments")  # 560 judgments; the heads are 40 x 11 rows
     direct = evaluate(load_table(stored["run"], "run"), judgments, SPEC)
     table = stored["warehouse"].stored("run", stored["id"])
     loads: list[tuple[int, int]] = []
     load = StoredTable.load
-    monkeypatch.setattr(StoredTable, "load", lambda self, shard=0, of=1: loads.append((shard, of)) or load(self, shard, of))
+
+    def recording_load(self: StoredTable, shard: int = 0, of: int = 1) -> LoadedTable:
+        loads.append((shard, of))
+        return load(self, shard, of)
+
+    monkeypatch.setattr(StoredTable, "load", recording_load)
     assert evaluate_sharded(table, judgments, SPEC).per_query.equals(direct.per_query)
     assert loads == [(0, 1)]  # every head together
     loads.clear()
