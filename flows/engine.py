@@ -17,7 +17,7 @@ from schemas.provenance import RunMetadata, evaluation_id
 from schemas.spec import EvaluationSpec
 from transforms.duplicates import duplicate_pairs, keep_one_per_pair, may_have_duplicates, raise_on_duplicates
 from transforms.errors import InputError
-from transforms.ndcg import grades_outside_gain_map, per_query_ndcg, summarize
+from transforms.ndcg import candidate_rows, grades_outside_gain_map, ndcg_of_candidates, summarize
 from transforms.layout import head_positions, head_rows
 from transforms.shards import shard_count, with_bucket
 
@@ -111,14 +111,17 @@ def evaluate_part(
         run = replace(run, scan=head_rows(run.stored_order, positions), in_memory=True)
     if engine == "auto":  # the in-memory engine is faster on rows that are (or fit) in memory
         engine = "in-memory" if run.in_memory and judgments.in_memory else "streaming"
-    checked = [judgments] + ([] if run.duplicate_free else [run])
-    suspected = [
-        frame.item() for frame in pl.collect_all([may_have_duplicates(table.scan) for table in checked], engine=engine)
-    ]
-    judgment_rows, warnings = without_duplicates(judgments, spec.judgment_duplicates, suspected[0])
-    run_rows, run_warnings = without_duplicates(run, spec.run_duplicates, not run.duplicate_free and suspected[1])
+    judgments_suspected = may_have_duplicates(judgments.scan).collect(engine=engine).item()
+    judgment_rows, warnings = without_duplicates(judgments, spec.judgment_duplicates, judgments_suspected)
+    # The candidates' group-by also tells whether the run may repeat a document: no separate pass over the run.
+    candidates = candidate_rows(run.scan, spec).collect(engine=engine)
+    run_suspected = not run.duplicate_free and bool(candidates["docs_may_repeat"].any())
+    run_rows, run_warnings = without_duplicates(run, spec.run_duplicates, run_suspected)
+    if run_warnings:  # rows were dropped: the candidates come from what is left
+        candidates = candidate_rows(run_rows, spec).collect(engine=engine)
     check_inputs(run, run_rows, judgments, judgment_rows, spec)
-    return per_query_ndcg(run_rows, judgment_rows, spec).collect(engine=engine), warnings + run_warnings
+    per_query = ndcg_of_candidates(candidates.lazy(), judgment_rows, spec).collect(engine=engine)
+    return per_query, warnings + run_warnings
 
 
 def assemble(

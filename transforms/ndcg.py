@@ -57,21 +57,41 @@ def first_rows_needed(spec: EvaluationSpec) -> int | None:
 
 
 def candidate_rows(run: pl.LazyFrame, spec: EvaluationSpec) -> pl.LazyFrame:
-    """The rows the spec can use, with `sort_key` and their query's `n_retrieved` (after the depth cut).
+    """The rows the spec can use, with `sort_key`, their query's `n_retrieved` (after the depth cut) and
+    `docs_may_repeat`: whether the query's rows given may hold a document twice. Rows keep their order within a
+    query; the order of queries is not fixed (`rank_run` sorts).
 
     When only the first k rows matter, each query keeps the rows whose key reaches its k-th largest key: the first
     k rows of the full order plus any rows tied with the k-th (so a tie group straddling k stays whole), without
     sorting the run. A run that carries `query_rows` is the head of a stored run (transforms/layout.py): its
-    queries' row counts come from that column, not from the rows present."""
-    retrieved = pl.col("query_rows") if "query_rows" in run.collect_schema() else pl.len().over(QUERY)
-    rows = run.select(QUERY, "doc_id", sort_key=sort_key(spec), n_retrieved=retrieved)
+    queries' row counts come from that column, not from the rows present.
+
+    Runs list each query's rows together, so rows are grouped by stretches of one query id (an integer per
+    stretch), far cheaper than grouping by the id strings; a query spread over several stretches is put together
+    again from its stretches' candidates. `docs_may_repeat` is true when a stretch has fewer distinct 64-bit
+    doc_id hashes than rows (a hash collision only makes it true) or the query is spread over several stretches."""
+    has_query_rows = "query_rows" in run.collect_schema()
     k = first_rows_needed(spec)
-    if k is not None:
-        rows = rows.filter(pl.col("sort_key") >= pl.col("sort_key").top_k(k).min().over(QUERY))
+    key = sort_key(spec)
+    rows = run.with_columns(stretch=pl.col(QUERY).rle_id())
+    rows_kept = rows if k is None else rows.filter(key >= key.top_k(k).min().over("stretch"))
+    stretch_counts = rows.group_by("stretch").agg(
+        n_rows=(pl.col("query_rows").first() if has_query_rows else pl.len()).cast(pl.Int64),
+        repeats=pl.col("doc_id").hash(29).n_unique() < pl.len(),
+    )
+    stretch_candidates = rows_kept.select("stretch", QUERY, "doc_id", sort_key=key).join(stretch_counts, on="stretch")
+    # A stored head's stretches each carry the query's count; a text run's each count their own rows.
+    stretch_sum = pl.col("n_rows").filter(pl.col("stretch").is_first_distinct()).sum()
+    per_query = stretch_candidates.with_columns(
+        n_retrieved=(pl.col("n_rows").first() if has_query_rows else stretch_sum).over(QUERY),
+        docs_may_repeat=pl.col("repeats").any().over(QUERY) | (pl.col("stretch").n_unique().over(QUERY) > 1),
+    )
+    if k is not None:  # a query spread over stretches: its candidates are the best of its stretches' candidates
+        per_query = per_query.filter(pl.col("sort_key") >= pl.col("sort_key").top_k(k).min().over(QUERY))
     n_retrieved = pl.col("n_retrieved").cast(pl.Int64)
     if spec.depth is not None:
         n_retrieved = pl.min_horizontal(n_retrieved, pl.lit(spec.depth, pl.Int64))
-    return rows.with_columns(n_retrieved=n_retrieved)
+    return per_query.select(QUERY, "doc_id", "sort_key", n_retrieved.alias("n_retrieved"), "docs_may_repeat")
 
 
 def attach_judgments(ranked: pl.LazyFrame, judgments: pl.LazyFrame) -> pl.LazyFrame:
@@ -246,7 +266,12 @@ def per_query_ndcg(run: pl.LazyFrame, judgments: pl.LazyFrame, spec: EvaluationS
     Queries of the run without judgments are reported (`no_judgments`) but never scored; judged queries missing
     from the run score 0 under `query_set='judged'` and are null under `both` (`judged_strict` is checked before).
     """
-    candidates = candidate_rows(run, spec)
+    return ndcg_of_candidates(candidate_rows(run, spec), judgments, spec)
+
+
+def ndcg_of_candidates(candidates: pl.LazyFrame, judgments: pl.LazyFrame, spec: EvaluationSpec) -> pl.LazyFrame:
+    """`per_query_ndcg` from the run's `candidate_rows` (for a caller that has them already, e.g. for their
+    `docs_may_repeat`)."""
     rows = _evaluated_list(judged_run_rows(candidates, judgments, spec), spec)
     run_side = _run_aggregates(rows, spec)
     ideal_side = ideal_dcg(_ideal_universe(rows, judgments, spec), spec)

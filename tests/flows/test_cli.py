@@ -321,6 +321,20 @@ def test_duplicate_run_rows_exit_1(tmp_path: Path) -> None:
     assert json_of(resolved)["evaluations"][0]["warnings"][0].endswith("resolved by keeping the first line")
 
 
+def test_duplicate_run_rows_apart_in_the_file_exit_1(tmp_path: Path) -> None:
+    """The query's rows lie in two blocks: the repeat is found across them, and the first policy keeps line 1."""
+    run = write(tmp_path / "run.txt", "q1 Q0 d1 1 3.0 t\nq2 Q0 d7 1 2.0 t\nq1 Q0 d2 2 2.5 t\nq1 Q0 d1 3 1.0 t\n")
+    assert_one_line_error(
+        judged("evaluate", SEED_QRELS, run),
+        1,
+        f"{run}, line 4: duplicate run row for query 'q1', document 'd1' at lines 1 and 4; "
+        "declare a duplicates policy (first, last) to resolve",
+    )
+    resolved = json_of(judged("evaluate", SEED_QRELS, run, "--run-duplicates", "first", "--format", "json"))
+    q1 = [row for row in resolved["evaluations"][0]["per_query"] if row["query_id"] == "q1"]
+    assert {row["n_retrieved"] for row in q1} == {2}
+
+
 def test_bad_query_weights_line_exits_1(tmp_path: Path) -> None:
     weights = write(tmp_path / "weights.txt", "q1 2\nq2\n")
     assert_one_line_error(seed("--query-weights", str(weights)), 1, f"{weights}, line 2: expected `query_id weight`")

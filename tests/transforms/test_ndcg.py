@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 
 from schemas.spec import PRESETS, EvaluationSpec
-from transforms.ndcg import judged_run_rows, per_query_ndcg, summarize
+from transforms.ndcg import candidate_rows, judged_run_rows, per_query_ndcg, summarize
 
 L2 = math.log2
 
@@ -196,3 +196,44 @@ def test_repeated_evaluations_are_bit_identical() -> None:
         again = per_query_ndcg(run_frame(run_rows), qrels, spec).collect()
         assert again.equals(first)
         assert summarize(again.lazy(), spec).collect().equals(first_summary)
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        PRESETS["trec_eval"].with_options(cutoffs=(10,)),
+        PRESETS["judged"].with_options(cutoffs=(5, 20, None)),
+        PRESETS["trec_eval9"].with_options(cutoffs=(5, 20), unjudged="condensed", depth=30),
+        PRESETS["sklearn"].with_options(cutoffs=(10,)),
+    ],
+    ids=["trec_eval@10", "judged@5,20,all", "condensed-depth", "sklearn@10"],
+)
+def test_interleaved_queries_give_the_result_of_grouped_ones(spec: EvaluationSpec) -> None:
+    """Candidates are found per stretch of one query id: a run whose queries are interleaved (every row its own
+    stretch, or a query in several blocks) must score exactly as the same rows listed query by query."""
+    import random
+
+    rng = random.Random(11)
+    grouped = [(f"q{q}", f"d{d}", float(rng.randint(0, 25))) for q in range(4) for d in range(60)]  # many ties
+    qrels = judgment_frame([(f"q{q}", f"d{d}", rng.choice([0, 1, 2, 3])) for q in range(4) for d in range(0, 60, 3)])
+    expected = per_query_ndcg(run_frame(grouped), qrels, spec).collect()
+    shuffled = grouped[:]
+    rng.shuffle(shuffled)
+    blocks = grouped[100:] + grouped[:100]  # q1 in two blocks around q2 and q3
+    for rows in (shuffled, blocks):
+        assert per_query_ndcg(run_frame(rows), qrels, spec).collect().equals(expected)
+
+
+def test_candidate_rows_flag_queries_that_may_repeat_a_document() -> None:
+    run = run_frame(
+        [("a", "d1", 3.0), ("a", "d2", 2.0), ("b", "d1", 3.0), ("b", "d1", 1.0), ("c", "d1", 1.0), ("a", "d3", 1.0)]
+    )
+    candidates = candidate_rows(run, PRESETS["trec_eval"].with_options(cutoffs=(10,))).collect()
+    flags = dict(candidates.group_by("query_id").agg(pl.col("docs_may_repeat").first(), pl.col("n_retrieved").first())
+                 .select("query_id", pl.struct("docs_may_repeat", "n_retrieved")).iter_rows())
+    # b repeats d1; a has no repeat but lies in two stretches, which only a full check can clear.
+    assert flags == {
+        "a": {"docs_may_repeat": True, "n_retrieved": 3},
+        "b": {"docs_may_repeat": True, "n_retrieved": 2},
+        "c": {"docs_may_repeat": False, "n_retrieved": 1},
+    }
