@@ -163,6 +163,10 @@ def evaluate(
     ] = None,
 ) -> None:
     """Evaluate RUN(s) against QRELS and print the summary (table), everything (json) or trec_eval-style lines."""
+    from flows.hashing import hash_in_background
+
+    # Started before the engine's imports: hashing a large run then uses the core the imports leave idle.
+    hashes = hash_in_background([qrels, *runs]) if warehouse is None else {}
     from flows.engine import evaluate as evaluate_loaded
     from flows.engine import evaluate_sharded
     from flows.io import load_table, open_stored
@@ -183,14 +187,14 @@ def evaluate(
         raise _fail(str(error), EXIT_INPUT) from None
     try:
         if warehouse is None:
-            judgments = load_table(qrels, "judgments")
+            judgments = load_table(qrels, "judgments", hashes=hashes.get(qrels))
             results = []
             with _progress() as progress:
                 for run in progress.track(runs, description="evaluating"):
                     if run.is_dir():
                         results.append(evaluate_sharded(open_stored(run, "run"), judgments, spec))
                     else:
-                        results.append(evaluate_loaded(load_table(run, "run"), judgments, spec))
+                        results.append(evaluate_loaded(load_table(run, "run", hashes=hashes.get(run)), judgments, spec))
         else:
             from flows.pipeline import evaluate_flow, load_result, task_runner
             from flows.warehouse import Warehouse

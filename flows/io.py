@@ -7,10 +7,9 @@ into a LazyFrame), then the parse and conform transforms and the checks that rai
 from __future__ import annotations
 
 import gzip
-import hashlib
 import json
 import tomllib
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -20,6 +19,7 @@ from pydantic import ValidationError
 
 import polars as pl
 
+from flows.hashing import GZIP_MAGIC, hash_in_background
 from schemas.provenance import JudgmentSetMetadata, RunMetadata, table_id
 from schemas.tables import JUDGMENTS, RUN, RUN_ROWS, STORED_JUDGMENTS
 from transforms.errors import InputError
@@ -29,7 +29,6 @@ from transforms.parse import (
 from transforms.shards import in_shard
 
 TableKind = Literal["judgments", "run"]
-_GZIP_MAGIC = b"\x1f\x8b"
 _PARQUET_MAGIC = b"PAR1"
 # A byte that never occurs in TREC text: each line lands whole in one column.
 _NO_DELIMITER = "\x1e"
@@ -81,23 +80,6 @@ class LoadedTable:
         return table_id(self.kind, self.content_sha256, self.metadata)
 
 
-def content_hashes(path: Path, gzipped: bool) -> tuple[str, str]:
-    """(source sha256, content sha256): of the bytes as stored, and of the content once decompressed (a gzipped
-    file and its plain text have the same content hash). Reads in blocks; hashlib releases the GIL, so this runs
-    in a thread beside parsing."""
-    source = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 22), b""):
-            source.update(block)
-    if not gzipped:
-        return source.hexdigest(), source.hexdigest()
-    content = hashlib.sha256()
-    with gzip.open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 22), b""):
-            content.update(block)
-    return source.hexdigest(), content.hexdigest()
-
-
 def read_sidecar(path: Path, kind: TableKind) -> Metadata:
     """The metadata in `<file>.meta.toml` beside the input, or empty metadata when there is none."""
     model = JudgmentSetMetadata if kind == "judgments" else RunMetadata
@@ -116,7 +98,7 @@ def read_sidecar(path: Path, kind: TableKind) -> Metadata:
 def sniff_format(path: Path) -> Literal["trec", "trec.gz", "parquet"]:
     with path.open("rb") as handle:
         head = handle.read(4)
-    if head.startswith(_GZIP_MAGIC):
+    if head.startswith(GZIP_MAGIC):
         return "trec.gz"
     if head == _PARQUET_MAGIC:
         return "parquet"
@@ -191,9 +173,8 @@ def read_trec_fast(path: Path, gzipped: bool, kind: TableKind) -> pl.LazyFrame |
         return None
     if any(doubtful):
         return None
-    contract = RUN if kind == "run" else JUDGMENTS
-    rows = in_contract(rows, contract)
-    return rows if streamed else rows.collect(engine="in-memory").lazy()
+    # Left lazy over the rows read (or the file, when streamed): line numbers are only made when a query uses them.
+    return in_contract(rows, RUN if kind == "run" else JUDGMENTS)
 
 
 def read_lines(path: Path, gzipped: bool) -> pl.LazyFrame:
@@ -218,19 +199,22 @@ def read_lines(path: Path, gzipped: bool) -> pl.LazyFrame:
     return pl.from_arrow(table).lazy().with_row_index("line_number", offset=1)  # type: ignore[union-attr]
 
 
-def load_table(path: str | Path, kind: TableKind, metadata: Metadata | None = None) -> LoadedTable:
+def load_table(
+    path: str | Path, kind: TableKind, metadata: Metadata | None = None, hashes: Future[tuple[str, str]] | None = None
+) -> LoadedTable:
     """Read, parse and validate judgments or a run; any problem raises InputError naming the file and line.
-    Without `metadata`, the sidecar `<file>.meta.toml` is read when present."""
+    Without `metadata`, the sidecar `<file>.meta.toml` is read when present. `hashes` is the file's
+    `content_hashes` already under way (flows.hashing); otherwise they are computed beside the parsing."""
     path = Path(path)
     if not path.is_file():
         raise InputError(str(path), "no such file")
     if metadata is None:
         metadata = read_sidecar(path, kind)
     source_format = sniff_format(path)
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        hashes = pool.submit(content_hashes, path, source_format == "trec.gz")
-        scan = _parse(path, kind, source_format, metadata)
-        source_sha256, content_sha256 = hashes.result()
+    if hashes is None:
+        hashes = hash_in_background([path])[path]
+    scan = _parse(path, kind, source_format, metadata)
+    source_sha256, content_sha256 = hashes.result()
     if isinstance(metadata, RunMetadata) and not metadata.tag:
         metadata = metadata.model_copy(update={"tag": _common_tag(scan)})
     return LoadedTable(
@@ -247,8 +231,11 @@ def load_table(path: str | Path, kind: TableKind, metadata: Metadata | None = No
 
 def _common_tag(run: pl.LazyFrame) -> str:
     """The run tag every row carries, or "" when they differ."""
-    tags = run.select(pl.col("run_tag").drop_nulls().unique().head(2)).collect(engine="streaming")["run_tag"]
-    return str(tags[0]) if tags.len() == 1 else ""
+    tag = pl.col("run_tag")
+    first, differs = run.select(
+        first=tag.drop_nulls().first(), differs=(tag != tag.drop_nulls().first()).any()
+    ).collect(engine="streaming").row(0)
+    return "" if first is None or differs else str(first)
 
 
 def _parse(path: Path, kind: TableKind, source_format: str, metadata: Metadata) -> pl.LazyFrame:
