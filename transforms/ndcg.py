@@ -58,8 +58,8 @@ def first_rows_needed(spec: EvaluationSpec) -> int | None:
 
 def candidate_rows(run: pl.LazyFrame, spec: EvaluationSpec) -> pl.LazyFrame:
     """The rows the spec can use, with `sort_key`, their query's `n_retrieved` (after the depth cut) and
-    `docs_may_repeat`: whether the query's rows given may hold a document twice. Rows keep their order within a
-    query; the order of queries is not fixed (`rank_run` sorts).
+    `docs_may_repeat`: whether the query's rows given may hold a document twice. The order of the rows is not
+    fixed (`rank_run` sorts).
 
     When only the first k rows matter, each query keeps the rows whose key reaches its k-th largest key: the first
     k rows of the full order plus any rows tied with the k-th (so a tie group straddling k stays whole), without
@@ -75,19 +75,24 @@ def candidate_rows(run: pl.LazyFrame, spec: EvaluationSpec) -> pl.LazyFrame:
     key = sort_key(spec)
     rows = run.with_columns(stretch=pl.col(QUERY).rle_id())
     rows_kept = rows if k is None else rows.filter(key >= key.top_k(k).min().over("stretch"))
-    stretch_counts = rows.group_by("stretch").agg(
+    # Per stretch, then per query over the (few) stretches: a stored head's stretches each carry the query's
+    # count, a text run's each count their own rows.
+    stretches = rows.group_by("stretch").agg(
+        pl.col(QUERY).first(),
         n_rows=(pl.col("query_rows").first() if has_query_rows else pl.len()).cast(pl.Int64),
         repeats=pl.col("doc_id").hash(29).n_unique() < pl.len(),
     )
-    stretch_candidates = rows_kept.select("stretch", QUERY, "doc_id", sort_key=key).join(stretch_counts, on="stretch")
-    # A stored head's stretches each carry the query's count; a text run's each count their own rows.
-    stretch_sum = pl.col("n_rows").filter(pl.col("stretch").is_first_distinct()).sum()
-    per_query = stretch_candidates.with_columns(
-        n_retrieved=(pl.col("n_rows").first() if has_query_rows else stretch_sum).over(QUERY),
-        docs_may_repeat=pl.col("repeats").any().over(QUERY) | (pl.col("stretch").n_unique().over(QUERY) > 1),
+    spread = pl.len().over(QUERY) > 1
+    stretch_queries = stretches.select(
+        "stretch",
+        n_retrieved=(pl.col("n_rows").first() if has_query_rows else pl.col("n_rows").sum()).over(QUERY),
+        docs_may_repeat=pl.col("repeats").any().over(QUERY) | spread,
+        spread=spread,
     )
+    per_query = rows_kept.select("stretch", QUERY, "doc_id", sort_key=key).join(stretch_queries, on="stretch")
     if k is not None:  # a query spread over stretches: its candidates are the best of its stretches' candidates
-        per_query = per_query.filter(pl.col("sort_key") >= pl.col("sort_key").top_k(k).min().over(QUERY))
+        best = pl.col("sort_key") >= pl.col("sort_key").top_k(k).min().over(QUERY)
+        per_query = pl.concat([per_query.filter(~pl.col("spread")), per_query.filter(pl.col("spread")).filter(best)])
     n_retrieved = pl.col("n_retrieved").cast(pl.Int64)
     if spec.depth is not None:
         n_retrieved = pl.min_horizontal(n_retrieved, pl.lit(spec.depth, pl.Int64))
