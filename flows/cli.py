@@ -8,14 +8,11 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
-from rich.markup import escape
-from rich.progress import Progress
-from rich.table import Table
 
 from schemas.spec import (
     PRESETS,
@@ -189,12 +186,11 @@ def evaluate(
         if warehouse is None:
             judgments = load_table(qrels, "judgments", hashes=hashes.get(qrels))
             results = []
-            with _progress() as progress:
-                for run in progress.track(runs, description="evaluating"):
-                    if run.is_dir():
-                        results.append(evaluate_sharded(open_stored(run, "run"), judgments, spec))
-                    else:
-                        results.append(evaluate_loaded(load_table(run, "run", hashes=hashes.get(run)), judgments, spec))
+            for run in _tracked(runs, "evaluating"):
+                if run.is_dir():
+                    results.append(evaluate_sharded(open_stored(run, "run"), judgments, spec))
+                else:
+                    results.append(evaluate_loaded(load_table(run, "run", hashes=hashes.get(run)), judgments, spec))
         else:
             from flows.pipeline import evaluate_flow, load_result, task_runner
             from flows.warehouse import Warehouse
@@ -212,11 +208,19 @@ def evaluate(
     elif output_format == "trec":
         print(as_trec(results))
     else:
-        print_tables(results, Console())
+        print_tables(results)
 
 
-def _progress() -> Progress:
-    return Progress(console=Console(stderr=True), transient=True, disable=not sys.stderr.isatty())
+def _tracked(items: list[Path], description: str) -> Iterator[Path]:
+    """The items, with a transient progress bar on stderr when it is a terminal (rich is only loaded then)."""
+    if not sys.stderr.isatty():
+        yield from items
+        return
+    from rich.console import Console
+    from rich.progress import Progress
+
+    with Progress(console=Console(stderr=True), transient=True) as progress:
+        yield from progress.track(items, description=description)
 
 
 def _quiet_prefect() -> None:
@@ -350,7 +354,7 @@ def _print_nightly(report: NightlyReport, warehouse: Path) -> None:
     from flows.warehouse import Warehouse
 
     store = Warehouse(warehouse)
-    print_tables([load_result(store, r.evaluation_id) for r in report.evaluated], Console())
+    print_tables([load_result(store, r.evaluation_id) for r in report.evaluated])
     for name, error in report.rejected.items():
         print(f"rejected {name}: {error}", file=sys.stderr)
     print(f"nightly run {report.flow_run_id}: {len(report.evaluated)} evaluations, "
@@ -423,6 +427,10 @@ def _print_rows(columns: list[str], rows: list[tuple], output_format: str) -> No
     elif output_format == "json":
         print(json.dumps([dict(zip(columns, row)) for row in rows], default=str, indent=1))
     else:
+        from rich.console import Console
+        from rich.markup import escape
+        from rich.table import Table
+
         table = Table(*columns)
         for row in rows:
             table.add_row(*("NULL" if value is None else escape(str(value)) for value in row))
@@ -447,6 +455,8 @@ def show(
         record, _, _ = store.load_evaluation(evaluation_id)
     except InputError as error:
         raise _fail(str(error), EXIT_INPUT) from None
+    from rich.console import Console
+
     console = Console()
     print_tables([result], console)
     console.print_json(json.dumps(json.loads(record["provenance_json"])))

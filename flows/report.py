@@ -8,13 +8,12 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from typing import Any
-
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
+from typing import TYPE_CHECKING, Any
 
 from flows.engine import EvaluationResult
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 def _measure_name(result: EvaluationResult, cutoff: int | None) -> str:
@@ -78,7 +77,14 @@ def as_trec(results: Sequence[EvaluationResult]) -> str:
     return "\n".join(lines)
 
 
-def print_tables(results: Sequence[EvaluationResult], console: Console) -> None:
+def print_tables(results: Sequence[EvaluationResult], console: Console | None = None) -> None:
+    """The summary table of each result, then its warnings (rich is imported here only: the other formats never
+    load it)."""
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    console = console or Console()
     for result in results:
         spec = result.spec
         table = Table(
