@@ -144,8 +144,12 @@ def write_ranked(rows: pl.DataFrame, target: Path, metadata: dict[str, str]) -> 
     duplicates = duplicate_pairs(rows.lazy()).collect(engine="in-memory").height if suspected else 0
     ranked = in_stored_order(rows.lazy()).collect(engine="in-memory")
     first_band = int((ranked["band"] == 0).sum())
+    # zstd level 1: at M the store took 3.1 s instead of 3.3 s, for files 2% larger than at Polars' default level.
     ranked.drop("band").write_parquet(
-        target, row_group_size=max(first_band, 1), metadata=metadata | {DUPLICATE_PAIRS_KEY: str(duplicates)}
+        target,
+        compression_level=1,
+        row_group_size=max(first_band, 1),
+        metadata=metadata | {DUPLICATE_PAIRS_KEY: str(duplicates)},
     )
 
 
