@@ -13,13 +13,18 @@ from transforms.errors import InputError
 PAIR = ["query_id", "doc_id"]
 
 
-def may_have_duplicates(table: pl.LazyFrame) -> pl.LazyFrame:
-    """One boolean: could a (query_id, doc_id) pair occur twice? Per query, compares the number of distinct 64-bit
-    doc_id hashes with the number of rows: much cheaper than grouping by the pairs of strings (and than one set
-    of all pair hashes), and never misses a duplicate (a hash collision only sends the caller to the exact
+def docs_may_repeat() -> pl.Expr:
+    """In a group-by: could the group's rows hold a doc_id twice? Compares the number of distinct 64-bit doc_id
+    hashes with the number of rows: much cheaper than grouping by the pairs of strings (and than one set of all
+    pair hashes), and never misses a repeat (a hash collision only sends the caller to the exact
     `duplicate_pairs`)."""
-    per_query = table.group_by("query_id").agg(rows=pl.len(), distinct=pl.col("doc_id").hash(29).n_unique())
-    return per_query.select((pl.col("distinct") < pl.col("rows")).any().alias("may_have_duplicates"))
+    return pl.col("doc_id").hash(29).n_unique() < pl.len()
+
+
+def may_have_duplicates(table: pl.LazyFrame) -> pl.LazyFrame:
+    """One boolean: could a (query_id, doc_id) pair occur twice? (`docs_may_repeat` per query.)"""
+    per_query = table.group_by("query_id").agg(repeats=docs_may_repeat())
+    return per_query.select(pl.col("repeats").any().alias("may_have_duplicates"))
 
 
 def duplicate_pairs(table: pl.LazyFrame) -> pl.LazyFrame:

@@ -12,6 +12,7 @@ import polars as pl
 
 from schemas.spec import EvaluationSpec
 from schemas.tables import PER_QUERY, STATUSES, SUMMARY
+from transforms.duplicates import docs_may_repeat
 
 QUERY = "query_id"
 PAIR = [QUERY, "doc_id"]
@@ -68,8 +69,8 @@ def candidate_rows(run: pl.LazyFrame, spec: EvaluationSpec) -> pl.LazyFrame:
 
     Runs list each query's rows together, so rows are grouped by stretches of one query id (an integer per
     stretch), far cheaper than grouping by the id strings; a query spread over several stretches is put together
-    again from its stretches' candidates. `docs_may_repeat` is true when a stretch has fewer distinct 64-bit
-    doc_id hashes than rows (a hash collision only makes it true) or the query is spread over several stretches."""
+    again from its stretches' candidates. `docs_may_repeat` is true when a stretch may repeat a document
+    (`transforms.duplicates.docs_may_repeat`) or the query is spread over several stretches."""
     has_query_rows = "query_rows" in run.collect_schema()
     k = first_rows_needed(spec)
     key = sort_key(spec)
@@ -80,7 +81,7 @@ def candidate_rows(run: pl.LazyFrame, spec: EvaluationSpec) -> pl.LazyFrame:
     stretches = rows.group_by("stretch").agg(
         pl.col(QUERY).first(),
         n_rows=(pl.col("query_rows").first() if has_query_rows else pl.len()).cast(pl.Int64),
-        repeats=pl.col("doc_id").hash(29).n_unique() < pl.len(),
+        repeats=docs_may_repeat(),
     )
     spread = pl.len().over(QUERY) > 1
     stretch_queries = stretches.select(
