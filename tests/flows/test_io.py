@@ -10,6 +10,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from flows.hashing import hash_in_background
 from flows.io import LoadedTable, TableKind, load_table
 from schemas.tables import JUDGMENTS, RUN
 from transforms.errors import InputError
@@ -44,6 +45,21 @@ def input_error(path: Path, kind: TableKind) -> InputError:
     with pytest.raises(InputError) as caught:
         load_table(path, kind)
     return caught.value
+
+
+def test_hashes_started_in_the_background_are_the_tables_hashes(tmp_path: Path) -> None:
+    """What the command line starts before its imports: one future per existing file (folders and missing paths
+    are left to whoever opens them), and the same hashes as a table hashing its own file."""
+    plain = write(tmp_path / "run.txt", RUN_TEXT)
+    packed = write(tmp_path / "run.gz", gzip.compress(RUN_TEXT.encode()))
+    futures = hash_in_background([plain, packed, tmp_path, tmp_path / "missing.txt"])
+    assert set(futures) == {plain, packed}
+    assert futures[plain].result() == (sha256_of(plain), sha256_of(plain))
+    assert futures[packed].result() == (sha256_of(packed), sha256_of(plain))  # content: the decompressed text
+    for path in (plain, packed):
+        prefetched = load_table(path, "run", hashes=futures[path])
+        own = load_table(path, "run")
+        assert (prefetched.source_sha256, prefetched.content_sha256) == (own.source_sha256, own.content_sha256)
 
 
 # -- TREC text, plain and gzip ---------------------------------------------------------------------------------------
