@@ -18,6 +18,7 @@ _BLOCK = 1 << 22
 
 
 def is_gzipped(path: Path) -> bool:
+    """Whether the file's bytes are gzip (its magic number, whatever its name says)."""
     with path.open("rb") as handle:
         return handle.read(2) == GZIP_MAGIC
 

@@ -19,7 +19,7 @@ from pydantic import ValidationError
 
 import polars as pl
 
-from flows.hashing import GZIP_MAGIC, hash_in_background
+from flows.hashing import hash_in_background, is_gzipped
 from schemas.provenance import JudgmentSetMetadata, RunMetadata, table_id
 from schemas.tables import JUDGMENTS, RUN, RUN_ROWS, STORED_JUDGMENTS
 from transforms.errors import InputError
@@ -96,13 +96,10 @@ def read_sidecar(path: Path, kind: TableKind) -> Metadata:
 
 
 def sniff_format(path: Path) -> Literal["trec", "trec.gz", "parquet"]:
-    with path.open("rb") as handle:
-        head = handle.read(4)
-    if head.startswith(GZIP_MAGIC):
+    if is_gzipped(path):
         return "trec.gz"
-    if head == _PARQUET_MAGIC:
-        return "parquet"
-    return "trec"
+    with path.open("rb") as handle:
+        return "parquet" if handle.read(4) == _PARQUET_MAGIC else "trec"
 
 
 _FAST_COLUMNS: dict[TableKind, dict[str, type[pl.DataType]]] = {

@@ -89,13 +89,13 @@ def candidate_rows(run: pl.LazyFrame, spec: EvaluationSpec) -> pl.LazyFrame:
         n_retrieved=(pl.col("n_rows").first() if has_query_rows else pl.col("n_rows").sum()).over(QUERY),
         docs_may_repeat=pl.col("repeats").any().over(QUERY) | spread,
     )
-    per_query = rows_kept.select("stretch", QUERY, "doc_id", sort_key=key).join(stretch_queries, on="stretch")
+    candidates = rows_kept.select("stretch", QUERY, "doc_id", sort_key=key).join(stretch_queries, on="stretch")
     if k is not None:  # a query spread over stretches: its candidates are the best of its stretches' candidates
-        per_query = per_query.filter(pl.col("sort_key") >= pl.col("sort_key").top_k(k).min().over(QUERY))
+        candidates = candidates.filter(pl.col("sort_key") >= pl.col("sort_key").top_k(k).min().over(QUERY))
     n_retrieved = pl.col("n_retrieved").cast(pl.Int64)
     if spec.depth is not None:
         n_retrieved = pl.min_horizontal(n_retrieved, pl.lit(spec.depth, pl.Int64))
-    return per_query.select(QUERY, "doc_id", "sort_key", n_retrieved.alias("n_retrieved"), "docs_may_repeat")
+    return candidates.select(QUERY, "doc_id", "sort_key", n_retrieved.alias("n_retrieved"), "docs_may_repeat")
 
 
 def attach_judgments(ranked: pl.LazyFrame, judgments: pl.LazyFrame) -> pl.LazyFrame:
