@@ -73,8 +73,8 @@ def candidate_rows(run: pl.LazyFrame, spec: EvaluationSpec) -> pl.LazyFrame:
     (`transforms.duplicates.docs_may_repeat`) or the query is spread over several stretches."""
     has_query_rows = "query_rows" in run.collect_schema()
     k = first_rows_needed(spec)
-    key = sort_key(spec)
-    rows = run.with_columns(stretch=pl.col(QUERY).rle_id())
+    rows = run.with_columns(stretch=pl.col(QUERY).rle_id(), sort_key=sort_key(spec))
+    key = pl.col("sort_key")
     rows_kept = rows if k is None else rows.filter(key >= key.top_k(k).min().over("stretch"))
     # Per stretch, then per query over the (few) stretches: a stored head's stretches each carry the query's
     # count, a text run's each count their own rows.
@@ -89,7 +89,7 @@ def candidate_rows(run: pl.LazyFrame, spec: EvaluationSpec) -> pl.LazyFrame:
         n_retrieved=(pl.col("n_rows").first() if has_query_rows else pl.col("n_rows").sum()).over(QUERY),
         docs_may_repeat=pl.col("repeats").any().over(QUERY) | spread,
     )
-    candidates = rows_kept.select("stretch", QUERY, "doc_id", sort_key=key).join(stretch_queries, on="stretch")
+    candidates = rows_kept.select("stretch", QUERY, "doc_id", "sort_key").join(stretch_queries, on="stretch")
     if k is not None:  # a query spread over stretches: its candidates are the best of its stretches' candidates
         candidates = candidates.filter(pl.col("sort_key") >= pl.col("sort_key").top_k(k).min().over(QUERY))
     n_retrieved = pl.col("n_retrieved").cast(pl.Int64)
