@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import mmap
+import os
 from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -25,11 +27,15 @@ def is_gzipped(path: Path) -> bool:
 
 def content_hashes(path: Path) -> tuple[str, str]:
     """(source sha256, content sha256): of the bytes as stored, and of the content once decompressed (a gzipped
-    file and its plain text have the same content hash). Reads in blocks; hashlib releases the GIL."""
-    source = hashlib.sha256()
+    file and its plain text have the same content hash). hashlib releases the GIL while it hashes."""
     with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(_BLOCK), b""):
-            source.update(block)
+        # One update over the mapped file: the GIL is let go once for the whole hash instead of being taken back
+        # for every block read while the main thread imports (done 50 ms sooner at 265 MB). mmap refuses 0 bytes.
+        if os.fstat(handle.fileno()).st_size == 0:
+            source = hashlib.sha256()
+        else:
+            with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+                source = hashlib.sha256(mapped)
     if not is_gzipped(path):
         return source.hexdigest(), source.hexdigest()
     content = hashlib.sha256()
