@@ -17,7 +17,7 @@ from schemas.provenance import RunMetadata, evaluation_id
 from schemas.spec import EvaluationSpec
 from transforms.duplicates import duplicate_pairs, keep_one_per_pair, may_have_duplicates, raise_on_duplicates
 from transforms.errors import InputError
-from transforms.ndcg import candidate_rows, grades_outside_gain_map, ndcg_of_candidates, summarize
+from transforms.ndcg import candidate_rows, first_rows_needed, grades_outside_gain_map, ndcg_of_candidates, summarize
 from transforms.layout import head_positions, head_rows
 from transforms.shards import shard_count, with_bucket
 
@@ -29,6 +29,10 @@ HEAD_ROWS_PER_PART = 4_000_000
 # Judgments evaluated with one part: joined and ranked for the ideal, a part's judgments take several times their
 # size, so 24M judgments (a 500k-query set) are split into 16 parts.
 JUDGMENT_ROWS_PER_PART = 2_000_000
+# Up to this many first rows per query, Polars' streaming engine finds the candidates of a run held in memory faster
+# than its in-memory engine (M, top 10: 0.17 s vs 0.22 s); for deeper heads or whole lists it is slower (top 1000:
+# 3.69 s vs 3.50 s for the whole command).
+STREAMED_CANDIDATES_MAX_K = 100
 
 
 @dataclass(frozen=True)
@@ -109,16 +113,19 @@ def evaluate_part(
     positions = head_positions(spec)
     if run.stored_order is not None and positions is not None:
         run = replace(run, scan=head_rows(run.stored_order, positions), in_memory=True)
+    candidates_engine = engine
     if engine == "auto":  # the in-memory engine is faster on rows that are (or fit) in memory
         engine = "in-memory" if run.in_memory and judgments.in_memory else "streaming"
+        k = first_rows_needed(spec)
+        candidates_engine = "streaming" if k is not None and k <= STREAMED_CANDIDATES_MAX_K else engine
     judgments_suspected = may_have_duplicates(judgments.scan).collect(engine=engine).item()
     judgment_rows, warnings = without_duplicates(judgments, spec.judgment_duplicates, judgments_suspected)
     # The candidates' group-by also tells whether the run may repeat a document: no separate pass over the run.
-    candidates = candidate_rows(run.scan, spec).collect(engine=engine)
+    candidates = candidate_rows(run.scan, spec).collect(engine=candidates_engine)
     run_suspected = not run.duplicate_free and bool(candidates["docs_may_repeat"].any())
     run_rows, run_warnings = without_duplicates(run, spec.run_duplicates, run_suspected)
     if run_warnings:  # rows were dropped: the candidates come from what is left
-        candidates = candidate_rows(run_rows, spec).collect(engine=engine)
+        candidates = candidate_rows(run_rows, spec).collect(engine=candidates_engine)
     check_inputs(run, run_rows, judgments, judgment_rows, spec)
     per_query = ndcg_of_candidates(candidates.lazy(), judgment_rows, spec).collect(engine=engine)
     return per_query, warnings + run_warnings

@@ -57,6 +57,8 @@ def test_in_memory_streaming_and_sharded_agree(inputs: dict, tmp_path: Path, dat
     qrels, run = inputs[data]
     in_memory = evaluate(load_table(run, "run"), load_table(qrels, "judgments"), spec, engine="in-memory")
     streaming = evaluate(load_table(run, "run"), load_table(qrels, "judgments"), spec, engine="streaming")
+    # The default picks an engine per step (candidates of a short head on the streaming one).
+    chosen = evaluate(load_table(run, "run"), load_table(qrels, "judgments"), spec)
     warehouse = Warehouse(tmp_path / "warehouse")
     judgments = ingest_file(warehouse, qrels, "judgments", rows_per_shard=2_000)
     stored_run = ingest_file(warehouse, run, "run", rows_per_shard=10_000)
@@ -69,6 +71,7 @@ def test_in_memory_streaming_and_sharded_agree(inputs: dict, tmp_path: Path, dat
     )
 
     assert streaming.per_query.equals(in_memory.per_query)
+    assert chosen.per_query.equals(in_memory.per_query)
     assert direct_sharded.per_query.equals(in_memory.per_query)
     assert direct_sharded.summary.equals(in_memory.summary)
     assert report.evaluation_id == in_memory.evaluation_id == direct_sharded.evaluation_id
