@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 
 from flows.hashing import hash_in_background
-from flows.io import LoadedTable, TableKind, load_table
+from flows.io import LoadedTable, TableKind, load_table, read_trec_fast
 from schemas.tables import JUDGMENTS, RUN
 from transforms.errors import InputError
 
@@ -52,8 +52,10 @@ def test_hashes_started_in_the_background_are_the_tables_hashes(tmp_path: Path) 
     are left to whoever opens them), and the same hashes as a table hashing its own file."""
     plain = write(tmp_path / "run.txt", RUN_TEXT)
     packed = write(tmp_path / "run.gz", gzip.compress(RUN_TEXT.encode()))
-    futures = hash_in_background([plain, packed, tmp_path, tmp_path / "missing.txt"])
-    assert set(futures) == {plain, packed}
+    empty = write(tmp_path / "empty.txt", b"")
+    futures = hash_in_background([plain, packed, empty, tmp_path, tmp_path / "missing.txt"])
+    assert set(futures) == {plain, packed, empty}
+    assert futures[empty].result() == (hashlib.sha256(b"").hexdigest(),) * 2
     assert futures[plain].result() == (sha256_of(plain), sha256_of(plain))
     assert futures[packed].result() == (sha256_of(packed), sha256_of(plain))  # content: the decompressed text
     for path in (plain, packed):
@@ -81,6 +83,26 @@ def test_plain_text_run(tmp_path: Path) -> None:
     assert (table.kind, table.source_format, table.unit) == ("run", "trec", "line")
     assert table.frame.schema == pl.Schema(RUN)
     assert table.frame.rows() == RUN_ROWS
+
+
+@pytest.mark.parametrize(
+    ("text", "tag", "row_tags"),
+    [
+        ("q1 Q0 d1 1 3.0 a\nq1 Q0 d2 2 2.0 a\n", "a", ["a", "a"]),
+        ("q1\tQ0\td1\t1\t3.0\ta\r\nq1\tQ0\td2\t2\t2.0\ta\r\n", "a", ["a", "a"]),
+        # Another tag after the first line: the run is read again with plain strings, every row keeps its own.
+        ("q1 Q0 d1 1 3.0 a\nq1 Q0 d2 2 2.0 b\n", "", ["a", "b"]),
+        ("q1 Q0 d1 1 3.0 a\nq1 Q0 d2 2 2.0 a\nq2 Q0 d1 1 1.0 a_b\n", "", ["a", "a", "a_b"]),
+    ],
+)
+def test_run_tag_common_to_every_row(tmp_path: Path, text: str, tag: str, row_tags: list[str]) -> None:
+    path = write(tmp_path / "run.txt", text)
+    fast = read_trec_fast(path, gzipped=False, kind="run")
+    assert fast is not None and fast.common_tag == tag
+    table = load_table(path, "run")
+    assert table.metadata.tag == tag
+    assert table.frame.schema == pl.Schema(RUN)
+    assert table.frame["run_tag"].to_list() == row_tags
 
 
 def test_crlf_text_is_read_like_lf(tmp_path: Path) -> None:
