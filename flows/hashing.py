@@ -11,6 +11,7 @@ import gzip
 import hashlib
 import mmap
 import os
+import threading
 from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -45,10 +46,26 @@ def content_hashes(path: Path) -> tuple[str, str]:
     return source.hexdigest(), content.hexdigest()
 
 
+def _lowest_priority() -> None:
+    """The hashing thread takes the cores the work leaves idle (imports, single-threaded steps) rather than a share
+    of the ones a parse keeps busy: it asks for the lowest priority, which Linux sets per thread."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
+    except (AttributeError, OSError):  # elsewhere: an ordinary thread
+        pass
+
+
 def hash_in_background(paths: Iterable[Path]) -> dict[Path, Future[tuple[str, str]]]:
-    """Start hashing the files among `paths` (one after another, in one thread); the futures by path. Folders and
-    missing paths are left out: whoever opens them reports the problem."""
-    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="judged-hash")
+    """Start hashing the files among `paths` (one after another, in one low-priority thread); the futures by path.
+    Folders and missing paths are left out: whoever opens them reports the problem."""
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="judged-hash", initializer=_lowest_priority)
     futures = {path: pool.submit(content_hashes, path) for path in paths if path.is_file()}
     pool.shutdown(wait=False)
     return futures
+
+
+def known_hashes(source_sha256: str, content_sha256: str) -> Future[tuple[str, str]]:
+    """Hashes already known (a stored table's record), in the form `hash_in_background` gives."""
+    future: Future[tuple[str, str]] = Future()
+    future.set_result((source_sha256, content_sha256))
+    return future

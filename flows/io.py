@@ -19,7 +19,7 @@ from pydantic import ValidationError
 
 import polars as pl
 
-from flows.hashing import hash_in_background, is_gzipped
+from flows.hashing import hash_in_background, is_gzipped, known_hashes
 from schemas.provenance import JudgmentSetMetadata, RunMetadata, table_id
 from schemas.tables import JUDGMENTS, RUN, RUN_ROWS, STORED_JUDGMENTS
 from transforms.errors import InputError
@@ -47,10 +47,11 @@ class LoadedTable:
     kind: TableKind
     scan: pl.LazyFrame  # the validated rows in their contract (lazy: a large Parquet run is never held whole)
     source: str  # the path as given, for messages
-    source_sha256: str  # of the file's bytes as stored
+    # (source sha256, content sha256), often still being computed beside the work (flows.hashing): the properties
+    # below wait for them, so only what needs a table's identity waits
+    hashes: Future[tuple[str, str]]
     source_format: Literal["trec", "trec.gz", "parquet", "warehouse"]
     metadata: Metadata
-    content_sha256: str  # of the normalized table (see `content_sha256`)
     duplicate_free: bool = False  # proven at ingest: no (query, document) pair occurs twice
     stored_order: pl.LazyFrame | None = None  # a stored run's rows with `position` and `query_rows` (StoredTable)
     in_memory: bool = False  # rows held in memory (parsed text) or few by construction (a stored run's head)
@@ -74,6 +75,16 @@ class LoadedTable:
     def unit(self) -> str:
         """What a `source_line` counts: lines of text or rows of Parquet."""
         return "row" if self.source_format == "parquet" else "line"
+
+    @property
+    def source_sha256(self) -> str:
+        """Of the file's bytes as stored."""
+        return self.hashes.result()[0]
+
+    @property
+    def content_sha256(self) -> str:
+        """Of the content once decompressed (a gzipped file and its plain text have the same)."""
+        return self.hashes.result()[1]
 
     @property
     def table_id(self) -> str:
@@ -249,7 +260,6 @@ def load_table(
     if hashes is None:
         hashes = hash_in_background([path])[path]
     parsed = _parse(path, kind, source_format, metadata)
-    source_sha256, content_sha256 = hashes.result()
     if isinstance(metadata, RunMetadata) and not metadata.tag:
         tag = parsed.common_tag if parsed.common_tag is not None else _common_tag(parsed.rows)
         metadata = metadata.model_copy(update={"tag": tag})
@@ -257,10 +267,9 @@ def load_table(
         kind=kind,
         scan=parsed.rows,
         source=str(path),
-        source_sha256=source_sha256,
+        hashes=hashes,
         source_format=source_format,
         metadata=metadata,
-        content_sha256=content_sha256,
         in_memory=source_format != "parquet" and not _streamed(path, source_format),
     )
 
@@ -361,10 +370,9 @@ class StoredTable:
             kind=self.kind,
             scan=in_contract(rows, contract),
             source=str(self.record["source"]),
-            source_sha256=str(self.record["source_sha256"]),
+            hashes=known_hashes(str(self.record["source_sha256"]), str(self.record["content_sha256"])),
             source_format=self.record["source_format"],
             metadata=self.metadata,
-            content_sha256=str(self.record["content_sha256"]),
             duplicate_free=duplicate_free,
             stored_order=ranked,
         )

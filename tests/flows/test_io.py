@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import os
+import sys
+import threading
 from pathlib import Path
 
 import polars as pl
 import pytest
 
-from flows.hashing import hash_in_background
+from flows.hashing import _lowest_priority, hash_in_background
 from flows.io import LoadedTable, TableKind, load_table, read_trec_fast
 from schemas.tables import JUDGMENTS, RUN
 from transforms.errors import InputError
@@ -62,6 +65,22 @@ def test_hashes_started_in_the_background_are_the_tables_hashes(tmp_path: Path) 
         prefetched = load_table(path, "run", hashes=futures[path])
         own = load_table(path, "run")
         assert (prefetched.source_sha256, prefetched.content_sha256) == (own.source_sha256, own.content_sha256)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="thread priorities are per thread on Linux only")
+def test_the_hashing_thread_takes_the_lowest_priority_and_only_itself() -> None:
+    seen: list[int] = []
+
+    def probe() -> None:
+        _lowest_priority()
+        seen.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
+
+    before = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    thread = threading.Thread(target=probe)
+    thread.start()
+    thread.join()
+    assert seen == [19]
+    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == before
 
 
 # -- TREC text, plain and gzip ---------------------------------------------------------------------------------------
