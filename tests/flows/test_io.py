@@ -5,15 +5,12 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-import os
-import sys
-import threading
 from pathlib import Path
 
 import polars as pl
 import pytest
 
-from flows.hashing import _lowest_priority, hash_in_background
+from flows.hashing import content_hashes, hash_in_background
 from flows.io import LoadedTable, TableKind, load_table, read_trec_fast
 from schemas.tables import JUDGMENTS, RUN
 from transforms.errors import InputError
@@ -67,20 +64,14 @@ def test_hashes_started_in_the_background_are_the_tables_hashes(tmp_path: Path) 
         assert (prefetched.source_sha256, prefetched.content_sha256) == (own.source_sha256, own.content_sha256)
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="thread priorities are per thread on Linux only")
-def test_the_hashing_thread_takes_the_lowest_priority_and_only_itself() -> None:
-    seen: list[int] = []
-
-    def probe() -> None:
-        _lowest_priority()
-        seen.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
-
-    before = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
-    thread = threading.Thread(target=probe)
-    thread.start()
-    thread.join()
-    assert seen == [19]
-    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == before
+def test_content_hashes_of_a_file_longer_than_one_read(tmp_path: Path) -> None:
+    """The hash reads blocks into one reused buffer: every block, the last one partial, counts once."""
+    text = (RUN_TEXT * 200_000).encode()  # ~11 MB: one full 8 MB block and a partial one
+    plain = write(tmp_path / "run.txt", text)
+    packed = write(tmp_path / "run.gz", gzip.compress(text, compresslevel=1))
+    expected = hashlib.sha256(text).hexdigest()
+    assert content_hashes(plain) == (expected, expected)
+    assert content_hashes(packed) == (sha256_of(packed), expected)
 
 
 # -- TREC text, plain and gzip ---------------------------------------------------------------------------------------
