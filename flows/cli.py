@@ -17,13 +17,20 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from schemas.errors import SpecError
+from schemas.spec import (
+    PRESETS,
+    EvaluationSpec,
+    SpecError,
+    build_spec,
+    parse_cutoffs,
+    parse_gain_map,
+    parse_positive_int,
+)
 from transforms.errors import InputError
 
-if TYPE_CHECKING:  # the flows import Prefect: only commands that run a flow load them; the spec model, pydantic
+if TYPE_CHECKING:  # the flows import Prefect: only commands that run a flow load them
     from flows.pipeline import NightlyReport
     from flows.warehouse import StoreReport
-    from schemas.spec import EvaluationSpec
 
 app = typer.Typer(
     name="judged",
@@ -43,9 +50,6 @@ def _root() -> None:
 
 EXIT_INPUT = 1
 EXIT_USAGE = 2
-# The names of schemas.spec.PRESETS (a test keeps them equal): the command line shows them in its help without
-# importing the spec model, so that `evaluate` starts hashing its inputs before pydantic and Polars load.
-PRESET_NAMES = ("judged", "trec_eval", "trec_eval9", "sklearn")
 
 _SPEC_PANEL = "Spec options (override the preset)"
 
@@ -93,8 +97,6 @@ def spec_from_options(
     query_weights: Path | None = None,
 ) -> EvaluationSpec:
     """The spec the options describe: a preset, then each given override. Raises SpecError or InputError."""
-    from schemas.spec import build_spec, parse_cutoffs, parse_gain_map, parse_positive_int
-
     weights = _read_weights(query_weights) if query_weights else None
     return build_spec(
         preset_name,
@@ -124,7 +126,7 @@ def evaluate(
                                                      "or a stored run's folder (warehouse/run_rows/<run_id>, "
                                                      "evaluated shard by shard in bounded memory).")],
     preset: Annotated[
-        str, typer.Option(help=f"Starting point for the spec: {', '.join(PRESET_NAMES)}. 'trec_eval' = trec_eval 10 -c.")
+        str, typer.Option(help=f"Starting point for the spec: {', '.join(PRESETS)}. 'trec_eval' = trec_eval 10 -c.")
     ] = "judged",
     cutoffs: Annotated[
         str | None, typer.Option(help="Comma-separated k values; 'all' = whole list. Default: 5,10,15,20,30,100,200,500,1000.", rich_help_panel=_SPEC_PANEL)
@@ -335,8 +337,6 @@ def _print_store_report(report: StoreReport, what: str) -> None:
 
 
 def _nightly_specs(presets: list[str], cutoffs: str | None) -> list[EvaluationSpec]:
-    from schemas.spec import build_spec, parse_cutoffs
-
     return [build_spec(name, cutoffs=parse_cutoffs(cutoffs) if cutoffs else None) for name in presets]
 
 
@@ -487,7 +487,6 @@ def demo(
     import shutil
 
     from flows.pipeline import nightly as nightly_flow
-    from schemas.spec import build_spec
 
     sample = Path(__file__).resolve().parents[1] / "data" / "trec-dl-2020-sample"
     inbox.mkdir(parents=True, exist_ok=True)

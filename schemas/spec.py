@@ -12,10 +12,6 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, field_validator, model_validator
 
-from schemas.errors import SpecError
-
-__all__ = ["SpecError"]  # defined apart so that the command line can catch it without importing pydantic
-
 SPEC_VERSION = 1
 
 Cutoff = Annotated[StrictInt, Field(gt=0)] | None
@@ -35,6 +31,10 @@ NegativeGrades = Literal["zero", "error"]
 Aggregation = Literal["mean", "weighted_mean"]
 
 TREC_EVAL_CUTOFFS: tuple[int, ...] = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
+
+
+class SpecError(ValueError):
+    """An option value that cannot be part of a valid spec (bad text, unknown preset, contradictory options)."""
 
 
 class EvaluationSpec(BaseModel):
