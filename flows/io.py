@@ -166,8 +166,8 @@ def read_trec_fast(path: Path, gzipped: bool, kind: TableKind) -> ParsedTable | 
     and names the line of any problem.
 
     A run's rows nearly always carry one tag, so the tag column is first read as an Enum of the first line's tag
-    (one byte a row instead of a string: 100 MB less at 7M rows); a run with another tag anywhere is read again
-    with plain strings."""
+    (one byte a row instead of a string: 100 MB less at 7M rows); a run with another tag anywhere (or that this
+    first read turns down for any reason) is read again with plain strings."""
     columns = _FAST_COLUMNS[kind]
     first_line = _first_line(path, gzipped)
     separator = "\t" if "\t" in first_line else " "
