@@ -185,6 +185,7 @@ def read_trec_fast(path: Path, gzipped: bool, kind: TableKind) -> ParsedTable | 
 def _read_fast(
     path: Path, gzipped: bool, kind: TableKind, separator: str, columns: dict[str, pl.DataType]
 ) -> ParsedTable | None:
+    """One attempt of `read_trec_fast`, with these column types."""
     options = dict(
         separator=separator, has_header=False, new_columns=list(columns), schema_overrides=columns,
         quote_char=None, comment_prefix=None, raise_if_empty=False,
