@@ -309,30 +309,26 @@ def test_gain_map_missing_a_grade_exits_1() -> None:
     )
 
 
-def test_duplicate_run_rows_exit_1(tmp_path: Path) -> None:
-    run = write(tmp_path / "run.txt", "q1 Q0 d1 1 3.0 t\nq1 Q0 d1 2 2.0 t\n")
+@pytest.mark.parametrize(
+    ("text", "second_line", "kept_rows"),
+    [
+        ("q1 Q0 d1 1 3.0 t\nq1 Q0 d1 2 2.0 t\n", 2, 1),
+        # The query's rows lie in two blocks: the repeat is found across them.
+        ("q1 Q0 d1 1 3.0 t\nq2 Q0 d7 1 2.0 t\nq1 Q0 d2 2 2.5 t\nq1 Q0 d1 3 1.0 t\n", 4, 2),
+    ],
+)
+def test_duplicate_run_rows_exit_1(tmp_path: Path, text: str, second_line: int, kept_rows: int) -> None:
+    run = write(tmp_path / "run.txt", text)
     assert_one_line_error(
         judged("evaluate", SEED_QRELS, run),
         1,
-        f"{run}, line 2: duplicate run row for query 'q1', document 'd1' at lines 1 and 2; "
-        "declare a duplicates policy (first, last) to resolve",
-    )
-    resolved = judged("evaluate", SEED_QRELS, run, "--run-duplicates", "first", "--format", "json")
-    assert json_of(resolved)["evaluations"][0]["warnings"][0].endswith("resolved by keeping the first line")
-
-
-def test_duplicate_run_rows_apart_in_the_file_exit_1(tmp_path: Path) -> None:
-    """The query's rows lie in two blocks: the repeat is found across them, and the first policy keeps line 1."""
-    run = write(tmp_path / "run.txt", "q1 Q0 d1 1 3.0 t\nq2 Q0 d7 1 2.0 t\nq1 Q0 d2 2 2.5 t\nq1 Q0 d1 3 1.0 t\n")
-    assert_one_line_error(
-        judged("evaluate", SEED_QRELS, run),
-        1,
-        f"{run}, line 4: duplicate run row for query 'q1', document 'd1' at lines 1 and 4; "
+        f"{run}, line {second_line}: duplicate run row for query 'q1', document 'd1' at lines 1 and {second_line}; "
         "declare a duplicates policy (first, last) to resolve",
     )
     resolved = json_of(judged("evaluate", SEED_QRELS, run, "--run-duplicates", "first", "--format", "json"))
+    assert resolved["evaluations"][0]["warnings"][0].endswith("resolved by keeping the first line")
     q1 = [row for row in resolved["evaluations"][0]["per_query"] if row["query_id"] == "q1"]
-    assert {row["n_retrieved"] for row in q1} == {2}
+    assert {row["n_retrieved"] for row in q1} == {kept_rows}
 
 
 def test_bad_query_weights_line_exits_1(tmp_path: Path) -> None:
