@@ -98,6 +98,11 @@ def candidate_rows(run: pl.LazyFrame, spec: EvaluationSpec) -> pl.LazyFrame:
     return candidates.select(QUERY, "doc_id", "sort_key", n_retrieved.alias("n_retrieved"), "docs_may_repeat")
 
 
+def stretch_starts(run: pl.LazyFrame) -> pl.LazyFrame:
+    """`start`: the row offset of every stretch of one query id but the first (see `candidate_rows`)."""
+    return run.select(start=pl.arg_where(pl.col(QUERY) != pl.col(QUERY).shift()))
+
+
 def attach_judgments(ranked: pl.LazyFrame, judgments: pl.LazyFrame) -> pl.LazyFrame:
     """Left-join the grades: an unjudged (or unresolved) document keeps a null `relevance`."""
     return ranked.join(judgments.select(*PAIR, "relevance"), on=PAIR, how="left", maintain_order="left")

@@ -8,6 +8,8 @@ import numpy as np
 import polars as pl
 import pytest
 
+import flows.engine
+import flows.io
 from flows.engine import evaluate, evaluate_sharded
 from flows.io import load_table, open_stored
 from flows.pipeline import evaluate_flow, evaluate_into, ingest_file, ingest_judgments, ingest_run, task_runner
@@ -52,13 +54,20 @@ def inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, Pa
 
 @pytest.mark.parametrize("spec_name", list(SPECS))
 @pytest.mark.parametrize("data", ["dl2020-DoRA_Large", "generated-S"])
-def test_in_memory_streaming_and_sharded_agree(inputs: dict, tmp_path: Path, data: str, spec_name: str) -> None:
+def test_in_memory_streaming_and_sharded_agree(
+    inputs: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, data: str, spec_name: str
+) -> None:
     spec: EvaluationSpec = SPECS[spec_name]
     qrels, run = inputs[data]
     in_memory = evaluate(load_table(run, "run"), load_table(qrels, "judgments"), spec, engine="in-memory")
     streaming = evaluate(load_table(run, "run"), load_table(qrels, "judgments"), spec, engine="streaming")
     # The default picks an engine per step (candidates of a short head on the streaming one).
     chosen = evaluate(load_table(run, "run"), load_table(qrels, "judgments"), spec)
+    # Plain text read in pieces, candidates found in parts (as at M, scaled down).
+    with monkeypatch.context() as scaled_down:
+        scaled_down.setattr(flows.io, "TEXT_PIECE_BYTES", 100_000)
+        scaled_down.setattr(flows.engine, "CANDIDATE_PART_ROWS", 3_000)
+        in_parts = evaluate(load_table(run, "run"), load_table(qrels, "judgments"), spec)
     warehouse = Warehouse(tmp_path / "warehouse")
     judgments = ingest_file(warehouse, qrels, "judgments", rows_per_shard=2_000)
     stored_run = ingest_file(warehouse, run, "run", rows_per_shard=10_000)
@@ -72,6 +81,7 @@ def test_in_memory_streaming_and_sharded_agree(inputs: dict, tmp_path: Path, dat
 
     assert streaming.per_query.equals(in_memory.per_query)
     assert chosen.per_query.equals(in_memory.per_query)
+    assert in_parts.per_query.equals(in_memory.per_query)
     assert direct_sharded.per_query.equals(in_memory.per_query)
     assert direct_sharded.summary.equals(in_memory.summary)
     assert report.evaluation_id == in_memory.evaluation_id == direct_sharded.evaluation_id

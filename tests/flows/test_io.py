@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import os
 from pathlib import Path
 
 import polars as pl
 import pytest
 
+import flows.io
 from flows.hashing import content_hashes, hash_in_background
 from flows.io import LoadedTable, TableKind, load_table, read_trec_fast
 from schemas.tables import JUDGMENTS, RUN
@@ -347,3 +349,52 @@ def test_parquet_non_integer_rank_is_rejected(tmp_path: Path) -> None:
     pl.DataFrame({"query_id": ["q1"], "doc_id": ["d1"], "score": [1.0], "rank": [1.5]}).write_parquet(path)
     with pytest.raises(InputError):
         load_table(path, "run")
+
+
+# -- plain text read in pieces ---------------------------------------------------------------------------------------
+
+PIECES_RUN = "".join(
+    f"q{q} Q0 doc-{q}-{d} {d + 1} {10 - d / 4:.2f} tag-x\n" + ("\n" if d % 7 == 3 else "")
+    for q in range(1, 4)
+    for d in range(12)
+)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [PIECES_RUN, PIECES_RUN.replace("\n", "\r\n"), PIECES_RUN.rstrip("\n"), PIECES_RUN.replace(" ", "\t")],
+    ids=["lf-with-blank-lines", "crlf", "no-final-newline", "tabs"],
+)
+@pytest.mark.parametrize("piece_bytes", [30, 64, 500])
+def test_text_read_in_pieces_equals_one_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str, piece_bytes: int
+) -> None:
+    """Pieces end after a newline: every line lands whole in one piece, and blank lines still count for the
+    line numbers. (Lines are longer than the smallest piece, so no piece is only a blank line.)"""
+    path = write(tmp_path / "run.txt", text)
+    whole = load_table(path, "run").frame
+    monkeypatch.setattr(flows.io, "TEXT_PIECE_BYTES", piece_bytes)
+    fast = read_trec_fast(path, gzipped=False, kind="run")
+    assert fast is not None and fast.common_tag == "tag-x"
+    pieces = load_table(path, "run").frame
+    assert pieces.equals(whole)
+    assert pieces["source_line"].to_list()[:6] == [1, 2, 3, 4, 6, 7]
+
+
+def test_piece_ends_fall_after_newlines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    data = b"a\n" + b"x" * 200_000 + b"\nb\nc"  # a line longer than one probe (64 KiB)
+    path = write(tmp_path / "t.txt", data)
+    monkeypatch.setattr(flows.io, "TEXT_PIECE_BYTES", 1)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        assert flows.io._piece_ends(fd, len(data)) == [2, 200_003, 200_005, len(data)]
+    finally:
+        os.close(fd)
+
+
+def test_rank_beyond_int32_is_read_whole(tmp_path: Path) -> None:
+    """The fast reader takes ranks as Int32; a larger one sends the file to the exact parser (Int64)."""
+    path = write(tmp_path / "run.txt", "q1 Q0 d1 1 3.0 t\nq1 Q0 d2 3000000000 2.0 t\n")
+    frame = load_table(path, "run").frame
+    assert frame.schema == pl.Schema(RUN)
+    assert frame["source_rank"].to_list() == [1, 3_000_000_000]

@@ -1,0 +1,57 @@
+"""The direct evaluation path (flows.engine): what it does beyond the transforms, here how it collects a run's
+candidates a part at a time."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+import flows.engine
+from flows.engine import evaluate
+from flows.io import load_table
+from transforms.ndcg import candidate_rows
+from schemas.spec import PRESETS, EvaluationSpec
+
+SPECS = {
+    "trec_eval@10": PRESETS["trec_eval"].with_options(cutoffs=(10,)),
+    "judged@5,20,all": PRESETS["judged"].with_options(cutoffs=(5, 20, None)),
+    "condensed-depth": PRESETS["trec_eval9"].with_options(cutoffs=(5, 20), unjudged="condensed", depth=30),
+}
+
+
+def run_lines(order: str) -> list[str]:
+    """Six queries of 40 rows with many exact ties, listed query by query, with q1 split in two blocks far
+    apart, or every row shuffled."""
+    rng = random.Random(3)
+    rows = [f"q{q} Q0 d{d} {d + 1} {rng.randint(0, 12)} t" for q in range(6) for d in range(40)]
+    if order == "blocks":
+        rows = rows[60:] + rows[:60]  # q1's rows 20-39 first, its rows 0-19 last
+    elif order == "shuffled":
+        rng.shuffle(rows)
+    return rows
+
+
+@pytest.mark.parametrize("spec_name", list(SPECS))
+@pytest.mark.parametrize("order", ["grouped", "blocks", "shuffled"])
+def test_candidates_in_parts_give_the_whole_runs_result(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, order: str, spec_name: str
+) -> None:
+    """Parts end where a query id changes. A query listed in several parts (blocks, shuffled) makes the engine
+    take the whole run at once: per part, its rows would be counted and ranked apart."""
+    spec: EvaluationSpec = SPECS[spec_name]
+    rng = random.Random(4)
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("".join(f"q{q} 0 d{d} {rng.randint(0, 3)}\n" for q in range(6) for d in range(0, 60, 2)))
+    run = tmp_path / "run.txt"
+    run.write_text("\n".join(run_lines(order)) + "\n")
+    whole = evaluate(load_table(run, "run"), load_table(qrels, "judgments"), spec)
+    monkeypatch.setattr(flows.engine, "CANDIDATE_PART_ROWS", 50)
+    calls = []
+    monkeypatch.setattr(flows.engine, "candidate_rows", lambda *args: calls.append(1) or candidate_rows(*args))
+    in_parts = evaluate(load_table(run, "run"), load_table(qrels, "judgments"), spec)
+    assert in_parts.per_query.equals(whole.per_query)
+    assert in_parts.summary.equals(whole.summary)
+    if order == "grouped":  # queries start at rows 0, 40, ..., 200: parts from 0, 80, 120, 160 and 200, no retake
+        assert len(calls) == 5
