@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import subprocess
 import sys
@@ -14,7 +15,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner, Result
 
-from flows.cli import app
+from flows.cli import allocator_options, app
 
 SEED = Path(__file__).resolve().parents[2] / "data" / "seed"
 SEED_QRELS = SEED / "qrels.txt"
@@ -416,3 +417,31 @@ def test_subprocess_success() -> None:
     # NDCG@2 = 3 / (3 + 2/log2(3)) = 0.7039180890...
     assert done.stdout.splitlines()[0].startswith("ndcg_cut_2\tq1\t0.70391808")
     assert done.stdout.splitlines()[-1].startswith("ndcg_cut_2\tall\t0.70391808")
+
+
+@pytest.mark.parametrize(
+    ("current", "expected"),
+    [
+        ("", "narenas:2"),
+        # What a parent process that imported Polars passes down.
+        ("dirty_decay_ms:500,muzzy_decay_ms:1000", "dirty_decay_ms:500,muzzy_decay_ms:1000,narenas:2"),
+        ("narenas:8", "narenas:8"),  # the user's own count wins
+    ],
+)
+def test_allocator_options_add_one_arena_per_core(current: str, expected: str) -> None:
+    assert allocator_options(current, cores=2) == expected
+
+
+def test_the_command_line_sets_the_arenas_before_polars_loads() -> None:
+    """`main` sets the option before any command imports Polars, which then keeps it after its own."""
+    script = (
+        "import os, sys\nfrom flows.cli import main\nassert 'polars' not in sys.modules\n"
+        "sys.argv = ['judged', '--help']\ntry:\n    main()\nexcept SystemExit:\n    pass\n"
+        "import polars\nprint(os.environ['_RJEM_MALLOC_CONF'])"
+    )
+    environment = {key: value for key, value in os.environ.items() if key != "_RJEM_MALLOC_CONF"}
+    printed = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, env=environment,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    assert printed.stdout.strip().splitlines()[-1].split(",")[-1] == f"narenas:{os.cpu_count()}"
