@@ -121,7 +121,7 @@ def evaluate_part(
     positions = head_positions(spec)
     if run.stored_order is not None and positions is not None:
         run = replace(run, scan=head_rows(run.stored_order, positions), in_memory=True)
-    candidates_engine = engine
+    candidates_engine = engine  # for the candidates and the per-query rows computed from them
     if engine == "auto":  # the in-memory engine is faster on rows that are (or fit) in memory
         engine = "in-memory" if run.in_memory and judgments.in_memory else "streaming"
         k = first_rows_needed(spec)
@@ -129,7 +129,9 @@ def evaluate_part(
     judgments_suspected = may_have_duplicates(judgments.scan).collect(engine=engine).item()
     judgment_rows, warnings = without_duplicates(judgments, spec.judgment_duplicates, judgments_suspected)
     # The candidates' group-by also tells whether the run may repeat a document: no separate pass over the run.
-    candidates = collect_candidates(run.scan, spec, candidates_engine, in_parts=run.in_memory)
+    # In parts for parsed text, whose rows are held (a stored head is a scan, which each slice would read again).
+    in_parts = run.in_memory and run.stored_order is None
+    candidates = collect_candidates(run.scan, spec, candidates_engine, in_parts=in_parts)
     run_suspected = not run.duplicate_free and bool(candidates["docs_may_repeat"].any())
     run_rows, run_warnings = without_duplicates(run, spec.run_duplicates, run_suspected)
     if run_warnings:  # rows were dropped: the candidates come from what is left
