@@ -163,10 +163,12 @@ def evaluate(
     ] = None,
 ) -> None:
     """Evaluate RUN(s) against QRELS and print the summary (table), everything (json) or trec_eval-style lines."""
-    from flows.hashing import hash_in_background
+    from flows.hashing import hash_in_background, hashes_on_demand
 
-    # Started before the engine's imports: hashing a large run then uses the core the imports leave idle.
-    hashes = hash_in_background([qrels, *runs]) if warehouse is None else {}
+    # Started before the engine's imports: hashing a large run then uses the core the imports leave idle. The
+    # trec_eval-style lines show no evaluation id, so for them the inputs are hashed only if something asks.
+    hashing = hashes_on_demand if output_format == "trec" else hash_in_background
+    hashes = hashing([qrels, *runs]) if warehouse is None else {}
     with _collector_paused():
         from flows.engine import evaluate as evaluate_loaded
         from flows.engine import evaluate_sharded

@@ -7,7 +7,9 @@ collect) that both the CLI and the Prefect tasks call. The computation itself li
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, replace
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from functools import cached_property, partial
 from pathlib import Path
 from typing import Literal
 
@@ -46,11 +48,17 @@ CANDIDATE_PART_ROWS = 1_000_000
 @dataclass(frozen=True)
 class EvaluationResult:
     run_name: str
-    evaluation_id: str
+    identify: Callable[[], str] = field(compare=False, repr=False)  # gives `evaluation_id`
     spec: EvaluationSpec
     per_query: pl.DataFrame
     summary: pl.DataFrame
     warnings: tuple[str, ...]
+
+    @cached_property
+    def evaluation_id(self) -> str:
+        """The content-derived id, made on first use: it waits for the inputs' hashes, which a result printed
+        without its identity (trec_eval-style lines) never needs."""
+        return self.identify()
 
 
 def without_duplicates(table: LoadedTable, policy: str, suspected: bool) -> tuple[pl.LazyFrame, list[str]]:
@@ -162,14 +170,15 @@ def collect_candidates(
 
 
 def assemble(
-    parts: list[pl.DataFrame], warnings: list[str], spec: EvaluationSpec, name: str, identifier: str
+    parts: list[pl.DataFrame], warnings: list[str], spec: EvaluationSpec, name: str, identify: Callable[[], str]
 ) -> EvaluationResult:
-    """One result from the per-query rows of every shard: the summary is computed over all of them."""
+    """One result from the per-query rows of every shard: the summary is computed over all of them. `identify`
+    gives its evaluation id when first asked for."""
     per_query = pl.concat(parts).sort("query_id", "cutoff", nulls_last=True, maintain_order=True)
     summary = summarize(per_query.lazy(), spec).collect()
     return EvaluationResult(
         run_name=name,
-        evaluation_id=identifier,
+        identify=identify,
         spec=spec,
         per_query=per_query,
         summary=summary,
@@ -177,7 +186,7 @@ def assemble(
     )
 
 
-def result_id(run: LoadedTable, judgments: LoadedTable, spec: EvaluationSpec) -> str:
+def result_id(run: LoadedTable | StoredTable, judgments: LoadedTable, spec: EvaluationSpec) -> str:
     return evaluation_id(run.table_id, judgments.table_id, spec.spec_hash)
 
 
@@ -208,8 +217,7 @@ def evaluate_sharded(
         per_query, part_warnings = evaluate_part(run.load(shard, of), part_judgments, spec, engine)
         parts.append(per_query)
         warnings += part_warnings
-    identifier = evaluation_id(run.table_id, judgments.table_id, spec.spec_hash)
-    return assemble(parts, warnings, spec, run.name, identifier)
+    return assemble(parts, warnings, spec, run.name, partial(result_id, run, judgments, spec))
 
 
 def evaluate(
@@ -217,7 +225,7 @@ def evaluate(
 ) -> EvaluationResult:
     """Evaluate one loaded run against loaded judgments under the spec, in one process."""
     per_query, warnings = evaluate_part(run, judgments, spec, engine)
-    return assemble([per_query], warnings, spec, run_name(run), result_id(run, judgments, spec))
+    return assemble([per_query], warnings, spec, run_name(run), partial(result_id, run, judgments, spec))
 
 
 def coverage_warnings(summary: pl.DataFrame, spec: EvaluationSpec) -> list[str]:

@@ -1,4 +1,4 @@
-"""Content hashes of input files, computed beside the rest of the work.
+"""Content hashes of input files, computed beside the rest of the work (or only when asked for).
 
 Belongs here: hashing a file's bytes (and its decompressed content) and running that in a background thread. No
 Polars and nothing heavy is imported here, so the command line can start hashing its inputs before it loads the
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import threading
 from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -51,6 +52,28 @@ def hash_in_background(paths: Iterable[Path]) -> dict[Path, Future[tuple[str, st
     futures = {path: pool.submit(content_hashes, path) for path in paths if path.is_file()}
     pool.shutdown(wait=False)
     return futures
+
+
+class _HashesOnDemand(Future[tuple[str, str]]):
+    """A file's `content_hashes`, computed in the caller's thread by the first `result()` call."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self._path = path
+        self._computing = threading.Lock()
+
+    def result(self, timeout: float | None = None) -> tuple[str, str]:
+        with self._computing:
+            if not self.done():
+                self.set_result(content_hashes(self._path))
+        return super().result(timeout)
+
+
+def hashes_on_demand(paths: Iterable[Path]) -> dict[Path, Future[tuple[str, str]]]:
+    """Like `hash_in_background`, but each file is hashed only if and when its hashes are asked for: for output
+    that shows no identity (trec_eval-style lines), where the hash of a large run would only take a core away
+    from the work (M: 0.08 s of a 1.3 s evaluation)."""
+    return {path: _HashesOnDemand(path) for path in paths if path.is_file()}
 
 
 def known_hashes(source_sha256: str, content_sha256: str) -> Future[tuple[str, str]]:

@@ -154,7 +154,7 @@ def finish_evaluation(
     shard_warnings = [w for path in staged for w in json.loads(pl.read_parquet_metadata(path)["judged.warnings"])]
     run_record, judgments_record = warehouse.record("run", run_id), warehouse.record("judgments", judgment_set_id)
     name = RunMetadata.model_validate_json(run_record["metadata_json"]).display_name(Path(run_record["source"]).name)
-    result = assemble(parts, shard_warnings, spec, name, identifier)
+    result = assemble(parts, shard_warnings, spec, name, lambda: identifier)
     finished = now_utc()
     provenance = ProvenanceRecord(
         evaluation_id=identifier,
@@ -228,7 +228,7 @@ def load_result(warehouse: Warehouse, evaluation_id: str) -> EvaluationResult:
     keys = ["evaluation_id", "run_id", "judgment_set_id", "spec_hash", "measure", "trec_eval_measure"]
     return EvaluationResult(
         run_name=record["run_name"],
-        evaluation_id=evaluation_id,
+        identify=lambda: evaluation_id,
         spec=EvaluationSpec.from_canonical_json(record["spec_json"]),
         per_query=per_query.drop(keys),
         summary=summary.drop(keys),

@@ -445,3 +445,18 @@ def test_the_command_line_sets_the_arenas_before_polars_loads() -> None:
         cwd=Path(__file__).resolve().parents[2],
     )
     assert printed.stdout.strip().splitlines()[-1].split(",")[-1] == f"narenas:{os.cpu_count()}"
+
+
+def test_trec_lines_never_hash_the_inputs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """trec_eval-style lines show no evaluation id, so the inputs are not hashed for them; JSON shows the id, made
+    from both files' hashes."""
+    import flows.hashing
+
+    hashed: list[str] = []
+    real = flows.hashing.content_hashes
+    monkeypatch.setattr(flows.hashing, "content_hashes", lambda path: hashed.append(path.name) or real(path))
+    assert seed("--format", "trec").exit_code == 0
+    assert hashed == []
+    identified = json_of(seed("--format", "json"))
+    assert sorted(hashed) == sorted([SEED_QRELS.name, SEED_RUN.name])
+    assert len(identified["evaluations"][0]["evaluation_id"]) == 32

@@ -6,13 +6,15 @@ from __future__ import annotations
 import gzip
 import hashlib
 import os
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import polars as pl
 import pytest
 
 import flows.io
-from flows.hashing import content_hashes, hash_in_background
+import flows.hashing
+from flows.hashing import content_hashes, hash_in_background, hashes_on_demand
 from flows.io import LoadedTable, TableKind, load_table, read_trec_fast
 from schemas.tables import JUDGMENTS, RUN
 from transforms.errors import InputError
@@ -64,6 +66,24 @@ def test_hashes_started_in_the_background_are_the_tables_hashes(tmp_path: Path) 
         prefetched = load_table(path, "run", hashes=futures[path])
         own = load_table(path, "run")
         assert (prefetched.source_sha256, prefetched.content_sha256) == (own.source_sha256, own.content_sha256)
+
+
+def test_hashes_on_demand_are_computed_once_when_asked_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    plain = write(tmp_path / "run.txt", RUN_TEXT)
+    hashed: list[Path] = []
+    monkeypatch.setattr(flows.hashing, "content_hashes", lambda path: hashed.append(path) or content_hashes(path))
+    futures = hashes_on_demand([plain, tmp_path / "missing.txt"])
+    assert set(futures) == {plain}
+    table = load_table(plain, "run", hashes=futures[plain])
+    assert table.frame.rows() == RUN_ROWS
+    assert hashed == []  # reading and validating never needs them
+    with ThreadPoolExecutor(4) as pool:
+        asked = list(pool.map(lambda _: futures[plain].result(), range(8)))
+    assert asked == [(sha256_of(plain), sha256_of(plain))] * 8
+    assert table.content_sha256 == sha256_of(plain)
+    assert hashed == [plain]
 
 
 def test_content_hashes_of_a_file_longer_than_one_read(tmp_path: Path) -> None:
