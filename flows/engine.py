@@ -9,7 +9,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from functools import cached_property, partial
+from functools import cached_property
 from pathlib import Path
 from typing import Literal
 
@@ -186,8 +186,13 @@ def assemble(
     )
 
 
-def result_id(run: LoadedTable | StoredTable, judgments: LoadedTable, spec: EvaluationSpec) -> str:
-    return evaluation_id(run.table_id, judgments.table_id, spec.spec_hash)
+def result_identity(
+    run: LoadedTable | StoredTable, judgments: LoadedTable, spec: EvaluationSpec
+) -> Callable[[], str]:
+    """The evaluation id, made when called. It holds what identifies the inputs (their hashes and metadata), never
+    their rows: a result kept after its evaluation does not keep its run in memory."""
+    run_id, judgments_id, spec_hash = run.deferred_id(), judgments.deferred_id(), spec.spec_hash
+    return lambda: evaluation_id(run_id(), judgments_id(), spec_hash)
 
 
 def evaluate_sharded(
@@ -217,7 +222,7 @@ def evaluate_sharded(
         per_query, part_warnings = evaluate_part(run.load(shard, of), part_judgments, spec, engine)
         parts.append(per_query)
         warnings += part_warnings
-    return assemble(parts, warnings, spec, run.name, partial(result_id, run, judgments, spec))
+    return assemble(parts, warnings, spec, run.name, result_identity(run, judgments, spec))
 
 
 def evaluate(
@@ -225,7 +230,7 @@ def evaluate(
 ) -> EvaluationResult:
     """Evaluate one loaded run against loaded judgments under the spec, in one process."""
     per_query, warnings = evaluate_part(run, judgments, spec, engine)
-    return assemble([per_query], warnings, spec, run_name(run), partial(result_id, run, judgments, spec))
+    return assemble([per_query], warnings, spec, run_name(run), result_identity(run, judgments, spec))
 
 
 def coverage_warnings(summary: pl.DataFrame, spec: EvaluationSpec) -> list[str]:

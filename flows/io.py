@@ -11,6 +11,7 @@ import itertools
 import json
 import os
 import tomllib
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
 from functools import cached_property
@@ -90,7 +91,13 @@ class LoadedTable:
 
     @property
     def table_id(self) -> str:
-        return table_id(self.kind, self.content_sha256, self.metadata)
+        return self.deferred_id()()
+
+    def deferred_id(self) -> Callable[[], str]:
+        """`table_id`, made when called, from the table's hashes and metadata alone: whoever keeps it does not keep
+        the rows alive."""
+        kind, hashes, metadata = self.kind, self.hashes, self.metadata
+        return lambda: table_id(kind, hashes.result()[1], metadata)
 
 
 def read_sidecar(path: Path, kind: TableKind) -> Metadata:
@@ -357,6 +364,11 @@ class StoredTable:
     @property
     def table_id(self) -> str:
         return str(self.record["judgment_set_id" if self.kind == "judgments" else "run_id"])
+
+    def deferred_id(self) -> Callable[[], str]:
+        """`table_id` in the form `LoadedTable.deferred_id` gives (known already)."""
+        known = self.table_id
+        return lambda: known
 
     @property
     def shards(self) -> int:

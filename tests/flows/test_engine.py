@@ -55,3 +55,25 @@ def test_candidates_in_parts_give_the_whole_runs_result(
     assert in_parts.summary.equals(whole.summary)
     if order == "grouped":  # queries start at rows 0, 40, ..., 200: parts from 0, 80, 120, 160 and 200, no retake
         assert len(calls) == 5
+
+
+def test_a_result_does_not_keep_its_run_alive(tmp_path: Path) -> None:
+    """The result's id is made on first use from the inputs' hashes and metadata: the loaded run (its rows) can go
+    as soon as the evaluation returns, and the id is the one made at once."""
+    import gc
+    import weakref
+
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("q1 0 d1 2\nq1 0 d2 0\n")
+    run = tmp_path / "run.txt"
+    run.write_text("\n".join(run_lines("grouped")) + "\n")
+    spec = SPECS["trec_eval@10"]
+    loaded = load_table(run, "run")
+    judgments = load_table(qrels, "judgments")
+    expected = evaluate(load_table(run, "run"), judgments, spec).evaluation_id
+    result = evaluate(loaded, judgments, spec)
+    gone = weakref.ref(loaded)
+    del loaded
+    gc.collect()
+    assert gone() is None
+    assert result.evaluation_id == expected
