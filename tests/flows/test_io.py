@@ -35,6 +35,13 @@ RUN_ROWS = [
     ("q1", "d3", 3, 1.0, "seed", 3),
 ]
 
+# Three queries of 12 rows, a blank line after the 4th and the 11th row of each: for reads in pieces and scans.
+PIECES_RUN = "".join(
+    f"q{q} Q0 doc-{q}-{d} {d + 1} {10 - d / 4:.2f} tag-x\n" + ("\n" if d % 7 == 3 else "")
+    for q in range(1, 4)
+    for d in range(12)
+)
+
 
 def write(path: Path, data: str | bytes) -> Path:
     path.write_bytes(data.encode() if isinstance(data, str) else data)
@@ -135,6 +142,28 @@ def test_run_tag_common_to_every_row(tmp_path: Path, text: str, tag: str, row_ta
     assert table.metadata.tag == tag
     assert table.frame.schema == pl.Schema(RUN)
     assert table.frame["run_tag"].to_list() == row_tags
+
+
+@pytest.mark.parametrize(
+    ("text", "tag"),
+    [
+        (PIECES_RUN, "tag-x"),
+        (RUN_TEXT.replace("extra junk", ""), "seed"),
+        ("q1 Q0 d1 1 3.0 b\nq1 Q0 d2 2 2.0 a\nq1 Q0 d3 3 1.0 c\n", ""),  # the first tag neither the least nor the most
+        ("q1 Q0 d1 1 3.0 a\n\nq1 Q0 d2 2 2.0 a\n", "a"),
+    ],
+)
+def test_text_scanned_in_a_streaming_pass_equals_text_read_in_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str, tag: str
+) -> None:
+    """Text above `IN_MEMORY_TEXT_BYTES` is scanned: the same rows, line numbers and common tag."""
+    path = write(tmp_path / "run.txt", text)
+    in_memory = load_table(path, "run")
+    monkeypatch.setattr(flows.io, "IN_MEMORY_TEXT_BYTES", 0)
+    scanned = load_table(path, "run")
+    assert not scanned.in_memory and in_memory.in_memory
+    assert scanned.metadata.tag == in_memory.metadata.tag == tag
+    assert scanned.frame.equals(in_memory.frame)
 
 
 def test_crlf_text_is_read_like_lf(tmp_path: Path) -> None:
@@ -372,13 +401,6 @@ def test_parquet_non_integer_rank_is_rejected(tmp_path: Path) -> None:
 
 
 # -- plain text read in pieces ---------------------------------------------------------------------------------------
-
-PIECES_RUN = "".join(
-    f"q{q} Q0 doc-{q}-{d} {d + 1} {10 - d / 4:.2f} tag-x\n" + ("\n" if d % 7 == 3 else "")
-    for q in range(1, 4)
-    for d in range(12)
-)
-
 
 @pytest.mark.parametrize(
     "text",
