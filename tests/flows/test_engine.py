@@ -1,5 +1,5 @@
 """The direct evaluation path (flows.engine): what it does beyond the transforms, here how it collects a run's
-candidates a part at a time."""
+candidates a part at a time, and what a result keeps."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pytest
 import flows.engine
 from flows.engine import evaluate
 from flows.io import load_table
-from transforms.ndcg import candidate_rows
 from schemas.spec import PRESETS, EvaluationSpec
+from transforms.ndcg import candidate_rows
 
 SPECS = {
     "trec_eval@10": PRESETS["trec_eval"].with_options(cutoffs=(10,)),
