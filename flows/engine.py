@@ -153,20 +153,21 @@ def collect_candidates(
     rows: pl.LazyFrame, spec: EvaluationSpec, engine: Literal["in-memory", "streaming"], in_parts: bool
 ) -> pl.DataFrame:
     """The run's `candidate_rows`, collected; `in_parts` (for rows held in memory, where a slice costs nothing):
-    a part of about `CANDIDATE_PART_ROWS` whole stretches at a time. Should a query turn up in more than one part
-    (its rows not listed together), the whole run is taken at once, which puts its stretches together."""
-    n_rows = rows.select(pl.len()).collect().item() if in_parts else 0
-    if n_rows <= CANDIDATE_PART_ROWS:
+    a part of about `CANDIDATE_PART_ROWS` whole stretches at a time, when the run lists each query in one stretch
+    (otherwise the whole run at once, which puts a query's stretches together)."""
+    if not in_parts or (n_rows := rows.select(pl.len()).collect().item()) <= CANDIDATE_PART_ROWS:
         return candidate_rows(rows, spec).collect(engine=engine)
-    starts = stretch_starts(rows).collect().to_series()
+    stretches = stretch_starts(rows).collect()
+    if stretches["query_id"].n_unique() < stretches.height:
+        return candidate_rows(rows, spec).collect(engine=engine)  # a query in several stretches
+    starts = stretches["start"]
     wanted = pl.Series(range(CANDIDATE_PART_ROWS, n_rows, CANDIDATE_PART_ROWS), dtype=starts.dtype)
     found = starts.search_sorted(wanted)  # the first stretch starting at or after each wanted offset
     cuts = starts.gather(found.filter(found < starts.len())).unique(maintain_order=True).to_list()
     bounds = itertools.pairwise([0, *cuts, n_rows])
-    parts = [candidate_rows(rows.slice(start, end - start), spec).collect(engine=engine) for start, end in bounds]
-    if pl.concat([part["query_id"].unique() for part in parts]).is_duplicated().any():
-        return candidate_rows(rows, spec).collect(engine=engine)
-    return pl.concat(parts)
+    return pl.concat(
+        [candidate_rows(rows.slice(start, end - start), spec).collect(engine=engine) for start, end in bounds]
+    )
 
 
 def assemble(

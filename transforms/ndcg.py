@@ -99,8 +99,10 @@ def candidate_rows(run: pl.LazyFrame, spec: EvaluationSpec) -> pl.LazyFrame:
 
 
 def stretch_starts(run: pl.LazyFrame) -> pl.LazyFrame:
-    """`start`: the row offset of every stretch of one query id but the first (see `candidate_rows`)."""
-    return run.select(start=pl.arg_where(pl.col(QUERY) != pl.col(QUERY).shift()))
+    """The row offset (`start`, the first one 0) and the `query_id` of every stretch of one query id (see
+    `candidate_rows`)."""
+    first = (pl.col(QUERY) != pl.col(QUERY).shift()).fill_null(True)
+    return run.select(start=pl.arg_where(first), query_id=pl.col(QUERY).filter(first))
 
 
 def attach_judgments(ranked: pl.LazyFrame, judgments: pl.LazyFrame) -> pl.LazyFrame:
