@@ -83,9 +83,9 @@ class Tool:
 
 
 def _judged() -> list[str]:
-    """The `judged` command of this interpreter's environment (its console script, else `python -m flows.cli`)."""
+    """The `judged` command of this interpreter's environment (its console script, else `python -m judged.flows.cli`)."""
     script = Path(sys.executable).with_name("judged")
-    return [str(script)] if script.is_file() else [sys.executable, "-m", "flows.cli"]
+    return [str(script)] if script.is_file() else [sys.executable, "-m", "judged.flows.cli"]
 
 
 def _judged_args(qrels: Path, run: Path, *extra: str) -> list[str]:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from schemas.spec import (
+from judged.schemas.spec import (
     PRESETS,
     EvaluationSpec,
     SpecError,
@@ -26,11 +26,11 @@ from schemas.spec import (
     parse_gain_map,
     parse_positive_int,
 )
-from transforms.errors import InputError
+from judged.transforms.errors import InputError
 
 if TYPE_CHECKING:  # the flows import Prefect: only commands that run a flow load them
-    from flows.pipeline import NightlyReport
-    from flows.warehouse import StoreReport
+    from judged.flows.pipeline import NightlyReport
+    from judged.flows.warehouse import StoreReport
 
 app = typer.Typer(
     name="judged",
@@ -163,17 +163,17 @@ def evaluate(
     ] = None,
 ) -> None:
     """Evaluate RUN(s) against QRELS and print the summary (table), everything (json) or trec_eval-style lines."""
-    from flows.hashing import hash_in_background, hashes_on_demand
+    from judged.flows.hashing import hash_in_background, hashes_on_demand
 
     # Started before the engine's imports: hashing a large run then uses the core the imports leave idle. The
     # trec_eval-style lines show no evaluation id, so for them the inputs are hashed only if something asks.
     hashing = hashes_on_demand if output_format == "trec" else hash_in_background
     hashes = hashing([qrels, *runs]) if warehouse is None else {}
     with _collector_paused():
-        from flows.engine import evaluate as evaluate_loaded
-        from flows.engine import evaluate_sharded
-        from flows.io import load_table, open_stored
-        from flows.report import as_json, as_trec, print_tables
+        from judged.flows.engine import evaluate as evaluate_loaded
+        from judged.flows.engine import evaluate_sharded
+        from judged.flows.io import load_table, open_stored
+        from judged.flows.report import as_json, as_trec, print_tables
 
     if output_format not in ("table", "json", "trec"):
         raise _fail(f"--format must be table, json or trec, not {output_format!r}", EXIT_USAGE)
@@ -198,8 +198,8 @@ def evaluate(
                 else:
                     results.append(evaluate_loaded(load_table(run, "run", hashes=hashes.get(run)), judgments, spec))
         else:
-            from flows.pipeline import evaluate_flow, load_result, task_runner
-            from flows.warehouse import Warehouse
+            from judged.flows.pipeline import evaluate_flow, load_result, task_runner
+            from judged.flows.warehouse import Warehouse
 
             flow = evaluate_flow.with_options(task_runner=task_runner(dask))
             reports = flow(str(qrels), [str(run) for run in runs], spec.canonical_json(), str(warehouse))
@@ -286,9 +286,9 @@ def ingest_judgments_command(
 ) -> None:
     """Validate a judgment set and store it, content-addressed, with its metadata. Metadata comes from the sidecar
     `<qrels>.meta.toml` when present; options given here override it."""
-    from flows.io import read_sidecar
-    from flows.pipeline import ingest_judgments
-    from schemas.provenance import JudgmentSetMetadata
+    from judged.flows.io import read_sidecar
+    from judged.flows.pipeline import ingest_judgments
+    from judged.schemas.provenance import JudgmentSetMetadata
 
     try:
         base = read_sidecar(qrels, "judgments") if qrels.is_file() else JudgmentSetMetadata()
@@ -316,9 +316,9 @@ def ingest_run_command(
     tag: Annotated[str | None, typer.Option(help="The run tag.")] = None,
 ) -> None:
     """Validate a run and store it, content-addressed, with its metadata (sidecar `<run>.meta.toml` or options)."""
-    from flows.io import read_sidecar
-    from flows.pipeline import ingest_run
-    from schemas.provenance import RunMetadata
+    from judged.flows.io import read_sidecar
+    from judged.flows.pipeline import ingest_run
+    from judged.schemas.provenance import RunMetadata
 
     try:
         base = read_sidecar(run, "run") if run.is_file() else RunMetadata()
@@ -353,7 +353,7 @@ def nightly(
     warehouse: Annotated[Path, typer.Option(help=_WAREHOUSE_HELP)] = Path("warehouse"),
 ) -> None:
     """Run the nightly job once: ingest and evaluate every run waiting in the inbox."""
-    from flows.pipeline import nightly as nightly_flow
+    from judged.flows.pipeline import nightly as nightly_flow
 
     try:
         specs = _nightly_specs(preset or ["trec_eval"], cutoffs)
@@ -366,9 +366,9 @@ def nightly(
 
 
 def _print_nightly(report: NightlyReport, warehouse: Path) -> None:
-    from flows.pipeline import load_result
-    from flows.report import print_tables
-    from flows.warehouse import Warehouse
+    from judged.flows.pipeline import load_result
+    from judged.flows.report import print_tables
+    from judged.flows.warehouse import Warehouse
 
     store = Warehouse(warehouse)
     print_tables([load_result(store, r.evaluation_id) for r in report.evaluated])
@@ -391,7 +391,7 @@ def serve(
 ) -> None:
     """Register the nightly deployment with its schedule on the Prefect server in PREFECT_API_URL and serve it
     (runs until stopped). Needs a real server: `prefect server start`."""
-    from flows.pipeline import nightly as nightly_flow
+    from judged.flows.pipeline import nightly as nightly_flow
 
     try:
         specs = _nightly_specs(preset or ["trec_eval"], cutoffs)
@@ -421,8 +421,8 @@ def sql(
     output_format: Annotated[str, typer.Option("--format", help="table, csv or json.")] = "table",
 ) -> None:
     """Query the warehouse catalog read-only (external access off outside the warehouse, configuration locked)."""
-    from flows.sql import QueryRefused, run_query
-    from flows.warehouse import Warehouse
+    from judged.flows.sql import QueryRefused, run_query
+    from judged.flows.warehouse import Warehouse
 
     if output_format not in ("table", "csv", "json"):
         raise _fail(f"--format must be table, csv or json, not {output_format!r}", EXIT_USAGE)
@@ -462,9 +462,9 @@ def show(
     """Print one stored evaluation's summary and its provenance record."""
     import json
 
-    from flows.pipeline import load_result
-    from flows.report import print_tables
-    from flows.warehouse import Warehouse
+    from judged.flows.pipeline import load_result
+    from judged.flows.report import print_tables
+    from judged.flows.warehouse import Warehouse
 
     try:
         store = Warehouse(warehouse)
@@ -488,7 +488,7 @@ def demo(
     into an inbox, and the nightly flow ingests and evaluates them (preset trec_eval) into the warehouse."""
     import shutil
 
-    from flows.pipeline import nightly as nightly_flow
+    from judged.flows.pipeline import nightly as nightly_flow
 
     sample = Path(__file__).resolve().parents[1] / "data" / "trec-dl-2020-sample"
     inbox.mkdir(parents=True, exist_ok=True)

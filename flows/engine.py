@@ -15,16 +15,16 @@ from typing import Literal
 
 import polars as pl
 
-from flows.io import LoadedTable, StoredTable
-from schemas.provenance import RunMetadata, evaluation_id
-from schemas.spec import EvaluationSpec
-from transforms.duplicates import duplicate_pairs, keep_one_per_pair, may_have_duplicates, raise_on_duplicates
-from transforms.errors import InputError
-from transforms.ndcg import (
+from judged.flows.io import LoadedTable, StoredTable
+from judged.schemas.provenance import RunMetadata, evaluation_id
+from judged.schemas.spec import EvaluationSpec
+from judged.transforms.duplicates import duplicate_pairs, keep_one_per_pair, may_have_duplicates, raise_on_duplicates
+from judged.transforms.errors import InputError
+from judged.transforms.ndcg import (
     candidate_rows, first_rows_needed, grades_outside_gain_map, ndcg_of_candidates, stretch_starts, summarize,
 )
-from transforms.layout import head_positions, head_rows
-from transforms.shards import shard_count, with_bucket
+from judged.transforms.layout import head_positions, head_rows
+from judged.transforms.shards import shard_count, with_bucket
 
 
 EngineType = Literal["auto", "in-memory", "streaming"]

@@ -22,14 +22,14 @@ from pydantic import ValidationError
 
 import polars as pl
 
-from flows.hashing import hash_in_background, is_gzipped, known_hashes
-from schemas.provenance import JudgmentSetMetadata, RunMetadata, table_id
-from schemas.tables import JUDGMENTS, RUN, RUN_ROWS, STORED_JUDGMENTS
-from transforms.errors import InputError
-from transforms.parse import (
+from judged.flows.hashing import hash_in_background, is_gzipped, known_hashes
+from judged.schemas.provenance import JudgmentSetMetadata, RunMetadata, table_id
+from judged.schemas.tables import JUDGMENTS, RUN, RUN_ROWS, STORED_JUDGMENTS
+from judged.transforms.errors import InputError
+from judged.transforms.parse import (
     conform_judgments, conform_run, in_contract, parse_trec_qrels, parse_trec_run, raise_first_problem,
 )
-from transforms.shards import in_shard
+from judged.transforms.shards import in_shard
 
 TableKind = Literal["judgments", "run"]
 _PARQUET_MAGIC = b"PAR1"

@@ -20,10 +20,10 @@ from prefect.task_runners import ThreadPoolTaskRunner
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.runtime import flow_run
 
-from flows.engine import EvaluationResult, assemble, evaluate_part
-from flows.io import SIDECAR_SUFFIX, Metadata, load_table
-from flows.warehouse import StoreReport, Warehouse, now_utc, write_parquet_atomically
-from schemas.provenance import (
+from judged.flows.engine import EvaluationResult, assemble, evaluate_part
+from judged.flows.io import SIDECAR_SUFFIX, Metadata, load_table
+from judged.flows.warehouse import StoreReport, Warehouse, now_utc, write_parquet_atomically
+from judged.schemas.provenance import (
     InputRecord,
     ProvenanceRecord,
     RunMetadata,
@@ -32,10 +32,10 @@ from schemas.provenance import (
     implementation_version,
     library_versions,
 )
-from schemas.spec import EvaluationSpec
-from transforms.shards import ROWS_PER_SHARD
-from schemas.tables import EVALUATIONS, NIGHTLY, STORED_PER_QUERY, STORED_SUMMARY
-from transforms.errors import InputError
+from judged.schemas.spec import EvaluationSpec
+from judged.transforms.shards import ROWS_PER_SHARD
+from judged.schemas.tables import EVALUATIONS, NIGHTLY, STORED_PER_QUERY, STORED_SUMMARY
+from judged.transforms.errors import InputError
 
 DEFAULT_WAREHOUSE = "warehouse"
 # Shards evaluated at once in one process: each already uses every core through Polars, and memory grows with each.

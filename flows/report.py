@@ -10,7 +10,7 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from flows.engine import EvaluationResult
+from judged.flows.engine import EvaluationResult
 
 if TYPE_CHECKING:
     from rich.console import Console

@@ -11,7 +11,7 @@ from typing import Any
 
 import duckdb
 
-from flows.warehouse import Warehouse
+from judged.flows.warehouse import Warehouse
 
 ALLOWED_STATEMENTS = {duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN}
 

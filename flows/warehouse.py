@@ -29,10 +29,10 @@ import duckdb
 import polars as pl
 import pyarrow.parquet as pq
 
-from flows.io import DUPLICATE_PAIRS_KEY, LoadedTable, StoredTable, stored_duplicate_pairs
-from schemas.provenance import JudgmentSetMetadata, RunMetadata, canonical_json, implementation_version
-from schemas.spec import EvaluationSpec
-from schemas.tables import (
+from judged.flows.io import DUPLICATE_PAIRS_KEY, LoadedTable, StoredTable, stored_duplicate_pairs
+from judged.schemas.provenance import JudgmentSetMetadata, RunMetadata, canonical_json, implementation_version
+from judged.schemas.spec import EvaluationSpec
+from judged.schemas.tables import (
     EVALUATIONS,
     JUDGMENT_SETS,
     NIGHTLY,
@@ -42,10 +42,10 @@ from schemas.tables import (
     STORED_PER_QUERY,
     STORED_SUMMARY,
 )
-from transforms.duplicates import duplicate_pairs, may_have_duplicates
-from transforms.errors import InputError
-from transforms.layout import in_stored_order
-from transforms.shards import ROWS_PER_SHARD, in_shard, query_buckets, shard_count
+from judged.transforms.duplicates import duplicate_pairs, may_have_duplicates
+from judged.transforms.errors import InputError
+from judged.transforms.layout import in_stored_order
+from judged.transforms.shards import ROWS_PER_SHARD, in_shard, query_buckets, shard_count
 
 TEMP_MARK = ".tmp-"
 SINK_BATCH_ROWS = 2_000_000
@@ -386,7 +386,7 @@ class Warehouse:
 
 def views_sql(root: Path) -> str:
     """The catalog's view definitions (transforms/views.sql) with every table's file glob filled in."""
-    template = resources.files("transforms").joinpath("views.sql").read_text()
+    template = resources.files("judged.transforms").joinpath("views.sql").read_text()
     globs = {name: _sql_string(str(root / glob)) for name, (_, glob) in TABLES.items()}
     return template.format(**globs)
 

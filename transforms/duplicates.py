@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from transforms.errors import InputError
+from judged.transforms.errors import InputError
 
 PAIR = ["query_id", "doc_id"]
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import polars as pl
 
-from schemas.spec import EvaluationSpec
-from schemas.tables import PER_QUERY, STATUSES, SUMMARY
-from transforms.duplicates import docs_may_repeat
+from judged.schemas.spec import EvaluationSpec
+from judged.schemas.tables import PER_QUERY, STATUSES, SUMMARY
+from judged.transforms.duplicates import docs_may_repeat
 
 QUERY = "query_id"
 PAIR = [QUERY, "doc_id"]

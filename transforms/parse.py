@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import polars as pl
 
-from schemas.tables import JUDGMENTS, PARQUET_JUDGMENTS_REQUIRED, PARQUET_RUN_REQUIRED, RUN
-from transforms.errors import InputError
+from judged.schemas.tables import JUDGMENTS, PARQUET_JUDGMENTS_REQUIRED, PARQUET_RUN_REQUIRED, RUN
+from judged.transforms.errors import InputError
 
 _TOKEN = r"(\S+)"
 _SEP = r"[ \t]+"

@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from flows.pipeline import evaluate_flow, ingest_judgments, ingest_run
-from flows.sql import open_readonly
-from flows.warehouse import TEMP_MARK, Warehouse
-from schemas.provenance import evaluation_id, implementation_version
-from schemas.spec import PRESETS
+from judged.flows.pipeline import evaluate_flow, ingest_judgments, ingest_run
+from judged.flows.sql import open_readonly
+from judged.flows.warehouse import TEMP_MARK, Warehouse
+from judged.schemas.provenance import evaluation_id, implementation_version
+from judged.schemas.spec import PRESETS
 from tests.conftest import REPO, SAMPLE
 
 SPEC = PRESETS["trec_eval"].with_options(cutoffs=(10, 100))
@@ -41,7 +41,7 @@ CHILD = textwrap.dedent(
             time.sleep(600)
 
     pl.DataFrame.write_parquet = write_then_hang
-    from flows.pipeline import evaluate_flow
+    from judged.flows.pipeline import evaluate_flow
     evaluate_flow(sys.argv[3], [sys.argv[4]], sys.argv[5], sys.argv[6])
     """
 ).format(temp=TEMP_MARK)

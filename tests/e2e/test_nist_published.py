@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from flows.engine import EvaluationResult, evaluate
-from flows.io import LoadedTable, load_table
-from schemas.spec import PRESETS, EvaluationSpec
+from judged.flows.engine import EvaluationResult, evaluate
+from judged.flows.io import LoadedTable, load_table
+from judged.schemas.spec import PRESETS, EvaluationSpec
 
 CUTOFFS = (10, 100, 1000)
 LINEAR = PRESETS["trec_eval"].with_options(cutoffs=CUTOFFS)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from flows.cli import app
+from judged.flows.cli import app
 from tests.conftest import REPO
 
 runner = CliRunner()

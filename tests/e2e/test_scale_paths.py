@@ -8,13 +8,13 @@ import numpy as np
 import polars as pl
 import pytest
 
-import flows.engine
-import flows.io
-from flows.engine import evaluate, evaluate_sharded
-from flows.io import load_table, open_stored
-from flows.pipeline import evaluate_flow, evaluate_into, ingest_file, ingest_judgments, ingest_run, task_runner
-from flows.warehouse import Warehouse
-from schemas.spec import PRESETS, EvaluationSpec
+import judged.flows.engine
+import judged.flows.io
+from judged.flows.engine import evaluate, evaluate_sharded
+from judged.flows.io import load_table, open_stored
+from judged.flows.pipeline import evaluate_flow, evaluate_into, ingest_file, ingest_judgments, ingest_run, task_runner
+from judged.flows.warehouse import Warehouse
+from judged.schemas.spec import PRESETS, EvaluationSpec
 from tests.conftest import SAMPLE
 
 SPECS = {
@@ -65,8 +65,8 @@ def test_in_memory_streaming_and_sharded_agree(
     chosen = evaluate(load_table(run, "run"), load_table(qrels, "judgments"), spec)
     # Plain text read in pieces, candidates found in parts (as at M, scaled down).
     with monkeypatch.context() as scaled_down:
-        scaled_down.setattr(flows.io, "TEXT_PIECE_BYTES", 100_000)
-        scaled_down.setattr(flows.engine, "CANDIDATE_PART_ROWS", 3_000)
+        scaled_down.setattr(judged.flows.io, "TEXT_PIECE_BYTES", 100_000)
+        scaled_down.setattr(judged.flows.engine, "CANDIDATE_PART_ROWS", 3_000)
         in_parts = evaluate(load_table(run, "run"), load_table(qrels, "judgments"), spec)
     warehouse = Warehouse(tmp_path / "warehouse")
     judgments = ingest_file(warehouse, qrels, "judgments", rows_per_shard=2_000)

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from flows.engine import evaluate
-from flows.io import load_table
-from schemas.spec import PRESETS, TREC_EVAL_CUTOFFS
+from judged.flows.engine import evaluate
+from judged.flows.io import load_table
+from judged.schemas.spec import PRESETS, TREC_EVAL_CUTOFFS
 
 SPEC = PRESETS["trec_eval"].with_options(cutoffs=(*TREC_EVAL_CUTOFFS, None))
 

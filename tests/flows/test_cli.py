@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner, Result
 
-from flows.cli import allocator_options, app
+from judged.flows.cli import allocator_options, app
 
 SEED = Path(__file__).resolve().parents[2] / "data" / "seed"
 SEED_QRELS = SEED / "qrels.txt"
@@ -385,7 +385,7 @@ def test_no_arguments_shows_help() -> None:
 
 
 def cli_commands() -> list[list[str]]:
-    commands = [[sys.executable, "-m", "flows.cli"]]
+    commands = [[sys.executable, "-m", "judged.flows.cli"]]
     script = Path(sys.executable).parent / "judged"
     if script.exists():
         commands.append([str(script)])
@@ -405,7 +405,7 @@ def test_subprocess_input_error_exit_code_and_no_traceback(command: list[str], t
 
 def test_subprocess_success() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "flows.cli", "evaluate", str(SEED_QRELS), str(SEED_RUN), "--cutoffs", "2",
+        [sys.executable, "-m", "judged.flows.cli", "evaluate", str(SEED_QRELS), str(SEED_RUN), "--cutoffs", "2",
          "--preset", "trec_eval", "--format", "trec"],
         capture_output=True,
         text=True,
@@ -435,7 +435,7 @@ def test_allocator_options_add_one_arena_per_core(current: str, expected: str) -
 def test_the_command_line_sets_the_arenas_before_polars_loads() -> None:
     """`main` sets the option before any command imports Polars, which then keeps it after its own."""
     script = (
-        "import os, sys\nfrom flows.cli import main\nassert 'polars' not in sys.modules\n"
+        "import os, sys\nfrom judged.flows.cli import main\nassert 'polars' not in sys.modules\n"
         "sys.argv = ['judged', '--help']\ntry:\n    main()\nexcept SystemExit:\n    pass\n"
         "import polars\nprint(os.environ['_RJEM_MALLOC_CONF'])"
     )
@@ -450,11 +450,11 @@ def test_the_command_line_sets_the_arenas_before_polars_loads() -> None:
 def test_trec_lines_never_hash_the_inputs(monkeypatch: pytest.MonkeyPatch) -> None:
     """trec_eval-style lines show no evaluation id, so the inputs are not hashed for them; JSON shows the id, made
     from both files' hashes."""
-    import flows.hashing
+    import judged.flows.hashing
 
     hashed: list[str] = []
-    real = flows.hashing.content_hashes
-    monkeypatch.setattr(flows.hashing, "content_hashes", lambda path: hashed.append(path.name) or real(path))
+    real = judged.flows.hashing.content_hashes
+    monkeypatch.setattr(judged.flows.hashing, "content_hashes", lambda path: hashed.append(path.name) or real(path))
     assert seed("--format", "trec").exit_code == 0
     assert hashed == []
     identified = json_of(seed("--format", "json"))

@@ -1,4 +1,4 @@
-"""The direct evaluation path (flows.engine): what it does beyond the transforms, here how it collects a run's
+"""The direct evaluation path (judged.flows.engine): what it does beyond the transforms, here how it collects a run's
 candidates a part at a time, and what a result keeps."""
 
 from __future__ import annotations
@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-import flows.engine
-from flows.engine import evaluate
-from flows.io import load_table
-from schemas.spec import PRESETS, EvaluationSpec
-from transforms.ndcg import candidate_rows
+import judged.flows.engine
+from judged.flows.engine import evaluate
+from judged.flows.io import load_table
+from judged.schemas.spec import PRESETS, EvaluationSpec
+from judged.transforms.ndcg import candidate_rows
 
 SPECS = {
     "trec_eval@10": PRESETS["trec_eval"].with_options(cutoffs=(10,)),
@@ -47,9 +47,9 @@ def test_candidates_in_parts_give_the_whole_runs_result(
     run = tmp_path / "run.txt"
     run.write_text("\n".join(run_lines(order)) + "\n")
     whole = evaluate(load_table(run, "run"), load_table(qrels, "judgments"), spec)
-    monkeypatch.setattr(flows.engine, "CANDIDATE_PART_ROWS", 50)
+    monkeypatch.setattr(judged.flows.engine, "CANDIDATE_PART_ROWS", 50)
     calls = []
-    monkeypatch.setattr(flows.engine, "candidate_rows", lambda *args: calls.append(1) or candidate_rows(*args))
+    monkeypatch.setattr(judged.flows.engine, "candidate_rows", lambda *args: calls.append(1) or candidate_rows(*args))
     in_parts = evaluate(load_table(run, "run"), load_table(qrels, "judgments"), spec)
     assert in_parts.per_query.equals(whole.per_query)
     assert in_parts.summary.equals(whole.summary)

@@ -1,4 +1,4 @@
-"""Reading judgments and runs from disk (flows.io.load_table): TREC text, gzip detected from the bytes, Parquet,
+"""Reading judgments and runs from disk (judged.flows.io.load_table): TREC text, gzip detected from the bytes, Parquet,
 and the one-line InputError that names the file, the line and the problem."""
 
 from __future__ import annotations
@@ -12,12 +12,12 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-import flows.io
-import flows.hashing
-from flows.hashing import content_hashes, hash_in_background, hashes_on_demand
-from flows.io import LoadedTable, TableKind, load_table, read_trec_fast
-from schemas.tables import JUDGMENTS, RUN
-from transforms.errors import InputError
+import judged.flows.io
+import judged.flows.hashing
+from judged.flows.hashing import content_hashes, hash_in_background, hashes_on_demand
+from judged.flows.io import LoadedTable, TableKind, load_table, read_trec_fast
+from judged.schemas.tables import JUDGMENTS, RUN
+from judged.transforms.errors import InputError
 
 QRELS_TEXT = "# seed judgments\nq1 0 d1 3\nq1 0 d2 0\n\nq1 0 d3 2\n007 0 007 1\n"
 # (query_id, iteration, doc_id, relevance, source_line): the comment is line 1, the blank line 4.
@@ -80,7 +80,7 @@ def test_hashes_on_demand_are_computed_once_when_asked_for(
 ) -> None:
     plain = write(tmp_path / "run.txt", RUN_TEXT)
     hashed: list[Path] = []
-    monkeypatch.setattr(flows.hashing, "content_hashes", lambda path: hashed.append(path) or content_hashes(path))
+    monkeypatch.setattr(judged.flows.hashing, "content_hashes", lambda path: hashed.append(path) or content_hashes(path))
     futures = hashes_on_demand([plain, tmp_path / "missing.txt"])
     assert set(futures) == {plain}
     table = load_table(plain, "run", hashes=futures[plain])
@@ -159,7 +159,7 @@ def test_text_scanned_in_a_streaming_pass_equals_text_read_in_memory(
     """Text above `IN_MEMORY_TEXT_BYTES` is scanned: the same rows, line numbers and common tag."""
     path = write(tmp_path / "run.txt", text)
     in_memory = load_table(path, "run")
-    monkeypatch.setattr(flows.io, "IN_MEMORY_TEXT_BYTES", 0)
+    monkeypatch.setattr(judged.flows.io, "IN_MEMORY_TEXT_BYTES", 0)
     scanned = load_table(path, "run")
     assert not scanned.in_memory and in_memory.in_memory
     assert scanned.metadata.tag == in_memory.metadata.tag == tag
@@ -415,7 +415,7 @@ def test_text_read_in_pieces_equals_one_read(
     line numbers. (Lines are longer than the smallest piece, so no piece is only a blank line.)"""
     path = write(tmp_path / "run.txt", text)
     whole = load_table(path, "run").frame
-    monkeypatch.setattr(flows.io, "TEXT_PIECE_BYTES", piece_bytes)
+    monkeypatch.setattr(judged.flows.io, "TEXT_PIECE_BYTES", piece_bytes)
     fast = read_trec_fast(path, gzipped=False, kind="run")
     assert fast is not None and fast.common_tag == "tag-x"
     pieces = load_table(path, "run").frame
@@ -426,10 +426,10 @@ def test_text_read_in_pieces_equals_one_read(
 def test_piece_ends_fall_after_newlines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     data = b"a\n" + b"x" * 200_000 + b"\nb\nc"  # a line longer than one probe (64 KiB)
     path = write(tmp_path / "t.txt", data)
-    monkeypatch.setattr(flows.io, "TEXT_PIECE_BYTES", 1)
+    monkeypatch.setattr(judged.flows.io, "TEXT_PIECE_BYTES", 1)
     fd = os.open(path, os.O_RDONLY)
     try:
-        assert flows.io._piece_ends(fd, len(data)) == [2, 200_003, 200_005, len(data)]
+        assert judged.flows.io._piece_ends(fd, len(data)) == [2, 200_003, 200_005, len(data)]
     finally:
         os.close(fd)
 

@@ -1,4 +1,4 @@
-"""Stored runs: the ranked layout written at ingest, its duplicate counts, and reading it back (flows.io.StoredTable)."""
+"""Stored runs: the ranked layout written at ingest, its duplicate counts, and reading it back (judged.flows.io.StoredTable)."""
 
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ import polars as pl
 import pyarrow.parquet as pq
 import pytest
 
-from flows.engine import evaluate, evaluate_sharded
-from flows.io import DUPLICATE_PAIRS_KEY, load_table, open_stored
-from flows.pipeline import ingest_file
-from flows.warehouse import Warehouse
-from schemas.spec import PRESETS
-from transforms.errors import InputError
+from judged.flows.engine import evaluate, evaluate_sharded
+from judged.flows.io import DUPLICATE_PAIRS_KEY, load_table, open_stored
+from judged.flows.pipeline import ingest_file
+from judged.flows.warehouse import Warehouse
+from judged.schemas.spec import PRESETS
+from judged.transforms.errors import InputError
 
 SPEC = PRESETS["trec_eval"].with_options(cutoffs=(3, 10))
 
@@ -72,8 +72,8 @@ def test_stored_head_equals_the_direct_evaluation(stored: dict) -> None:
 def test_a_head_read_takes_more_parts_when_the_judgments_are_many(
     stored: dict, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import flows.engine
-    from flows.io import LoadedTable, StoredTable
+    import judged.flows.engine
+    from judged.flows.io import LoadedTable, StoredTable
 
     judgments = load_table(stored["qrels"], "judgments")  # 560 judgments; the heads are 40 x 11 rows
     direct = evaluate(load_table(stored["run"], "run"), judgments, SPEC)
@@ -89,7 +89,7 @@ def test_a_head_read_takes_more_parts_when_the_judgments_are_many(
     assert evaluate_sharded(table, judgments, SPEC).per_query.equals(direct.per_query)
     assert loads == [(0, 1)]  # every head together
     loads.clear()
-    monkeypatch.setattr(flows.engine, "JUDGMENT_ROWS_PER_PART", 300)
+    monkeypatch.setattr(judged.flows.engine, "JUDGMENT_ROWS_PER_PART", 300)
     assert evaluate_sharded(table, judgments, SPEC).per_query.equals(direct.per_query)
     assert loads == [(0, 2), (1, 2)]
 
@@ -131,9 +131,9 @@ def test_a_judgments_folder_is_not_a_run(stored: dict) -> None:
 def test_streamed_ingest_writes_the_same_parts_as_the_in_memory_one(
     stored: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import flows.warehouse
+    import judged.flows.warehouse
 
-    monkeypatch.setattr(flows.warehouse, "IN_MEMORY_SINK_ROWS", 0)  # every run takes the two streaming passes
+    monkeypatch.setattr(judged.flows.warehouse, "IN_MEMORY_SINK_ROWS", 0)  # every run takes the two streaming passes
     streamed = Warehouse(tmp_path / "streamed")
     report = ingest_file(streamed, stored["run"], "run", rows_per_shard=300)
     assert report.id == stored["id"]

@@ -9,11 +9,11 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from flows.engine import EvaluationResult, evaluate
-from flows.io import load_table
-from schemas.spec import PRESETS, EvaluationSpec
-from transforms.duplicates import duplicate_pairs, keep_one_per_pair, raise_on_duplicates
-from transforms.errors import InputError
+from judged.flows.engine import EvaluationResult, evaluate
+from judged.flows.io import load_table
+from judged.schemas.spec import PRESETS, EvaluationSpec
+from judged.transforms.duplicates import duplicate_pairs, keep_one_per_pair, raise_on_duplicates
+from judged.transforms.errors import InputError
 
 INV_LOG2_3 = 1 / math.log2(3)  # discount of rank 2: 1/log2(3) = 0.6309297535714575
 

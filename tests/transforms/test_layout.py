@@ -5,10 +5,10 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from schemas.spec import PRESETS
+from judged.schemas.spec import PRESETS
 from tests.transforms.test_ndcg import judgment_frame, run_frame
-from transforms.layout import head_positions, head_rows, in_stored_order
-from transforms.ndcg import per_query_ndcg
+from judged.transforms.layout import head_positions, head_rows, in_stored_order
+from judged.transforms.ndcg import per_query_ndcg
 
 
 def test_positions_follow_score_then_doc_id_descending() -> None:

@@ -7,8 +7,8 @@ import math
 import polars as pl
 import pytest
 
-from schemas.spec import PRESETS, EvaluationSpec
-from transforms.ndcg import candidate_rows, judged_run_rows, per_query_ndcg, summarize
+from judged.schemas.spec import PRESETS, EvaluationSpec
+from judged.transforms.ndcg import candidate_rows, judged_run_rows, per_query_ndcg, summarize
 
 L2 = math.log2
 

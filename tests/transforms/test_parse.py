@@ -11,8 +11,8 @@ from typing import Any
 import polars as pl
 import pytest
 
-from transforms.errors import InputError
-from transforms.parse import parse_trec_qrels, parse_trec_run, raise_first_problem
+from judged.transforms.errors import InputError
+from judged.transforms.parse import parse_trec_qrels, parse_trec_run, raise_first_problem
 
 
 def lines_of(text: str) -> pl.LazyFrame:

@@ -24,9 +24,9 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from sklearn.metrics import ndcg_score
 
-from schemas.spec import PRESETS, EvaluationSpec
-from schemas.tables import JUDGMENTS, RUN
-from transforms.ndcg import judged_run_rows, per_query_ndcg
+from judged.schemas.spec import PRESETS, EvaluationSpec
+from judged.schemas.tables import JUDGMENTS, RUN
+from judged.transforms.ndcg import judged_run_rows, per_query_ndcg
 
 TOLERANCE = 1e-9
 MAX_EXAMPLES = 400

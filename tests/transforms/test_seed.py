@@ -7,8 +7,8 @@ import math
 import polars as pl
 import pytest
 
-from schemas.spec import PRESETS
-from transforms.ndcg import per_query_ndcg, summarize
+from judged.schemas.spec import PRESETS
+from judged.transforms.ndcg import per_query_ndcg, summarize
 
 RUN = pl.LazyFrame(
     {
