@@ -1,0 +1,263 @@
+"""Paired comparison of runs: the paired per-query table, and the statistical tests as pure functions of arrays.
+
+Belongs here: building the per-query pairs (baseline against each run, per measure and cutoff) from per-query
+LazyFrames, and the numbers computed from paired differences: the paired t-test, the paired randomization test, the
+paired bootstrap interval of the mean difference, Cohen's d_z, wins / ties / losses, the multiple-comparison
+corrections (Holm, Benjamini-Hochberg) and the randomised Tukey HSD blocked by query (Sakai 2018). No I/O, no
+global state: every random draw comes from a generator seeded by the caller.
+
+References: Smucker, Allan & Carterette, "A comparison of statistical significance tests for information retrieval
+evaluation", CIKM 2007 (randomization, bootstrap and t agree); Holm, "A simple sequentially rejective multiple test
+procedure", Scand. J. Statist. 1979; Benjamini & Hochberg, JRSS B 1995; Sakai, "Laboratory Experiments in
+Information Retrieval", Springer 2018, ch. 4 (randomised Tukey HSD).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import polars as pl
+from scipy import stats
+
+from judged.schemas.comparison import ComparisonQuerySet, Correction
+from judged.schemas.spec import EvaluationSpec
+
+# Permutations or resamples drawn per block: the sign-flip (or index) matrix of a block holds this many rows times
+# the number of queries, so memory stays bounded however many are asked for. Fixed, so a seed gives the same draws.
+DRAWS_PER_BLOCK = 1_000
+
+
+def with_measure(per_query: pl.LazyFrame, spec: EvaluationSpec) -> pl.LazyFrame:
+    """The per-query rows with a `measure` column: kept when present, else the spec's label of each row's cutoff
+    (the label the stored per-query table carries)."""
+    if "measure" in per_query.collect_schema().names():
+        return per_query
+    labels = pl.DataFrame(
+        {"cutoff": list(spec.cutoffs), "measure": [spec.label(k) for k in spec.cutoffs]},
+        schema={"cutoff": pl.Int32, "measure": pl.String},
+    ).lazy()
+    return per_query.join(labels, on="cutoff", how="left", nulls_equal=True, maintain_order="left")
+
+
+def _comparable_rows(name: str, per_query: pl.LazyFrame, query_set: ComparisonQuerySet) -> pl.LazyFrame:
+    """One run's rows that may enter the paired sample: its value under the declared query set, and its interval
+    when the evaluation carries one (null columns otherwise)."""
+    columns = per_query.collect_schema().names()
+    interval = [
+        (pl.col(bound) if bound in columns else pl.lit(None, pl.Float64)).alias(bound)
+        for bound in ("value_min", "value_max")
+    ]
+    value = pl.col("value")
+    if query_set == "judged":
+        # A judged query the run did not return scores 0 (trec_eval -c), unless its value is undefined anyway
+        # (no relevant judgment): then it stays null and leaves the sample, as in `common`.
+        defined = pl.col("idcg") > 0 if "idcg" in columns else pl.lit(True)
+        missing = (pl.col("status") == "missing_from_run") & defined
+        value = pl.when(missing).then(value.fill_null(0.0)).otherwise(value)
+        interval = [pl.when(missing).then(bound.fill_null(0.0)).otherwise(bound) for bound in interval]
+        keep = pl.col("status") != "no_judgments"
+    else:
+        keep = pl.col("status") == "scored"
+    return (
+        per_query.filter(keep)
+        .select(pl.lit(name).alias("run"), "measure", "cutoff", "query_id", value.alias("value"), *interval)
+        .filter(pl.col("value").is_not_null())
+    )
+
+
+def paired_per_query(
+    runs: Sequence[tuple[str, pl.LazyFrame]],
+    baseline: str,
+    query_set: ComparisonQuerySet,
+    tie_tolerance: float,
+) -> pl.LazyFrame:
+    """Per measure, cutoff and query of the paired sample (queries with a value in every run), the baseline against
+    each other run: both values, the difference (run - baseline), both intervals, and whether the sign of the
+    difference survives the missing judgments (`robustness`, null without intervals). Each frame needs `measure`
+    (see `with_measure`), `cutoff`, `query_id`, `status` and `value`."""
+    names = [name for name, _ in runs]
+    if len(set(names)) != len(names):
+        raise ValueError(f"two runs share a name: {names}")
+    if baseline not in names:
+        raise ValueError(f"baseline {baseline!r} is none of the runs {names}")
+    rows = pl.concat([_comparable_rows(name, frame, query_set) for name, frame in runs])
+    keys = ["measure", "cutoff", "query_id"]
+    in_every_run = rows.group_by(keys).agg(pl.len().alias("n_runs")).filter(pl.col("n_runs") == len(runs))
+    sample = rows.join(in_every_run.select(keys), on=keys, how="semi", nulls_equal=True)
+    base = sample.filter(pl.col("run") == baseline).select(
+        *keys, pl.lit(baseline).alias("baseline"), pl.col("value").alias("baseline_value"),
+        pl.col("value_min").alias("baseline_value_min"), pl.col("value_max").alias("baseline_value_max"),
+    )
+    others = sample.filter(pl.col("run") != baseline).select(
+        *keys, "run", pl.col("value").alias("run_value"),
+        pl.col("value_min").alias("run_value_min"), pl.col("value_max").alias("run_value_max"),
+    )
+    robustness = (
+        pl.when(pl.col("run_value_min").is_null() | pl.col("baseline_value_max").is_null())
+        .then(pl.lit(None, pl.String))
+        .when(pl.col("run_value_min") > pl.col("baseline_value_max") + tie_tolerance)
+        .then(pl.lit("robust_win"))
+        .when(pl.col("run_value_max") < pl.col("baseline_value_min") - tie_tolerance)
+        .then(pl.lit("robust_loss"))
+        .otherwise(pl.lit("unresolved"))
+    )
+    run_order = pl.DataFrame({"run": names, "run_order": list(range(len(names)))}).lazy()
+    return (
+        others.join(base, on=keys, how="inner", nulls_equal=True)
+        .join(run_order, on="run", how="left")
+        .with_columns(difference=pl.col("run_value") - pl.col("baseline_value"), robustness=robustness)
+        .sort("run_order", "measure", "cutoff", "query_id", nulls_last=True)
+        .select(
+            "baseline", "run", "measure", "cutoff", "query_id", "baseline_value", "run_value", "difference",
+            "baseline_value_min", "baseline_value_max", "run_value_min", "run_value_max", "robustness",
+        )
+    )
+
+
+def sample_matrix(runs: Sequence[tuple[str, pl.LazyFrame]], query_set: ComparisonQuerySet) -> pl.LazyFrame:
+    """Per measure, cutoff and query of the paired sample, one value column per run (named after the run): the
+    blocks of the Tukey HSD."""
+    keys = ["measure", "cutoff", "query_id"]
+    columns = [
+        _comparable_rows(name, frame, query_set).select(*keys, pl.col("value").alias(name)) for name, frame in runs
+    ]
+    matrix = columns[0]
+    for column in columns[1:]:
+        matrix = matrix.join(column, on=keys, how="inner", nulls_equal=True)
+    return matrix.sort(keys, nulls_last=True)
+
+
+# -- tests on paired differences ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TTest:
+    statistic: float | None
+    p_value: float | None
+
+
+def paired_t_test(differences: np.ndarray) -> TTest:
+    """Two-sided paired Student t-test of mean difference 0 (scipy's one-sample test on the differences, which is
+    `scipy.stats.ttest_rel`). Undefined (None) with fewer than two queries or when every difference is equal (the
+    standard deviation is 0)."""
+    if differences.size < 2 or np.ptp(differences) == 0:
+        return TTest(None, None)
+    result = stats.ttest_1samp(differences, 0.0)
+    return TTest(float(result.statistic), float(result.pvalue))
+
+
+@dataclass(frozen=True)
+class RandomizationTest:
+    p_value: float | None
+    method: Literal["exact", "sampled"] | None
+    permutations: int  # sign vectors evaluated: 2^n when exact, B when sampled
+
+
+def randomization_test(differences: np.ndarray, permutations: int, seed: int) -> RandomizationTest:
+    """Two-sided paired randomization (sign-flip) test of mean difference 0: under the null hypothesis each query's
+    difference is as likely to have either sign. When 2^n <= `permutations` every sign vector is enumerated and
+    p = #{|sum of flipped| >= |observed sum|} / 2^n exactly; otherwise B = `permutations` sign vectors are drawn
+    (seeded) and p = (b + 1) / (B + 1), b counting the draws at least as extreme (never 0: the observed assignment
+    is one of the possible ones). Sums are compared with a relative tolerance of 1e-12, so assignments equal to the
+    observed one up to rounding count as extreme."""
+    n = differences.size
+    if n == 0:
+        return RandomizationTest(None, None, 0)
+    observed = abs(float(differences.sum()))
+    tolerance = 1e-12 * float(np.abs(differences).sum())
+    if 2**n <= permutations:
+        # Every sign vector: row i's signs are the bits of i.
+        bits = (np.arange(2**n, dtype=np.int64)[:, None] >> np.arange(n, dtype=np.int64)) & 1
+        sums = (1 - 2 * bits.astype(np.float64)) @ differences
+        extreme = int(np.count_nonzero(np.abs(sums) >= observed - tolerance))
+        return RandomizationTest(extreme / 2**n, "exact", 2**n)
+    generator = np.random.default_rng(seed)
+    extreme = 0
+    for start in range(0, permutations, DRAWS_PER_BLOCK):
+        size = min(DRAWS_PER_BLOCK, permutations - start)
+        signs = 1.0 - 2.0 * generator.integers(0, 2, size=(size, n), dtype=np.int8)
+        extreme += int(np.count_nonzero(np.abs(signs @ differences) >= observed - tolerance))
+    return RandomizationTest((extreme + 1) / (permutations + 1), "sampled", permutations)
+
+
+def bootstrap_interval(
+    differences: np.ndarray, resamples: int, confidence_level: float, seed: int
+) -> tuple[float | None, float | None]:
+    """Percentile interval of the mean difference from the paired bootstrap: queries are resampled with
+    replacement (each query keeps its pair), `resamples` times, seeded (scipy.stats.bootstrap). None with fewer
+    than two queries."""
+    if differences.size < 2:
+        return None, None
+    if np.ptp(differences) == 0:  # every resample has the same mean
+        return float(differences[0]), float(differences[0])
+    result = stats.bootstrap(
+        (differences,), np.mean, n_resamples=resamples, confidence_level=confidence_level, method="percentile",
+        vectorized=True, batch=DRAWS_PER_BLOCK, rng=np.random.default_rng(seed),
+    )
+    return float(result.confidence_interval.low), float(result.confidence_interval.high)
+
+
+def cohens_d_z(differences: np.ndarray) -> float | None:
+    """Paired Cohen's d, the d_z variant: mean difference / sample standard deviation of the differences (ddof=1).
+    None with fewer than two queries or when the differences do not vary."""
+    if differences.size < 2 or np.ptp(differences) == 0:
+        return None
+    return float(differences.mean() / differences.std(ddof=1))
+
+
+def wins_ties_losses(differences: np.ndarray, tie_tolerance: float) -> tuple[int, int, int]:
+    """Queries where the run is better by more than the tolerance, within it, worse by more than it."""
+    wins = int(np.count_nonzero(differences > tie_tolerance))
+    losses = int(np.count_nonzero(differences < -tie_tolerance))
+    return wins, differences.size - wins - losses, losses
+
+
+def adjusted_p_values(p_values: Sequence[float | None], correction: Correction) -> list[float | None]:
+    """The family's p-values corrected for multiple comparisons: Holm's step-down (family-wise error) or
+    Benjamini-Hochberg (false discovery rate). Undefined p-values (None) stay None and are not members of the
+    family."""
+    defined = [i for i, p in enumerate(p_values) if p is not None]
+    adjusted: list[float | None] = [None] * len(p_values)
+    if not defined:
+        return adjusted
+    ps = np.array([p_values[i] for i in defined], dtype=np.float64)
+    corrected = holm(ps) if correction == "holm" else stats.false_discovery_control(ps, method="bh")
+    for i, value in zip(defined, corrected, strict=True):
+        adjusted[i] = float(value)
+    return adjusted
+
+
+def holm(p_values: np.ndarray) -> np.ndarray:
+    """Holm's adjusted p-values: the i-th smallest (1-based) becomes max over j <= i of min(1, (m - j + 1) p_(j))."""
+    m = p_values.size
+    order = np.argsort(p_values, kind="stable")
+    stepped = np.minimum(1.0, (m - np.arange(m)) * p_values[order])
+    adjusted = np.empty(m)
+    adjusted[order] = np.maximum.accumulate(stepped)
+    return adjusted
+
+
+def randomised_tukey_hsd(values: np.ndarray, permutations: int, seed: int) -> np.ndarray:
+    """Randomised Tukey HSD blocked by query (Sakai 2018): `values` is queries x runs. Under the null hypothesis
+    the runs' values for a query are exchangeable, so each draw permutes every query's row independently and
+    records the largest difference between two runs' means; the p-value of runs i and j is (b + 1) / (B + 1), b
+    counting the draws whose largest difference reaches |mean_i - mean_j|. It controls the family-wise error over
+    all pairs of runs. Returns the runs x runs matrix of p-values (1 on the diagonal)."""
+    n, m = values.shape
+    means = values.mean(axis=0)
+    observed = np.abs(means[:, None] - means[None, :])
+    tolerance = 1e-12 * float(np.abs(values).sum()) / max(n, 1)
+    generator = np.random.default_rng(seed)
+    reached = np.zeros((m, m), dtype=np.int64)
+    for start in range(0, permutations, DRAWS_PER_BLOCK):
+        size = min(DRAWS_PER_BLOCK, permutations - start)
+        shuffled = generator.permuted(np.broadcast_to(values, (size, n, m)), axis=2)
+        draw_means = shuffled.mean(axis=1)
+        largest = draw_means.max(axis=1) - draw_means.min(axis=1)
+        reached += np.count_nonzero(largest[:, None, None] >= observed[None, :, :] - tolerance, axis=0)
+    p_values = (reached + 1) / (permutations + 1)
+    np.fill_diagonal(p_values, 1.0)
+    return p_values
