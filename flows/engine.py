@@ -16,6 +16,7 @@ from typing import Literal
 import polars as pl
 
 from judged.flows.io import LoadedTable, StoredTable
+from judged.flows.versions import implementation_version
 from judged.schemas.provenance import RunMetadata, evaluation_id
 from judged.schemas.spec import EvaluationSpec
 from judged.transforms.duplicates import duplicate_pairs, keep_one_per_pair, may_have_duplicates, raise_on_duplicates
@@ -193,7 +194,7 @@ def result_identity(
     """The evaluation id, made when called. It holds what identifies the inputs (their hashes and metadata), never
     their rows: a result kept after its evaluation does not keep its run in memory."""
     run_id, judgments_id, spec_hash = run.deferred_id(), judgments.deferred_id(), spec.spec_hash
-    return lambda: evaluation_id(run_id(), judgments_id(), spec_hash)
+    return lambda: evaluation_id(run_id(), judgments_id(), spec_hash, implementation_version())
 
 
 def evaluate_sharded(

@@ -22,15 +22,13 @@ from prefect.runtime import flow_run
 
 from judged.flows.engine import EvaluationResult, assemble, evaluate_part
 from judged.flows.io import SIDECAR_SUFFIX, Metadata, load_table
+from judged.flows.versions import implementation_commit, implementation_version, library_versions
 from judged.flows.warehouse import StoreReport, Warehouse, now_utc, write_parquet_atomically
 from judged.schemas.provenance import (
     InputRecord,
     ProvenanceRecord,
     RunMetadata,
     evaluation_id,
-    implementation_commit,
-    implementation_version,
-    library_versions,
 )
 from judged.schemas.spec import EvaluationSpec
 from judged.transforms.shards import ROWS_PER_SHARD
@@ -119,7 +117,7 @@ def planned_evaluation(
     warehouse: Warehouse, run_id: str, judgment_set_id: str, spec: EvaluationSpec
 ) -> tuple[str, int, bool]:
     """(evaluation id, number of shards, already stored?) for a stored run and judgment set under a spec."""
-    identifier = evaluation_id(run_id, judgment_set_id, spec.spec_hash)
+    identifier = evaluation_id(run_id, judgment_set_id, spec.spec_hash, implementation_version())
     warehouse.record("judgments", judgment_set_id)
     shards = int(warehouse.record("run", run_id)["n_shards"])
     return identifier, shards, warehouse.has_evaluation(identifier)
@@ -133,7 +131,7 @@ def evaluate_shard(
     run = warehouse.load_stored("run", run_id, shard, of)
     judgments = warehouse.load_stored("judgments", judgment_set_id, shard, of)
     per_query, warnings = evaluate_part(run, judgments, spec)
-    identifier = evaluation_id(run_id, judgment_set_id, spec.spec_hash)
+    identifier = evaluation_id(run_id, judgment_set_id, spec.spec_hash, implementation_version())
     staged = warehouse.staging_part(identifier, shard, of)
     write_parquet_atomically(per_query, staged, {"judged.warnings": json.dumps(warnings)})
     return staged
@@ -149,7 +147,7 @@ def finish_evaluation(
     flow_run_id: str | None,
 ) -> EvaluationReport:
     """Summary over every shard, provenance, then the stored files (the record last); staging is removed."""
-    identifier = evaluation_id(run_id, judgment_set_id, spec.spec_hash)
+    identifier = evaluation_id(run_id, judgment_set_id, spec.spec_hash, implementation_version())
     parts = [pl.read_parquet(path) for path in staged]
     shard_warnings = [w for path in staged for w in json.loads(pl.read_parquet_metadata(path)["judged.warnings"])]
     run_record, judgments_record = warehouse.record("run", run_id), warehouse.record("judgments", judgment_set_id)

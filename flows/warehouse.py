@@ -30,7 +30,8 @@ import polars as pl
 import pyarrow.parquet as pq
 
 from judged.flows.io import DUPLICATE_PAIRS_KEY, LoadedTable, StoredTable, stored_duplicate_pairs
-from judged.schemas.provenance import JudgmentSetMetadata, RunMetadata, canonical_json, implementation_version
+from judged.flows.versions import implementation_version
+from judged.schemas.provenance import JudgmentSetMetadata, RunMetadata, canonical_json
 from judged.schemas.spec import EvaluationSpec
 from judged.schemas.tables import (
     EVALUATIONS,

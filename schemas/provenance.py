@@ -1,19 +1,14 @@
 """Identity and provenance: the metadata judgment sets and runs carry, how identifiers are derived, and the record
 every evaluation stores (SPEC section 3).
 
-Belongs here: pure descriptions and derivations. Reading versions of installed packages and the git commit is the
-only thing that looks outside (it is what the record must name).
+Belongs here: pure descriptions and derivations. What looks outside (installed versions, the git commit) is read
+by `judged.flows.versions` and passed in.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import platform
-import subprocess
-from functools import cache
-from importlib import metadata
-from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -72,48 +67,12 @@ def table_id(kind: str, content_sha256: str, table_metadata: BaseModel) -> str:
     return derive_id(kind, {"content": content_sha256, "metadata": table_metadata.model_dump(mode="json")})
 
 
-def evaluation_id(run_id: str, judgment_set_id: str, spec_hash: str, version: str | None = None) -> str:
-    """Same inputs, same spec, same implementation (this one unless `version` is given): same identifier, so a
-    rerun is recognisable."""
-    version = implementation_version() if version is None else version
+def evaluation_id(run_id: str, judgment_set_id: str, spec_hash: str, version: str) -> str:
+    """Same inputs, same spec, same implementation `version` (judged's, see `judged.flows.versions`): same
+    identifier, so a rerun is recognisable."""
     return derive_id(
         "evaluation", {"run": run_id, "judgments": judgment_set_id, "spec": spec_hash, "implementation": version}
     )
-
-
-def implementation_version() -> str:
-    """The installed version of the judged package."""
-    try:
-        return metadata.version("judged")
-    except metadata.PackageNotFoundError:
-        return "0+unknown"
-
-
-@cache
-def implementation_commit() -> str:
-    """The git commit of the code that runs (with `-dirty` when the work tree has changes), or `unknown`."""
-    here = Path(__file__).resolve().parent
-    try:
-        commit = subprocess.run(
-            ["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10, check=True
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True, text=True, timeout=10, check=True,
-        ).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-    return f"{commit}-dirty" if dirty else commit
-
-
-def library_versions() -> dict[str, str]:
-    versions = {"python": platform.python_version()}
-    for package in ("polars", "pyarrow", "duckdb", "prefect"):
-        try:
-            versions[package] = metadata.version(package)
-        except metadata.PackageNotFoundError:
-            versions[package] = "not installed"
-    return versions
 
 
 class InputRecord(BaseModel):

@@ -19,7 +19,8 @@ import pytest
 from judged.flows.pipeline import evaluate_flow, ingest_judgments, ingest_run
 from judged.flows.sql import open_readonly
 from judged.flows.warehouse import TEMP_MARK, Warehouse
-from judged.schemas.provenance import evaluation_id, implementation_version
+from judged.flows.versions import implementation_version
+from judged.schemas.provenance import evaluation_id
 from judged.schemas.spec import PRESETS
 from tests.conftest import REPO, SAMPLE
 

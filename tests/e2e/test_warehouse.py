@@ -21,7 +21,7 @@ from judged.flows.cli import app
 from judged.flows.pipeline import evaluate_flow, ingest_judgments, ingest_run, nightly
 from judged.flows.sql import open_readonly
 from judged.flows.warehouse import Warehouse
-from judged.schemas.provenance import implementation_commit, implementation_version
+from judged.flows.versions import implementation_commit, implementation_version
 from judged.schemas.spec import PRESETS
 from tests.conftest import SAMPLE
 from tests.helpers import tree_listing
