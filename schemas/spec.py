@@ -12,6 +12,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, field_validator, model_validator
 
+from judged.schemas.measures import NDCG, Measure, MeasureBase, MeasureError, parse_measures
+
 SPEC_VERSION = 1
 
 Cutoff = Annotated[StrictInt, Field(gt=0)] | None
@@ -44,6 +46,10 @@ class EvaluationSpec(BaseModel):
 
     measure: Literal["ndcg"] = "ndcg"
     cutoffs: tuple[Cutoff, ...] = TREC_EVAL_CUTOFFS
+    # The declared measures (schemas/measures.py). Empty: nDCG at each of `cutoffs`, the form every spec had before
+    # measures could be listed, kept so that its canonical JSON, hash and evaluation ids stay what they were.
+    # Given: `cutoffs` becomes the measures' cutoffs, so the two never disagree.
+    measures: tuple[Measure, ...] = ()
     gain: GainKind = "linear"
     gain_map: tuple[tuple[int, float], ...] = ()
     negative_grades: NegativeGrades = "zero"
@@ -60,6 +66,22 @@ class EvaluationSpec(BaseModel):
     depth: Annotated[StrictInt, Field(gt=0)] | None = None
     aggregation: Aggregation = "mean"
     query_weights: tuple[tuple[str, float], ...] = ()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _cutoffs_of_measures(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("measures"):
+            cutoffs = [m.cutoff if isinstance(m, MeasureBase) else dict(m).get("cutoff") for m in data["measures"]]
+            data = {**data, "cutoffs": tuple(dict.fromkeys(cutoffs))}
+        return data
+
+    @field_validator("measures")
+    @classmethod
+    def _distinct_measures(cls, measures: tuple[MeasureBase, ...]) -> tuple[MeasureBase, ...]:
+        names = [m.canonical for m in measures]
+        if len(set(names)) != len(names):
+            raise ValueError(f"a measure is listed twice in {names}")
+        return measures
 
     @field_validator("cutoffs")
     @classmethod
@@ -103,13 +125,31 @@ class EvaluationSpec(BaseModel):
             raise ValueError("aggregation 'weighted_mean' needs query_weights")
         if self.aggregation == "mean" and self.query_weights:
             raise ValueError("query_weights are given but aggregation is 'mean'; set aggregation='weighted_mean'")
+        if self.ties == "average" and any(not isinstance(m, NDCG) for m in self.measures):
+            raise ValueError("ties 'average' (shared credit within a tie group) is defined for nDCG only")
         return self
+
+    # -- measures ------------------------------------------------------------------------------------------------
+
+    def measure_list(self) -> tuple[MeasureBase, ...]:
+        """The measures this spec computes: the declared ones, or nDCG at each cutoff."""
+        return self.measures or tuple(NDCG(cutoff=k) for k in self.cutoffs)
+
+    def measure_label(self, measure: MeasureBase) -> str:
+        """e.g. `AP@100[trec_eval:gain=linear]`: the measure's canonical name and the method."""
+        return f"{measure.canonical}[{self.method_label()}]"
+
+    def measure_trec_eval_name(self, measure: MeasureBase) -> str | None:
+        """trec_eval's name for this measure when trec_eval prints exactly its number under this spec."""
+        return measure.trec_eval_name() if self.trec_eval_compatible() else None
 
     # -- identity ------------------------------------------------------------------------------------------------
 
     def canonical_json(self) -> str:
         """The spec as compact JSON with sorted keys: equal specs give equal bytes."""
         payload = {"spec_version": SPEC_VERSION, **self.model_dump(mode="json")}
+        if not self.measures:
+            del payload["measures"]  # nDCG at the cutoffs: the same text (and hash) as before measures were listed
         return json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
     @property
@@ -120,6 +160,8 @@ class EvaluationSpec(BaseModel):
     @classmethod
     def from_canonical_json(cls, text: str) -> EvaluationSpec:
         payload = json.loads(text)
+        if not isinstance(payload, dict):
+            raise SpecError("a spec's canonical JSON is an object")
         version = payload.pop("spec_version", None)
         if version != SPEC_VERSION:
             raise SpecError(f"spec_version {version!r} is not supported (this build reads {SPEC_VERSION})")
@@ -153,7 +195,9 @@ class EvaluationSpec(BaseModel):
         return f"nDCG{at}[{self.method_label()}]"
 
     def full_label(self) -> str:
-        """The label of the whole evaluation: all cutoffs and the method."""
+        """The label of the whole evaluation: all cutoffs (or the declared measures) and the method."""
+        if self.measures:
+            return ",".join(m.canonical for m in self.measures) + f"[{self.method_label()}]"
         ks = ",".join("all" if k is None else str(k) for k in self.cutoffs)
         return f"nDCG@{ks}[{self.method_label()}]"
 
@@ -178,9 +222,13 @@ class EvaluationSpec(BaseModel):
         return "ndcg" if cutoff is None else f"ndcg_cut_{cutoff}"
 
     def with_options(self, **changes: Any) -> EvaluationSpec:
-        """A new, validated spec with some options changed."""
+        """A new, validated spec with some options changed. The cutoffs of a spec with declared measures are
+        theirs: change the measures instead."""
+        if self.measures and "cutoffs" in changes and "measures" not in changes:
+            raise SpecError("the cutoffs come from the declared measures; give the measures with their cutoffs")
+        current = {**self.model_dump(), "measures": self.measures}
         try:
-            return EvaluationSpec.model_validate({**self.model_dump(), **changes})
+            return EvaluationSpec.model_validate({**current, **changes})
         except ValidationError as error:
             raise SpecError(_validation_message(error)) from None
 
@@ -199,7 +247,7 @@ def _option_text(spec: EvaluationSpec, name: str) -> str:
     return "none" if value is None else str(value)
 
 
-_LABEL_EXEMPT = {"cutoffs", "measure"}
+_LABEL_EXEMPT = {"cutoffs", "measure", "measures"}
 
 
 def _closest_preset(spec: EvaluationSpec) -> tuple[str, list[str]]:
@@ -270,10 +318,24 @@ def parse_gain_map(text: str) -> tuple[tuple[int, float], ...]:
     return tuple(pairs)
 
 
+def spec_measures(names: str | list[str] | tuple[str, ...]) -> tuple[MeasureBase, ...]:
+    """Measure names (`"nDCG@10,AP,RR@10"` or a list) as a spec's `measures`; errors are one-line SpecErrors."""
+    try:
+        return parse_measures(names)
+    except MeasureError as error:
+        raise SpecError(str(error)) from None
+
+
 def build_spec(preset_name: str = "judged", **overrides: Any) -> EvaluationSpec:
-    """A preset with overrides (None means: keep the preset's value); every error becomes a one-line SpecError."""
+    """A preset with overrides (None means: keep the preset's value); every error becomes a one-line SpecError.
+    `measures` may be given as names (`"nDCG@10,AP"` or a list of them)."""
     base = preset(preset_name)
     changes = {name: value for name, value in overrides.items() if value is not None}
+    if "measures" in changes:
+        if "cutoffs" in changes:
+            raise SpecError("give the cutoffs inside the measures (nDCG@10,AP@100), not beside them")
+        if isinstance(changes["measures"], str) or any(isinstance(m, str) for m in changes["measures"]):
+            changes["measures"] = spec_measures(changes["measures"])
     if "gain_map" in changes and "gain" not in changes:
         changes["gain"] = "map"
     return base.with_options(**changes)

@@ -81,7 +81,7 @@ def variants(base: EvaluationSpec, max_changes: int) -> list[EvaluationSpec]:
 
 def test_alternatives_cover_every_field() -> None:
     covered = {field for changes in ALTERNATIVES.values() for change in changes for field in change}
-    assert covered | SINGLE_VALUED | {"cutoffs"} == set(EvaluationSpec.model_fields)
+    assert covered | SINGLE_VALUED | {"cutoffs", "measures"} == set(EvaluationSpec.model_fields)
 
 
 def test_frozen() -> None:

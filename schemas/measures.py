@@ -1,0 +1,250 @@
+"""The measures a spec may ask for: each one's declared parameters, canonical name and trec_eval name.
+
+Belongs here: one small frozen model per measure (what it is called, its parameters with their defaults, which
+cutoffs it accepts, the rows of each ranking it reads, its value for a judged query the run does not list), the
+registry `MEASURES` from canonical name to model, and `parse_measures`, which turns names such as `nDCG@10`, `AP`,
+`RR@10`, `P(rel=2)@5` or `RBP(p=0.8)` into them. Nothing here computes a value: each measure's formula, with its
+citation, lives in its module under `transforms/measures/`, which the engine finds through the same names.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, model_validator
+
+PositiveInt = Annotated[StrictInt, Field(gt=0)]
+
+
+class MeasureError(ValueError):
+    """A measure name or parameter that does not describe a measure judged computes."""
+
+
+class MeasureBase(BaseModel):
+    """What every measure declares. `cutoff` None means the whole returned list."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    cutoff: PositiveInt | None = None
+
+    cutoff_required: ClassVar[bool] = False
+    cutoff_allowed: ClassVar[bool] = True
+    trec_eval_base: ClassVar[str | None] = None
+    """trec_eval's name of this measure without a cutoff (`map`), when trec_eval prints the same number."""
+    trec_eval_cut: ClassVar[str | None] = None
+    """trec_eval's name with a cutoff, `{k}` standing for it (`map_cut_{k}`)."""
+    missing_value: ClassVar[float | None] = 0.0
+    """The value of a judged query the run does not list, under query set `judged` (trec_eval -c)."""
+    undefined_without_relevant: ClassVar[bool] = False
+    """Whether the value divides by the relevant judged documents, so a query without any is undefined."""
+
+    @model_validator(mode="after")
+    def _cutoff_fits(self) -> MeasureBase:
+        if self.cutoff_required and self.cutoff is None:
+            raise ValueError(f"{self.name} needs a cutoff, e.g. {self.name}@10")
+        if not self.cutoff_allowed and self.cutoff is not None:
+            raise ValueError(f"{self.name} takes no cutoff")
+        return self
+
+    @property
+    def name(self) -> str:
+        return str(type(self).model_fields["measure"].default)
+
+    def parameters(self) -> dict[str, Any]:
+        """The declared parameters other than the cutoff, as given (defaults included)."""
+        return {key: value for key, value in self.model_dump().items() if key not in ("measure", "cutoff")}
+
+    def _default_parameters(self) -> dict[str, Any]:
+        return {key: type(self).model_fields[key].default for key in self.parameters()}
+
+    @property
+    def family(self) -> str:
+        """The name and its non-default parameters, without the cutoff: `nDCG`, `AP(rel=2)`, `RBP(p=0.8)`."""
+        defaults = self._default_parameters()
+        shown = [f"{key}={_text(value)}" for key, value in self.parameters().items() if value != defaults[key]]
+        return self.name + (f"({','.join(shown)})" if shown else "")
+
+    @property
+    def canonical(self) -> str:
+        """ir_measures' form: `nDCG@10`, `AP`, `P(rel=2)@5`, `RBP(p=0.8)`."""
+        return self.family + ("" if self.cutoff is None else f"@{self.cutoff}")
+
+    def trec_eval_name(self) -> str | None:
+        """trec_eval's name for this exact number (given its flags, e.g. -l for `rel`), or None."""
+        if self.cutoff is None:
+            return self.trec_eval_base
+        return None if self.trec_eval_cut is None else self.trec_eval_cut.format(k=self.cutoff)
+
+    def rows_needed(self) -> int | None:
+        """How many first rows of each ranking decide the value: the cutoff, or None for all of them."""
+        return self.cutoff
+
+
+class NDCG(MeasureBase):
+    """Normalised discounted cumulative gain; its gain, discount, ties and ideal are the spec's options."""
+
+    measure: Literal["nDCG"] = "nDCG"
+    trec_eval_base: ClassVar[str | None] = "ndcg"
+    trec_eval_cut: ClassVar[str | None] = "ndcg_cut_{k}"
+    undefined_without_relevant: ClassVar[bool] = True
+
+
+class BinaryMeasure(MeasureBase):
+    """A measure of binary relevance: a document is relevant when its grade is at least `rel` (trec_eval -l)."""
+
+    rel: PositiveInt = 1
+
+
+class AP(BinaryMeasure):
+    measure: Literal["AP"] = "AP"
+    trec_eval_base: ClassVar[str | None] = "map"
+    trec_eval_cut: ClassVar[str | None] = "map_cut_{k}"
+    undefined_without_relevant: ClassVar[bool] = True
+
+
+class RR(BinaryMeasure):
+    measure: Literal["RR"] = "RR"
+    # RR@k is trec_eval's recip_rank only when the whole run is cut with -M k, which changes every other measure.
+    trec_eval_base: ClassVar[str | None] = "recip_rank"
+
+
+class Precision(BinaryMeasure):
+    measure: Literal["P"] = "P"
+    cutoff_required: ClassVar[bool] = True
+    trec_eval_cut: ClassVar[str | None] = "P_{k}"
+
+
+class Recall(BinaryMeasure):
+    measure: Literal["R"] = "R"
+    cutoff_required: ClassVar[bool] = True
+    trec_eval_cut: ClassVar[str | None] = "recall_{k}"
+    undefined_without_relevant: ClassVar[bool] = True
+
+
+class RPrecision(BinaryMeasure):
+    measure: Literal["R-Prec"] = "R-Prec"
+    cutoff_allowed: ClassVar[bool] = False
+    trec_eval_base: ClassVar[str | None] = "Rprec"
+    undefined_without_relevant: ClassVar[bool] = True
+
+
+class Judged(MeasureBase):
+    """The judged share of the first k. `convention='ir_measures'`: any qrels entry counts as judged, over
+    min(k, retrieved); `convention='trec_eval'`: 1 - trec_eval 10's `unj_k` (a negative grade counts as
+    unjudged, over k)."""
+
+    measure: Literal["Judged"] = "Judged"
+    convention: Literal["ir_measures", "trec_eval"] = "ir_measures"
+    cutoff_required: ClassVar[bool] = True
+    missing_value: ClassVar[float | None] = None  # nothing retrieved: no share to report
+
+
+class RBP(BinaryMeasure):
+    """Rank-biased precision with persistence `p`; its residual is stored beside it."""
+
+    measure: Literal["RBP"] = "RBP"
+    p: float = Field(default=0.8, gt=0.0, lt=1.0)
+    cutoff_allowed: ClassVar[bool] = False
+    trec_eval_base: ClassVar[str | None] = "rbp"
+
+    @property
+    def family(self) -> str:
+        # p is always shown: ir_measures (0.8) and trec_eval (0.9) disagree on its default.
+        extra = "" if self.rel == 1 else f",rel={self.rel}"
+        return f"RBP(p={_text(self.p)}{extra})"
+
+
+Measure = Annotated[NDCG | AP | RR | Precision | Recall | RPrecision | Judged | RBP, Field(discriminator="measure")]
+"""One declared measure; its `measure` field names it."""
+
+MEASURES: dict[str, type[MeasureBase]] = {
+    model.model_fields["measure"].default: model for model in (NDCG, AP, RR, Precision, Recall, RPrecision, Judged, RBP)
+}
+"""Canonical name -> declaration. The engine dispatches through the same names (transforms/measures/)."""
+
+ALIASES: dict[str, str] = {"Rprec": "R-Prec", "NDCG": "nDCG", "ndcg": "nDCG", "MAP": "AP", "MRR": "RR"}
+
+_NAME = re.compile(r"^(?P<name>[A-Za-z][A-Za-z-]*)(?:\((?P<params>[^()]*)\))?(?:@(?P<cutoff>[^@()]+))?$")
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)
+
+
+def _parameter_value(text: str) -> Any:
+    for convert in (int, float):
+        try:
+            return convert(text)
+        except ValueError:
+            pass
+    return text
+
+
+def parse_measure(text: str) -> MeasureBase:
+    """One name such as `nDCG@10`, `AP`, `RR(rel=2)@10`, `Judged(convention=trec_eval)@10`, `RBP(p=0.8)`."""
+    match = _NAME.match(text.strip())
+    if match is None:
+        raise MeasureError(f"measure {text!r} is not NAME, NAME@k or NAME(param=value,...)@k")
+    name = ALIASES.get(match["name"], match["name"])
+    model = MEASURES.get(name)
+    if model is None:
+        raise MeasureError(f"unknown measure {match['name']!r}; choose one of {', '.join(MEASURES)}")
+    values: dict[str, Any] = {}
+    for item in (part.strip() for part in (match["params"] or "").split(",") if part.strip()):
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise MeasureError(f"measure {text!r}: parameter {item!r} is not NAME=VALUE")
+        values[key.strip()] = _parameter_value(value.strip())
+    if match["cutoff"] is not None:
+        cutoff = match["cutoff"].strip()
+        if cutoff.lower() != "all":
+            try:
+                values["cutoff"] = int(cutoff)
+            except ValueError:
+                raise MeasureError(f"measure {text!r}: cutoff {cutoff!r} is not a positive integer") from None
+    if name == "RBP" and isinstance(values.get("p"), int):
+        values["p"] = float(values["p"])
+    try:
+        return model.model_validate(values)
+    except ValidationError as error:
+        raise MeasureError(f"measure {text!r}: {_problems(error)}") from None
+
+
+def parse_measures(names: str | list[str] | tuple[str, ...]) -> tuple[MeasureBase, ...]:
+    """`"nDCG@10,AP,RR@10"` or `["nDCG@10", "AP", "RBP(p=0.8)"]` -> the declared measures, in the order given.
+    A comma inside parentheses belongs to the parameters. Raises MeasureError (one line) on any bad name or a
+    measure given twice."""
+    items = _split_names(names) if isinstance(names, str) else [str(name) for name in names]
+    if not [item for item in items if item.strip()]:
+        raise MeasureError("no measure given; use e.g. nDCG@10,AP,RR@10")
+    measures = tuple(parse_measure(item) for item in items if item.strip())
+    seen: set[str] = set()
+    for measure in measures:
+        if measure.canonical in seen:
+            raise MeasureError(f"measure {measure.canonical} is given twice")
+        seen.add(measure.canonical)
+    return measures
+
+
+def _split_names(text: str) -> list[str]:
+    items, depth, current = [], 0, ""
+    for char in text:
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if char == "," and depth == 0:
+            items.append(current)
+            current = ""
+        else:
+            current += char
+    return [*items, current]
+
+
+def _problems(error: ValidationError) -> str:
+    problems = []
+    for item in error.errors():
+        where = ".".join(str(part) for part in item["loc"] if not str(part)[0].isupper())
+        message = str(item["msg"]).removeprefix("Value error, ")
+        problems.append(f"{where}: {message}" if where else message)
+    return "; ".join(problems)

@@ -1,0 +1,97 @@
+"""Measure names (schemas.measures): parsing, canonical names, trec_eval names, and their place in the spec."""
+
+from __future__ import annotations
+
+import pytest
+
+from judged.schemas.measures import AP, NDCG, RBP, RR, Judged, MeasureError, Precision, parse_measures
+from judged.schemas.spec import PRESETS, EvaluationSpec, SpecError, build_spec
+
+
+@pytest.mark.parametrize(
+    ("text", "canonical", "trec_eval"),
+    [
+        ("nDCG@10", "nDCG@10", "ndcg_cut_10"),
+        ("nDCG", "nDCG", "ndcg"),
+        ("AP", "AP", "map"),
+        ("MAP@100", "AP@100", "map_cut_100"),
+        ("RR", "RR", "recip_rank"),
+        ("RR@10", "RR@10", None),  # trec_eval needs -M 10 for it, which cuts every other measure too
+        ("P@5", "P@5", "P_5"),
+        ("R@100", "R@100", "recall_100"),
+        ("Rprec", "R-Prec", "Rprec"),
+        ("R-Prec", "R-Prec", "Rprec"),
+        ("Judged@10", "Judged@10", None),
+        ("Judged(convention=trec_eval)@10", "Judged(convention=trec_eval)@10", None),
+        ("RBP(p=0.8)", "RBP(p=0.8)", "rbp"),
+        ("RBP", "RBP(p=0.8)", "rbp"),  # p is always shown: ir_measures' default 0.8 is not trec_eval's 0.9
+        ("P(rel=2)@5", "P(rel=2)@5", "P_5"),  # what trec_eval -l 2 prints as P_5
+        (" AP@all ", "AP", "map"),
+    ],
+)
+def test_names(text: str, canonical: str, trec_eval: str | None) -> None:
+    (measure,) = parse_measures([text])
+    assert measure.canonical == canonical
+    assert measure.trec_eval_name() == trec_eval
+    assert parse_measures([canonical]) == (measure,)
+
+
+def test_a_comma_inside_parentheses_belongs_to_the_parameters() -> None:
+    assert parse_measures("nDCG@10,RBP(p=0.9,rel=2),AP") == (NDCG(cutoff=10), RBP(p=0.9, rel=2), AP())
+
+
+def test_declared_defaults() -> None:
+    assert RR().rel == 1 and RBP().p == 0.8 and Judged(cutoff=10).convention == "ir_measures"
+    assert Precision(cutoff=5).rows_needed() == 5
+    assert AP().rows_needed() is None and RBP().rows_needed() is None
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("MRR@x", "measure 'MRR@x': cutoff 'x' is not a positive integer"),
+        ("Foo@10", "unknown measure 'Foo'; choose one of nDCG, AP, RR, P, R, R-Prec, Judged, RBP"),
+        ("P", "measure 'P': P needs a cutoff, e.g. P@10"),
+        ("Rprec@10", "measure 'Rprec@10': R-Prec takes no cutoff"),
+        ("RBP(p=1)", "measure 'RBP(p=1)': p: Input should be less than 1"),
+        ("AP(rel=0)", "measure 'AP(rel=0)': rel: Input should be greater than 0"),
+        ("AP(k=3)", "measure 'AP(k=3)': k: Extra inputs are not permitted"),
+        ("AP(rel)", "measure 'AP(rel)': parameter 'rel' is not NAME=VALUE"),
+        ("nDCG@10,nDCG@10", "measure nDCG@10 is given twice"),
+        ("", "no measure given; use e.g. nDCG@10,AP,RR@10"),
+    ],
+)
+def test_bad_names_are_one_line_errors(text: str, message: str) -> None:
+    with pytest.raises(MeasureError) as caught:
+        parse_measures(text)
+    assert str(caught.value) == message
+
+
+def test_spec_with_measures_round_trips_and_takes_their_cutoffs() -> None:
+    spec = build_spec("trec_eval", measures="nDCG@10,AP,RR@10,P@5")
+    assert spec.cutoffs == (5, 10, None)
+    assert [m.canonical for m in spec.measure_list()] == ["nDCG@10", "AP", "RR@10", "P@5"]
+    assert EvaluationSpec.from_canonical_json(spec.canonical_json()) == spec
+    assert spec.spec_hash != PRESETS["trec_eval"].spec_hash
+    assert spec.full_label() == "nDCG@10,AP,RR@10,P@5[trec_eval:gain=linear]"
+    assert [spec.measure_trec_eval_name(m) for m in spec.measure_list()] == ["ndcg_cut_10", "map", None, "P_5"]
+
+
+def test_default_spec_lists_ndcg_at_its_cutoffs_and_keeps_its_json() -> None:
+    spec = PRESETS["judged"].with_options(cutoffs=(5, None))
+    assert spec.measure_list() == (NDCG(cutoff=5), NDCG())
+    assert '"measures"' not in spec.canonical_json()
+
+
+def test_measures_and_their_cutoffs_never_disagree() -> None:
+    spec = build_spec("judged", measures=["AP@100"])
+    with pytest.raises(SpecError, match="the cutoffs come from the declared measures"):
+        spec.with_options(cutoffs=(5,))
+    with pytest.raises(SpecError, match="give the cutoffs inside the measures"):
+        build_spec("judged", measures="AP", cutoffs=(5,))
+
+
+def test_average_ties_are_ndcg_only() -> None:
+    with pytest.raises(SpecError, match="ties 'average' .* is defined for nDCG only"):
+        build_spec("sklearn", measures="nDCG@10,P@10")
+    assert build_spec("sklearn", measures="nDCG@10").ties == "average"
