@@ -53,6 +53,9 @@ SINK_BATCH_ROWS = 2_000_000
 # A run of up to this many rows is split into shards in memory (about 1 GiB at 10M rows); larger ones stream.
 IN_MEMORY_SINK_ROWS = 10_000_000
 CATALOG = "catalog.duckdb"
+# The catalog's storage format: the oldest DuckDB can write, so that DuckDB 1.0.0 and every later client (CLIs, BI
+# tools, older Python environments) can open it. It holds views only, so the newer formats would add nothing.
+CATALOG_STORAGE_VERSION = "v1.0.0"
 
 # table name -> (contract, files glob relative to the warehouse)
 TABLES: dict[str, tuple[dict[str, pl.DataType], str]] = {
@@ -376,7 +379,8 @@ class Warehouse:
         self.ensure()
         temporary = self.root / f"{CATALOG}{TEMP_MARK}{uuid.uuid4().hex}"
         try:
-            with duckdb.connect(str(temporary)) as connection:
+            config = {"storage_compatibility_version": CATALOG_STORAGE_VERSION}
+            with duckdb.connect(str(temporary), config=config) as connection:
                 connection.execute(views_sql(self.root))
             os.replace(temporary, self.catalog)
         finally:

@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
+import venv
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from judged.flows.cli import app
+from judged.flows.warehouse import CATALOG_STORAGE_VERSION
 from tests.conftest import REPO
 
 runner = CliRunner()
@@ -77,3 +81,47 @@ def test_provenance_of_one_result(demo_warehouse: tuple[Path, str]) -> None:
     assert row["judgments_version"] == "nist-final"
     assert row["flow_run_id"]
     assert "polars" in row["libraries"]
+
+
+# The oldest DuckDB client that opens the catalog (its storage format, CATALOG_STORAGE_VERSION, is DuckDB 1.0.0's).
+OLDEST_CLIENT = "1.0.0"
+_RUN_IN_OLD_CLIENT = """
+import json, sys, duckdb
+queries = json.loads(sys.stdin.read())
+connection = duckdb.connect(sys.argv[1], read_only=True)
+print(json.dumps({"version": duckdb.__version__,
+                  "rows": [[list(row) for row in connection.sql(q).fetchall()] for q in queries]}, default=str))
+"""
+
+
+@pytest.fixture(scope="module")
+def oldest_duckdb(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A separate environment with DuckDB 1.0.0 installed from the package registry; skips when pip cannot get it."""
+    folder = tmp_path_factory.mktemp("duckdb-oldest")
+    venv.create(folder, with_pip=True)
+    python = folder / "bin" / "python"
+    installed = subprocess.run(
+        [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", f"duckdb=={OLDEST_CLIENT}"],
+        capture_output=True, text=True, timeout=600,
+    )
+    if installed.returncode != 0:
+        pytest.skip(f"cannot install duckdb=={OLDEST_CLIENT} into a separate venv: {installed.stderr.strip()[-300:]}")
+    return python
+
+
+def test_catalog_opens_in_duckdb_1_0_with_the_readme_queries(
+    demo_warehouse: tuple[Path, str], oldest_duckdb: Path
+) -> None:
+    assert CATALOG_STORAGE_VERSION == f"v{OLDEST_CLIENT}"
+    catalog = demo_warehouse[0] / "catalog.duckdb"
+    done = subprocess.run(
+        [str(oldest_duckdb), "-c", _RUN_IN_OLD_CLIENT, str(catalog)], input=json.dumps(README_QUERIES),
+        capture_output=True, text=True, timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    answer = json.loads(done.stdout)
+    assert answer["version"] == OLDEST_CLIENT
+    # Same answers as DuckDB 2 through `judged sql`: the mean NDCG@10 per run, and each query's number of rows.
+    assert [(row[0], row[2]) for row in answer["rows"][0]] == [("pash_r3", 0.8031), ("p_bm25", 0.4796), ("DoRA_Large", 0.0414)]
+    assert [len(rows) for rows in answer["rows"]] == [len(sql_rows(demo_warehouse[0], q)) for q in README_QUERIES]
+    assert [len(rows) for rows in answer["rows"]] == [3, 10, 10, 9, 1]
