@@ -26,6 +26,7 @@ from judged.schemas.spec import (
     parse_gain_map,
     parse_positive_int,
 )
+from judged.flows.wording import counted, rows_per_second
 from judged.transforms.errors import InputError
 
 if TYPE_CHECKING:  # the flows import Prefect: only commands that run a flow load them
@@ -42,8 +43,20 @@ app = typer.Typer(
 
 
 
+def _print_version(asked: bool) -> None:
+    if asked:
+        from judged.schemas.provenance import implementation_version
+
+        print(f"judged {implementation_version()}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    version: Annotated[
+        bool, typer.Option("--version", is_eager=True, callback=_print_version, help="Print judged's version and exit.")
+    ] = False,
+) -> None:
     """Evaluate search runs with NDCG against relevance judgments, every choice declared."""
     _quiet_prefect()
 
@@ -332,8 +345,8 @@ def ingest_run_command(
 
 def _print_store_report(report: StoreReport, what: str) -> None:
     if report.created:
-        rate = f" in {report.seconds:.2f} s ({report.n_rows / report.seconds / 1e6:.2f}M rows/s)" if report.seconds else ""
-        print(f"stored {what} {report.id} ({report.n_rows} rows){rate}")
+        rate = f" in {report.seconds:.2f} s ({rows_per_second(report.n_rows, report.seconds)})" if report.seconds else ""
+        print(f"stored {what} {report.id} ({counted(report.n_rows, 'row')}){rate}")
     else:
         print(f"{what} {report.id} already in the warehouse: nothing new written")
 
@@ -374,8 +387,8 @@ def _print_nightly(report: NightlyReport, warehouse: Path) -> None:
     print_tables([load_result(store, r.evaluation_id) for r in report.evaluated])
     for name, error in report.rejected.items():
         print(f"rejected {name}: {error}", file=sys.stderr)
-    print(f"nightly run {report.flow_run_id}: {len(report.evaluated)} evaluations, "
-          f"{len(report.rejected)} files rejected")
+    print(f"nightly run {report.flow_run_id}: {counted(len(report.evaluated), 'evaluation')}, "
+          f"{counted(len(report.rejected), 'file')} rejected")
 
 
 @app.command()

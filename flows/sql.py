@@ -6,12 +6,14 @@ turning a result into rows. The view definitions themselves are `transforms/view
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
 import duckdb
 
 from judged.flows.warehouse import Warehouse
+from judged.flows.wording import with_article
 
 ALLOWED_STATEMENTS = {duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN}
 
@@ -51,8 +53,8 @@ def run_query(warehouse: Warehouse, sql: str) -> QueryResult:
             raise QueryRefused("no statement given")
         for statement in statements:
             if statement.type not in ALLOWED_STATEMENTS:
-                kind = statement.type.name
-                raise QueryRefused(f"refused a {kind} statement: judged sql runs read-only queries (SELECT) only")
+                raise QueryRefused(f"refused {with_article(statement_keyword(statement))} statement: "
+                                   "judged sql runs read-only queries (SELECT) only")
         try:
             result = None
             for statement in statements:
@@ -64,6 +66,16 @@ def run_query(warehouse: Warehouse, sql: str) -> QueryResult:
             raise QueryRefused(_first_line(error)) from None
     finally:
         connection.close()
+
+
+_LEADING_KEYWORD = re.compile(r"(?:\s|--[^\n]*\n?|/\*.*?\*/)*(FORCE\s+INSTALL|[A-Za-z_]+)", re.S | re.I)
+
+
+def statement_keyword(statement: duckdb.Statement) -> str:
+    """The statement as its author wrote it (`INSTALL`, `ATTACH`), not DuckDB's statement type, which names
+    several statements after one (INSTALL is a LOAD there)."""
+    found = _LEADING_KEYWORD.match(statement.query)
+    return " ".join(found.group(1).upper().split()) if found else statement.type.name
 
 
 def _first_line(error: Exception) -> str:

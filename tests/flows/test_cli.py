@@ -460,3 +460,11 @@ def test_trec_lines_never_hash_the_inputs(monkeypatch: pytest.MonkeyPatch) -> No
     identified = json_of(seed("--format", "json"))
     assert sorted(hashed) == sorted([SEED_QRELS.name, SEED_RUN.name])
     assert len(identified["evaluations"][0]["evaluation_id"]) == 32
+
+
+def test_version_prints_the_installed_version() -> None:
+    from importlib.metadata import version
+
+    result = judged("--version")
+    assert result.exit_code == 0
+    assert result.stdout == f"judged {version('judged')}\n"
