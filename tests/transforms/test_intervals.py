@@ -1,0 +1,161 @@
+"""nDCG intervals over unjudged documents (transforms.intervals) against brute force over every assignment of grades,
+the issue's worked example, and the seed fixture (no unjudged document: min = max = value)."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+from collections import defaultdict
+
+import polars as pl
+import pytest
+
+from judged.schemas.spec import PRESETS, EvaluationSpec
+from judged.transforms.intervals import ndcg_interval, ndcg_intervals, with_intervals
+from judged.transforms.ndcg import attach_judgments, candidate_rows, per_query_ndcg, rank_run
+from tests.transforms.test_ndcg import judgment_frame, run_frame
+
+CUTOFFS = (1, 2, 3, 5, None)
+SCALES = ((0, 1, 2, 3), (0, 1), (-1, 0, 2))
+SPECS: tuple[EvaluationSpec, ...] = tuple(
+    PRESETS["judged"].with_options(cutoffs=CUTOFFS, **options)
+    for options in (
+        {},
+        {"no_relevant": "zero"},
+        {"ties": "docid_asc"},
+        {"ties": "average"},
+        {"ties": "average", "ideal": "retrieved", "no_relevant": "zero"},
+        {"unjudged": "condensed"},
+        {"unjudged": "condensed", "ties": "average", "no_relevant": "zero"},
+        {"gain": "exponential"},
+        {"gain": "map", "gain_map": ((-1, -0.5), (0, 0.0), (1, 0.0), (2, 2.0), (3, 5.0))},
+        {"ideal": "retrieved"},
+        {"depth": 4, "no_relevant": "zero"},
+    )
+)
+CASES = 1_100
+
+
+def random_case(rng: random.Random, scale: tuple[int, ...]) -> tuple[list[tuple[str, float]], list[tuple[str, int | None]]]:
+    """A query: up to 6 retrieved documents (scores drawn from 3 values, so ties are common), each judged with a
+    grade of the scale, unresolved (null) or unjudged, plus up to 2 judged documents nobody retrieved."""
+    n_docs = rng.randint(1, 6)
+    docs = [f"d{i}" for i in rng.sample(range(20), n_docs)]
+    run = [(doc, float(rng.choice((1, 2, 3)))) for doc in docs]
+    judgments: list[tuple[str, int | None]] = []
+    unjudged = 0
+    for doc in docs:
+        draw = rng.random()
+        if draw < 0.35 and unjudged < 4:
+            unjudged += 1
+        elif draw < 0.4 and unjudged < 4:
+            unjudged += 1
+            judgments.append((doc, None))
+        else:
+            judgments.append((doc, rng.choice(scale)))
+    for extra in range(rng.randint(0, 2)):
+        judgments.append((f"x{extra}", rng.choice(scale)))
+    return run, judgments
+
+
+def brute_force(cases: dict[str, tuple], spec: EvaluationSpec, scale: tuple[int, ...]) -> dict[tuple[str, int | None], tuple]:
+    """(min, max) of the value over every assignment of the scale's grades to each case's unjudged retrieved
+    documents, computed by the engine itself on the fully judged lists; None where no assignment has a value."""
+    grades = [g for g in scale if spec.unjudged != "condensed" or g >= 0]
+    run_rows: list[tuple[str, str, float]] = []
+    judgment_rows: list[tuple[str, str, int | None]] = []
+    for case, (run, judgments) in cases.items():
+        known = {doc: grade for doc, grade in judgments if grade is not None}
+        # Only the documents within the depth are in the world (ranked by score, then doc_id descending).
+        ranked = sorted(sorted(run, key=lambda row: row[0], reverse=spec.ties != "docid_asc"), key=lambda row: -row[1])
+        unjudged = [doc for doc, _ in ranked[: spec.depth] if doc not in known]
+        for number, assignment in enumerate(itertools.product(grades, repeat=len(unjudged))):
+            query = f"{case}/{number}"
+            run_rows += [(query, doc, score) for doc, score in run]
+            judgment_rows += [(query, doc, grade) for doc, grade in judgments if grade is not None]
+            judgment_rows += [(query, doc, grade) for doc, grade in zip(unjudged, assignment)]
+    values = per_query_ndcg(run_frame(run_rows), judgment_frame(judgment_rows), spec).collect()
+    values = values.with_columns(case=pl.col("query_id").str.split("/").list.first())
+    extremes = values.group_by("case", "cutoff").agg(low=pl.col("value").min(), high=pl.col("value").max())
+    return {(r["case"], r["cutoff"]): (r["low"], r["high"]) for r in extremes.iter_rows(named=True)}
+
+
+def computed(cases: dict[str, tuple], spec: EvaluationSpec, scale: tuple[int, ...], top_k_read: bool) -> dict:
+    """value, value_min, value_max, interval_kind per (case, cutoff), from the whole ranked list or, as a top-k
+    read does, from each query's candidate rows only (the rest counted by n_retrieved)."""
+    run = run_frame([(case, doc, score) for case, (rows, _) in cases.items() for doc, score in rows])
+    judgments = judgment_frame([(case, doc, grade) for case, (_, rows) in cases.items() for doc, grade in rows])
+    if top_k_read:
+        spec = spec.with_options(cutoffs=tuple(k for k in spec.cutoffs if k is not None))
+        candidates = candidate_rows(run, spec)
+    else:
+        retrieved = pl.len().over("query_id")
+        if spec.depth is not None:
+            retrieved = pl.min_horizontal(retrieved, pl.lit(spec.depth))
+        candidates = run.with_columns(n_retrieved=retrieved)
+    ranked = attach_judgments(rank_run(candidates, spec), judgments)
+    intervals = ndcg_intervals(ranked, judgments, spec, scale)
+    values = with_intervals(per_query_ndcg(run, judgments, spec), intervals)
+    return {(r["query_id"], r["cutoff"]): r for r in values.collect().iter_rows(named=True)}
+
+
+def test_brute_force_agreement_on_random_cases() -> None:
+    rng = random.Random(20261203)
+    groups: dict[tuple[int, int], dict[str, tuple]] = defaultdict(dict)
+    for number in range(CASES):
+        spec_index, scale_index = number % len(SPECS), (number // len(SPECS)) % len(SCALES)
+        groups[spec_index, scale_index][f"c{number}"] = random_case(rng, SCALES[scale_index])
+    checked = exact = bounds = 0
+    for (spec_index, scale_index), cases in groups.items():
+        spec, scale = SPECS[spec_index], SCALES[scale_index]
+        expected = brute_force(cases, spec, scale)
+        for top_k_read in (False, True):
+            for (case, cutoff), row in computed(cases, spec, scale, top_k_read).items():
+                where = f"{case} cutoff={cutoff} spec={spec.method_label()} scale={scale} top_k_read={top_k_read}"
+                if row["value"] is None:
+                    assert row["value_min"] is None and row["value_max"] is None, where
+                    continue
+                low, high = expected[case, cutoff]
+                if row["interval_kind"] == "exact":
+                    assert row["value_min"] == pytest.approx(low, abs=1e-12), where
+                    assert row["value_max"] == pytest.approx(high, abs=1e-12), where
+                    exact += 1
+                else:
+                    assert row["interval_kind"] == "bound" and top_k_read, where
+                    assert row["value_min"] <= low + 1e-12 and row["value_max"] >= high - 1e-12, where
+                    bounds += 1
+                checked += 1
+    assert exact >= 1_000
+    print(f"\nintervals checked against brute force: {checked} (query, cutoff) rows of {CASES} random cases: "
+          f"{exact} exact and equal, {bounds} bounds containing the exact interval")
+
+
+def test_issue_example() -> None:
+    # A judged grade-1 document at rank 1 and an unjudged one at rank 10: trec_eval says 1.0; graded 3 it gives
+    # (1 + 3/log2(11)) / (3 + 1/log2(3)) ~= 0.514.
+    low, high, exact = ndcg_interval(1.0, [1 / math.log2(11)], [1.0], [0, 1, 2, 3], 10, zero_if_no_ideal=True)
+    assert exact and high == 1.0
+    assert low == pytest.approx((1 + 3 / math.log2(11)) / (3 + 1 / math.log2(3)), abs=1e-15)
+
+
+def test_deep_lists_get_a_bound_that_contains_the_exact_interval() -> None:
+    # 700 unjudged slots: beyond the exact programme's size, a bound that contains what a smaller world reaches.
+    weights = [1 / math.log2(i + 2) for i in range(700)]
+    low, high, exact = ndcg_interval(2.0, weights, [3.0, 2.0], [0, 1, 2, 3], None, zero_if_no_ideal=False)
+    assert not exact
+    exact_low, exact_high, was_exact = ndcg_interval(2.0, weights[:300], [3.0, 2.0], [0, 1, 2, 3], None, False)
+    assert was_exact and low <= exact_low and high >= exact_high and 0 <= low <= high
+
+
+def test_seed_has_no_unjudged_so_min_equals_max_equals_value() -> None:
+    # data/seed: one query, three candidates graded 3, 0, 2 in returned order.
+    spec = PRESETS["trec_eval"].with_options(cutoffs=(1, 2, 3))
+    run = run_frame([("q1", "d1", 3.0), ("q1", "d2", 2.0), ("q1", "d3", 1.0)])
+    judgments = judgment_frame([("q1", "d1", 3), ("q1", "d2", 0), ("q1", "d3", 2)])
+    ranked = attach_judgments(rank_run(candidate_rows(run, spec), spec), judgments)
+    rows = ndcg_intervals(ranked, judgments, spec, (0, 1, 2, 3)).sort("cutoff").collect()
+    expected = [1.0, 0.7039180890341348, 0.9385574520455131]
+    assert rows["value_min"].to_list() == pytest.approx(expected, abs=1e-15)
+    assert rows["value_max"].to_list() == pytest.approx(expected, abs=1e-15)
+    assert rows["interval_kind"].to_list() == ["exact"] * 3
