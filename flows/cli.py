@@ -45,7 +45,7 @@ app = typer.Typer(
 
 def _print_version(asked: bool) -> None:
     if asked:
-        from judged.schemas.provenance import implementation_version
+        from judged.flows.versions import implementation_version
 
         print(f"judged {implementation_version()}")
         raise typer.Exit()
