@@ -503,7 +503,7 @@ def demo(
 
     from judged.flows.pipeline import nightly as nightly_flow
 
-    sample = Path(__file__).resolve().parents[1] / "data" / "trec-dl-2020-sample"
+    sample = sample_data("trec-dl-2020-sample")
     inbox.mkdir(parents=True, exist_ok=True)
     for path in sorted((sample / "runs").iterdir()):
         shutil.copy(path, inbox / path.name)
@@ -517,6 +517,13 @@ def demo(
     print("\nNext, ask the warehouse with SQL, e.g. mean NDCG@10 per run:")
     print(f"  .venv/bin/judged sql --warehouse {warehouse} \"SELECT e.run_name, s.value FROM summary s "
           "JOIN evaluations e USING (evaluation_id) WHERE s.cutoff = 10 ORDER BY s.value DESC\"")
+
+
+def sample_data(name: str) -> Path:
+    """A folder of the sample data installed with judged (package `judged.data`, the repository's data/)."""
+    from importlib import resources
+
+    return Path(str(resources.files("judged.data").joinpath(name)))
 
 
 def allocator_options(current: str, cores: int) -> str:
