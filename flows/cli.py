@@ -183,8 +183,7 @@ def evaluate(
     hashing = hashes_on_demand if output_format == "trec" else hash_in_background
     hashes = hashing([qrels, *runs]) if warehouse is None else {}
     with _collector_paused():
-        from judged.flows.engine import evaluate as evaluate_loaded
-        from judged.flows.engine import evaluate_sharded
+        from judged.flows.engine import evaluate as evaluate_tables
         from judged.flows.io import load_table, open_stored
         from judged.flows.report import as_json, as_trec, print_tables
 
@@ -206,10 +205,8 @@ def evaluate(
             judgments = load_table(qrels, "judgments", hashes=hashes.get(qrels))
             results = []
             for run in _tracked(runs, "evaluating"):
-                if run.is_dir():
-                    results.append(evaluate_sharded(open_stored(run, "run"), judgments, spec))
-                else:
-                    results.append(evaluate_loaded(load_table(run, "run", hashes=hashes.get(run)), judgments, spec))
+                table = open_stored(run, "run") if run.is_dir() else load_table(run, "run", hashes=hashes.get(run))
+                results.append(evaluate_tables(table, judgments, spec))
         else:
             from judged.flows.pipeline import evaluate_flow, load_result, task_runner
             from judged.flows.warehouse import Warehouse

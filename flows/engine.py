@@ -1,7 +1,9 @@
-"""The direct evaluation path: loaded tables in, per-query table and summary out, with every check the spec asks for.
+"""The evaluation engine: one plan for every way of running an evaluation, the work of one part, and the result.
 
-Belongs here: the orchestration-free sequence (resolve duplicates, check the inputs against the spec, compute,
-collect) that both the CLI and the Prefect tasks call. The computation itself lives in `transforms/`.
+Belongs here: `plan` (the evaluation id and the parts of an evaluation under its `Limits`), `evaluate_part` (the
+orchestration-free sequence for one part: resolve duplicates, check the inputs against the spec, compute, collect),
+`assemble` (one result from every part) and `evaluate`, which runs a plan in this process. The CLI and the Prefect
+tasks (and Dask through them) only iterate a plan. The computation itself lives in `transforms/`.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import polars as pl
 
 from judged.flows.io import LoadedTable, StoredTable
 from judged.flows.versions import implementation_version
+from judged.flows.limits import DEFAULT_LIMITS, Limits
 from judged.schemas.provenance import RunMetadata, evaluation_id
 from judged.schemas.spec import EvaluationSpec
 from judged.transforms.duplicates import duplicate_pairs, keep_one_per_pair, may_have_duplicates, raise_on_duplicates
@@ -29,27 +32,15 @@ from judged.transforms.shards import shard_count, with_bucket
 
 
 EngineType = Literal["auto", "in-memory", "streaming"]
-# Rows of stored-run heads evaluated together (a few hundred MiB): the heads of a top-10 read of 500k queries
-# alone would take two parts (its 24M judgments take 16, below).
-HEAD_ROWS_PER_PART = 4_000_000
-# Judgments evaluated with one part: joined and ranked for the ideal, a part's judgments take several times their
-# size, so 24M judgments (a 500k-query set) are split into 16 parts.
-JUDGMENT_ROWS_PER_PART = 2_000_000
-# Up to this many first rows per query, Polars' streaming engine finds the candidates of a run held in memory faster
-# than its in-memory engine (M, top 10: 0.17 s vs 0.22 s), and computes the per-query rows from them as fast in
-# less memory (M, top 10: peak 541 -> 509 MiB); for deeper heads or whole lists it is slower (top 1000: 3.69 s vs
-# 3.50 s for the whole command, and 3.94-4.04 s vs 3.77-3.79 s for the per-query step).
-STREAMED_CANDIDATES_MAX_K = 100
-# The candidates of a run held in memory are found a part of about this many rows at a time, each part whole
-# stretches of one query id: beside the rows, only one part's working state is held (M, top 10: 629 -> 502 MiB
-# peak for this step, as fast).
-CANDIDATE_PART_ROWS = 1_000_000
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class EvaluationResult:
+    """One evaluation's per-query rows, summary and warnings. Compared and hashed by identity (its frames have no
+    equality); two results hold the same evaluation when their `evaluation_id`s are equal."""
+
     run_name: str
-    identify: Callable[[], str] = field(compare=False, repr=False)  # gives `evaluation_id`
+    identify: Callable[[], str] = field(repr=False)  # gives `evaluation_id`
     spec: EvaluationSpec
     per_query: pl.DataFrame
     summary: pl.DataFrame
@@ -60,6 +51,91 @@ class EvaluationResult:
         """The content-derived id, made on first use: it waits for the inputs' hashes, which a result printed
         without its identity (trec_eval-style lines) never needs."""
         return self.identify()
+
+
+@dataclass(frozen=True)
+class Part:
+    """Shard `shard` of `of` of both inputs: the queries whose bucket (transforms/shards.py) mod `of` is `shard`."""
+
+    shard: int
+    of: int
+
+
+@dataclass(frozen=True, eq=False)
+class Plan:
+    """One evaluation cut into parts, made by `plan`: its inputs, spec and limits, the parts, the run's name and
+    the evaluation id (made on first use, once). Every driver (the direct command, the Prefect tasks, Dask)
+    evaluates each part with `evaluate_part` and gives the per-query rows of all of them to `assemble`."""
+
+    run: LoadedTable | StoredTable
+    judgments: LoadedTable | StoredTable
+    spec: EvaluationSpec
+    limits: Limits
+    parts: tuple[Part, ...]
+    run_name: str
+    identify: Callable[[], str] = field(repr=False)
+
+    @property
+    def evaluation_id(self) -> str:
+        return self.identify()
+
+    def inputs(self, part: Part) -> tuple[LoadedTable, LoadedTable]:
+        """The run's and the judgments' rows of one part, as `evaluate_part` takes them."""
+        if isinstance(self.run, LoadedTable):  # a loaded run is always one part (see `plan`)
+            return self.run, self._loaded(self.judgments)
+        run = self.run.load(part.shard, part.of)
+        if isinstance(self.judgments, StoredTable):
+            return run, self.judgments.load(part.shard, part.of)
+        in_this_part = self.judgments.frame.filter(self._judgment_parts == part.shard)
+        return run, replace(self.judgments, scan=in_this_part.lazy(), in_memory=True)
+
+    @cached_property
+    def _judgment_parts(self) -> pl.Series:
+        """Each loaded judgment's part, computed once (4 bytes a row): a part's judgments are then a filter, not a
+        join of all of them."""
+        of = self.parts[0].of
+        buckets = with_bucket(self.judgments.frame.lazy().select("query_id"))  # type: ignore[union-attr]
+        return buckets.select(pl.col("bucket") % of).collect().to_series()
+
+    @staticmethod
+    def _loaded(table: LoadedTable | StoredTable) -> LoadedTable:
+        return table if isinstance(table, LoadedTable) else table.load()
+
+
+def plan(
+    run: LoadedTable | StoredTable,
+    judgments: LoadedTable | StoredTable,
+    spec: EvaluationSpec,
+    limits: Limits = DEFAULT_LIMITS,
+) -> Plan:
+    """How to evaluate a run against judgments under the spec. A loaded run is one part. A stored run is
+    evaluated part by part, each with the judgments of its queries, so memory holds one part at a time and the
+    result equals the evaluation of the whole run: a part is one stored shard, or, when the spec reads only each
+    query's head of a run in stored order, as many shards as keep a part's head rows under
+    `limits.head_rows_per_part` and its judgments under `limits.judgment_rows_per_part`."""
+    of = 1
+    if isinstance(run, StoredTable):
+        of = run.shards
+        positions = head_positions(spec)
+        if positions is not None and run.ranked():
+            head_rows_read = int(run.record["n_queries"]) * positions
+            n_judgments = (
+                int(judgments.record["n_rows"]) if isinstance(judgments, StoredTable) else judgments.frame.height
+            )
+            parts_needed = max(
+                shard_count(head_rows_read, limits.head_rows_per_part),
+                shard_count(n_judgments, limits.judgment_rows_per_part),
+            )
+            of = min(of, parts_needed)
+    return Plan(
+        run=run,
+        judgments=judgments,
+        spec=spec,
+        limits=limits,
+        parts=tuple(Part(shard, of) for shard in range(of)),
+        run_name=run.name if isinstance(run, StoredTable) else run_name(run),
+        identify=result_identity(run, judgments, spec),
+    )
 
 
 def without_duplicates(table: LoadedTable, policy: str, suspected: bool) -> tuple[pl.LazyFrame, list[str]]:
@@ -122,11 +198,11 @@ def run_name(run: LoadedTable) -> str:
     return metadata.display_name(Path(run.source).name)
 
 
-def evaluate_part(
-    run: LoadedTable, judgments: LoadedTable, spec: EvaluationSpec, engine: EngineType = "auto"
-) -> tuple[pl.DataFrame, list[str]]:
-    """Per-query rows for a run and its judgments, whole or one shard of each (the same queries), with the
-    warnings of the duplicate policies. `engine` is Polars' (in-memory or streaming): the values are the same."""
+def evaluate_part(plan: Plan, part: Part, engine: EngineType = "auto") -> tuple[pl.DataFrame, list[str]]:
+    """Per-query rows of one part of a plan, with the warnings of the duplicate policies. `engine` is Polars'
+    (in-memory or streaming): the values are the same."""
+    run, judgments = plan.inputs(part)
+    spec, limits = plan.spec, plan.limits
     positions = head_positions(spec)
     if run.stored_order is not None and positions is not None:
         run = replace(run, scan=head_rows(run.stored_order, positions), in_memory=True)
@@ -134,35 +210,36 @@ def evaluate_part(
     if engine == "auto":  # the in-memory engine is faster on rows that are (or fit) in memory
         engine = "in-memory" if run.in_memory and judgments.in_memory else "streaming"
         k = first_rows_needed(spec)
-        candidates_engine = "streaming" if k is not None and k <= STREAMED_CANDIDATES_MAX_K else engine
+        candidates_engine = "streaming" if k is not None and k <= limits.streamed_candidates_max_k else engine
     judgments_suspected = may_have_duplicates(judgments.scan).collect(engine=engine).item()
     judgment_rows, warnings = without_duplicates(judgments, spec.judgment_duplicates, judgments_suspected)
     # The candidates' group-by also tells whether the run may repeat a document: no separate pass over the run.
     # In parts for parsed text, whose rows are held (a stored head is a scan, which each slice would read again).
     in_parts = run.in_memory and run.stored_order is None
-    candidates = collect_candidates(run.scan, spec, candidates_engine, in_parts=in_parts)
+    part_rows = limits.candidate_part_rows if in_parts else None
+    candidates = collect_candidates(run.scan, spec, candidates_engine, part_rows)
     run_suspected = not run.duplicate_free and bool(candidates["docs_may_repeat"].any())
     run_rows, run_warnings = without_duplicates(run, spec.run_duplicates, run_suspected)
     if run_warnings:  # rows were dropped: the candidates come from what is left
-        candidates = collect_candidates(run_rows, spec, candidates_engine, in_parts=False)
+        candidates = collect_candidates(run_rows, spec, candidates_engine, None)
     check_inputs(run, run_rows, judgments, judgment_rows, spec)
     per_query = ndcg_of_candidates(candidates.lazy(), judgment_rows, spec).collect(engine=candidates_engine)
     return per_query, warnings + run_warnings
 
 
 def collect_candidates(
-    rows: pl.LazyFrame, spec: EvaluationSpec, engine: Literal["in-memory", "streaming"], in_parts: bool
+    rows: pl.LazyFrame, spec: EvaluationSpec, engine: Literal["in-memory", "streaming"], part_rows: int | None
 ) -> pl.DataFrame:
-    """The run's `candidate_rows`, collected; `in_parts` (for rows held in memory, where a slice costs nothing):
-    a part of about `CANDIDATE_PART_ROWS` whole stretches at a time, when the run lists each query in one stretch
-    (otherwise the whole run at once, which puts a query's stretches together)."""
-    if not in_parts or (n_rows := rows.select(pl.len()).collect().item()) <= CANDIDATE_PART_ROWS:
+    """The run's `candidate_rows`, collected; with `part_rows` (for rows held in memory, where a slice costs
+    nothing): a part of about that many rows, whole stretches, at a time, when the run lists each query in one
+    stretch (otherwise the whole run at once, which puts a query's stretches together)."""
+    if part_rows is None or (n_rows := rows.select(pl.len()).collect().item()) <= part_rows:
         return candidate_rows(rows, spec).collect(engine=engine)
     stretches = stretch_starts(rows).collect()
     if stretches["query_id"].n_unique() < stretches.height:
         return candidate_rows(rows, spec).collect(engine=engine)  # a query in several stretches
     starts = stretches["start"]
-    wanted = pl.Series(range(CANDIDATE_PART_ROWS, n_rows, CANDIDATE_PART_ROWS), dtype=starts.dtype)
+    wanted = pl.Series(range(part_rows, n_rows, part_rows), dtype=starts.dtype)
     found = starts.search_sorted(wanted)  # the first stretch starting at or after each wanted offset
     cuts = starts.gather(found.filter(found < starts.len())).unique(maintain_order=True).to_list()
     bounds = itertools.pairwise([0, *cuts, n_rows])
@@ -171,16 +248,15 @@ def collect_candidates(
     )
 
 
-def assemble(
-    parts: list[pl.DataFrame], warnings: list[str], spec: EvaluationSpec, name: str, identify: Callable[[], str]
-) -> EvaluationResult:
-    """One result from the per-query rows of every shard: the summary is computed over all of them. `identify`
-    gives its evaluation id when first asked for."""
+def assemble(plan: Plan, parts: list[pl.DataFrame], warnings: list[str]) -> EvaluationResult:
+    """One result from the per-query rows of every part of the plan (and their warnings): the summary is computed
+    over all of them."""
+    spec = plan.spec
     per_query = pl.concat(parts).sort("query_id", "cutoff", nulls_last=True, maintain_order=True)
     summary = summarize(per_query.lazy(), spec).collect()
     return EvaluationResult(
-        run_name=name,
-        identify=identify,
+        run_name=plan.run_name,
+        identify=plan.identify,
         spec=spec,
         per_query=per_query,
         summary=summary,
@@ -189,50 +265,37 @@ def assemble(
 
 
 def result_identity(
-    run: LoadedTable | StoredTable, judgments: LoadedTable, spec: EvaluationSpec
+    run: LoadedTable | StoredTable, judgments: LoadedTable | StoredTable, spec: EvaluationSpec
 ) -> Callable[[], str]:
-    """The evaluation id, made when called. It holds what identifies the inputs (their hashes and metadata), never
-    their rows: a result kept after its evaluation does not keep its run in memory."""
+    """The evaluation id, made on the first call and kept. It holds what identifies the inputs (their hashes and
+    metadata), never their rows: a result kept after its evaluation does not keep its run in memory."""
     run_id, judgments_id, spec_hash = run.deferred_id(), judgments.deferred_id(), spec.spec_hash
-    return lambda: evaluation_id(run_id(), judgments_id(), spec_hash, implementation_version())
+    made: list[str] = []
 
+    def identify() -> str:
+        if not made:
+            made.append(evaluation_id(run_id(), judgments_id(), spec_hash, implementation_version()))
+        return made[0]
 
-def evaluate_sharded(
-    run: StoredTable, judgments: LoadedTable, spec: EvaluationSpec, engine: EngineType = "auto"
-) -> EvaluationResult:
-    """Evaluate a stored (sharded) run part by part, each with the judgments of its queries: memory holds one part
-    at a time, and the result equals the in-memory evaluation of the whole run. A part is one stored shard, or,
-    when the spec reads only each query's head of a run in stored order, as many shards as keep a part's head
-    rows under `HEAD_ROWS_PER_PART` and its judgments under `JUDGMENT_ROWS_PER_PART`."""
-    all_judgments = judgments.frame
-    positions = head_positions(spec)
-    of = run.shards
-    if positions is not None and run.ranked():
-        head_rows_read = int(run.record["n_queries"]) * positions
-        parts_needed = max(
-            shard_count(head_rows_read, HEAD_ROWS_PER_PART), shard_count(all_judgments.height, JUDGMENT_ROWS_PER_PART)
-        )
-        of = min(of, parts_needed)
-    # Each row's part, computed once (4 bytes a row); a part's judgments are then a filter, not a join of all.
-    part_of_row = (
-        with_bucket(all_judgments.lazy().select("query_id")).select(pl.col("bucket") % of).collect().to_series()
-    )
-    parts, warnings = [], []
-    for shard in range(of):
-        in_this_part = all_judgments.filter(part_of_row == shard)
-        part_judgments = replace(judgments, scan=in_this_part.lazy(), in_memory=True)
-        per_query, part_warnings = evaluate_part(run.load(shard, of), part_judgments, spec, engine)
-        parts.append(per_query)
-        warnings += part_warnings
-    return assemble(parts, warnings, spec, run.name, result_identity(run, judgments, spec))
+    return identify
 
 
 def evaluate(
-    run: LoadedTable, judgments: LoadedTable, spec: EvaluationSpec, engine: EngineType = "auto"
+    run: LoadedTable | StoredTable,
+    judgments: LoadedTable | StoredTable,
+    spec: EvaluationSpec,
+    engine: EngineType = "auto",
+    limits: Limits = DEFAULT_LIMITS,
 ) -> EvaluationResult:
-    """Evaluate one loaded run against loaded judgments under the spec, in one process."""
-    per_query, warnings = evaluate_part(run, judgments, spec, engine)
-    return assemble([per_query], warnings, spec, run_name(run), result_identity(run, judgments, spec))
+    """Evaluate a run against judgments under the spec, in this process, part after part of its plan (a stored
+    run in bounded memory)."""
+    planned = plan(run, judgments, spec, limits)
+    parts, warnings = [], []
+    for part in planned.parts:
+        per_query, part_warnings = evaluate_part(planned, part, engine)
+        parts.append(per_query)
+        warnings += part_warnings
+    return assemble(planned, parts, warnings)
 
 
 def coverage_warnings(summary: pl.DataFrame, spec: EvaluationSpec) -> list[str]:

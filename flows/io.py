@@ -23,6 +23,7 @@ from pydantic import ValidationError
 import polars as pl
 
 from judged.flows.hashing import hash_in_background, is_gzipped, known_hashes
+from judged.flows.limits import DEFAULT_LIMITS, Limits
 from judged.schemas.provenance import JudgmentSetMetadata, RunMetadata, table_id
 from judged.schemas.tables import JUDGMENTS, RUN, RUN_ROWS, STORED_JUDGMENTS
 from judged.transforms.errors import InputError
@@ -43,9 +44,10 @@ DUPLICATE_PAIRS_KEY = "judged.duplicate_pairs"
 Metadata = JudgmentSetMetadata | RunMetadata
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class LoadedTable:
-    """A validated input table, where it came from, and its identity."""
+    """A validated input table, where it came from, and its identity. Compared and hashed as an object (by
+    identity): its rows are a lazy query, which has no equality."""
 
     kind: TableKind
     scan: pl.LazyFrame  # the validated rows in their contract (lazy: a large Parquet run is never held whole)
@@ -68,8 +70,8 @@ class LoadedTable:
     def counts(self) -> dict[str, int]:
         """Rows, distinct queries and unresolved grades, streaming."""
         unresolved = pl.col("relevance").null_count() if self.kind == "judgments" else pl.lit(0, pl.UInt32)
-        # Two queries, distinct queries by `unique()`: on a 490M-row run the streaming engine held 3.7 GB for
-        # `n_unique()`, and as much for the scan `collect_all` shares between queries; `unique()` alone 0.2 GB.
+        # Two queries, distinct queries by `unique()`: the streaming engine holds every query id for `n_unique()`,
+        # and as much for a scan that `collect_all` shares between queries; `unique()` alone stays small.
         rows = self.scan.select(n_rows=pl.len(), n_unresolved=unresolved).collect(engine="streaming")
         queries = self.scan.select("query_id").unique().select(n_queries=pl.len()).collect(engine="streaming")
         return {name: int(value) for name, value in (rows.row(0, named=True) | queries.row(0, named=True)).items()}
@@ -149,13 +151,9 @@ def _first_line(path: Path, gzipped: bool) -> str:
         return handle.readline()
 
 
-# Text runs up to this size are read into memory (fastest); larger ones are scanned in a streaming pass.
-IN_MEMORY_TEXT_BYTES = 1 << 30
-
-
-def _streamed(path: Path, source_format: str) -> bool:
+def _streamed(path: Path, source_format: str, limits: Limits) -> bool:
     """Whether a text input is too large to parse in memory (then it is scanned)."""
-    return path.stat().st_size * (4 if source_format == "trec.gz" else 1) > IN_MEMORY_TEXT_BYTES
+    return path.stat().st_size * (4 if source_format == "trec.gz" else 1) > limits.in_memory_text_bytes
 
 
 def _tag_summary() -> list[pl.Expr]:
@@ -170,7 +168,9 @@ def _tag_of(tag: object, differ: object) -> str:
     return "" if tag is None or differ else str(tag)
 
 
-def read_trec_fast(path: Path, gzipped: bool, kind: TableKind) -> ParsedTable | None:
+def read_trec_fast(
+    path: Path, gzipped: bool, kind: TableKind, limits: Limits = DEFAULT_LIMITS
+) -> ParsedTable | None:
     """The common case at full speed: a run's six (qrels' four) columns split by one tab or one space throughout,
     Polars' multithreaded CSV reader (in memory, or streaming for large files). Returns None whenever the file is
     not plainly that (extra columns, runs of blanks, comments, a bad value): the exact line parser then decides,
@@ -187,37 +187,31 @@ def read_trec_fast(path: Path, gzipped: bool, kind: TableKind) -> ParsedTable | 
     if kind == "run" and len(fields) == len(columns) and fields[-1]:
         attempts.insert(0, columns | {"run_tag": pl.Enum([fields[-1]])})
     for attempt in attempts:
-        read = _read_fast(path, gzipped, kind, separator, attempt)
+        read = _read_fast(path, gzipped, kind, separator, attempt, limits)
         if read is not None:
             return read
     return None
 
 
-# Plain text is parsed in pieces of about this size: a whole-file read holds all the file's bytes (268 MB at M)
-# beside the rows parsed from them, piece by piece only one piece (M's read: peak 648 -> 426 MiB, as fast). Below
-# glibc's largest mmap threshold (32 MB), so each piece reuses the memory of the one before: reading M in 32 MB
-# pieces took 64k page faults (0.15 s), in 16 MB pieces 6k (0.06 s).
-TEXT_PIECE_BYTES = 16 << 20
-
-
-def _read_csv_in_pieces(path: Path, gzipped: bool, options: dict[str, Any]) -> pl.DataFrame:
-    """Polars' CSV reader over the file, a piece of whole lines at a time (a gzipped file at once)."""
+def _read_csv_in_pieces(path: Path, gzipped: bool, options: dict[str, Any], piece_bytes: int) -> pl.DataFrame:
+    """Polars' CSV reader over the file, a piece of whole lines (about `piece_bytes`) at a time (a gzipped file
+    at once): only one piece of the file's bytes is held beside the rows parsed so far."""
     if gzipped:
         return pl.read_csv(path, **options)
     with path.open("rb", buffering=0) as handle:
         fd = handle.fileno()
-        starts_ends = itertools.pairwise([0, *_piece_ends(fd, path.stat().st_size)])
+        starts_ends = itertools.pairwise([0, *_piece_ends(fd, path.stat().st_size, piece_bytes)])
         pieces = [pl.read_csv(os.pread(fd, end - start, start), **options) for start, end in starts_ends]
     return pl.concat(pieces, rechunk=False)
 
 
-def _piece_ends(fd: int, size: int) -> list[int]:
-    """Offsets just past a newline, about TEXT_PIECE_BYTES apart, the last one the file's size (at least one
+def _piece_ends(fd: int, size: int, piece_bytes: int) -> list[int]:
+    """Offsets just past a newline, about `piece_bytes` apart, the last one the file's size (at least one
     piece, so an empty file reads as an empty table)."""
     ends: list[int] = []
     start = 0
-    while start + TEXT_PIECE_BYTES < size:
-        probe = start + TEXT_PIECE_BYTES
+    while start + piece_bytes < size:
+        probe = start + piece_bytes
         while probe < size and (newline := os.pread(fd, 1 << 16, probe).find(b"\n")) < 0:
             probe += 1 << 16
         start = min(size, probe + newline + 1) if probe < size else size
@@ -228,22 +222,22 @@ def _piece_ends(fd: int, size: int) -> list[int]:
 
 
 def _read_fast(
-    path: Path, gzipped: bool, kind: TableKind, separator: str, columns: dict[str, pl.DataType]
+    path: Path, gzipped: bool, kind: TableKind, separator: str, columns: dict[str, pl.DataType], limits: Limits
 ) -> ParsedTable | None:
     """One attempt of `read_trec_fast`, with these column types."""
     options = dict(
         separator=separator, has_header=False, new_columns=list(columns), schema_overrides=columns,
         quote_char=None, comment_prefix=None, raise_if_empty=False,
     )
-    streamed = _streamed(path, "trec.gz" if gzipped else "trec")
+    streamed = _streamed(path, "trec.gz" if gzipped else "trec", limits)
     engine = "streaming" if streamed else "in-memory"
     try:
         if not streamed:
-            read = _read_csv_in_pieces(path, gzipped, options)
+            read = _read_csv_in_pieces(path, gzipped, options, limits.text_piece_bytes)
             # A blank line reads as a row of nulls: numbering rows before dropping them keeps editors' line numbers.
             blank = pl.all_horizontal(pl.all().is_null())
             has_blank = read.height > 0 and read.select(blank.any()).item()
-            # Line numbers made as Int64 (the contract's type): casting a row index took 0.14 s at 7M rows.
+            # Line numbers made as Int64, the contract's type: a cast of a row index would be a pass over every row.
             rows = read.lazy().with_columns(source_line=pl.int_range(1, pl.len() + 1, dtype=pl.Int64))
             if has_blank:
                 rows = rows.filter(~pl.all_horizontal(pl.exclude("source_line").is_null())).collect().lazy()
@@ -292,11 +286,16 @@ def read_lines(path: Path, gzipped: bool) -> pl.LazyFrame:
 
 
 def load_table(
-    path: str | Path, kind: TableKind, metadata: Metadata | None = None, hashes: Future[tuple[str, str]] | None = None
+    path: str | Path,
+    kind: TableKind,
+    metadata: Metadata | None = None,
+    hashes: Future[tuple[str, str]] | None = None,
+    limits: Limits = DEFAULT_LIMITS,
 ) -> LoadedTable:
     """Read, parse and validate judgments or a run; any problem raises InputError naming the file and line.
     Without `metadata`, the sidecar `<file>.meta.toml` is read when present. `hashes` is the file's
-    `content_hashes` already under way (flows.hashing); otherwise they are computed beside the parsing."""
+    `content_hashes` already under way (flows.hashing); otherwise they are computed beside the parsing. `limits`
+    says which text is parsed in memory, and in what pieces."""
     path = Path(path)
     if not path.is_file():
         raise InputError(str(path), "no such file")
@@ -305,7 +304,7 @@ def load_table(
     source_format = sniff_format(path)
     if hashes is None:
         hashes = hash_in_background([path])[path]
-    parsed = _parse(path, kind, source_format, metadata)
+    parsed = _parse(path, kind, source_format, metadata, limits)
     if isinstance(metadata, RunMetadata) and not metadata.tag:
         tag = parsed.common_tag if parsed.common_tag is not None else _common_tag(parsed.rows)
         metadata = metadata.model_copy(update={"tag": tag})
@@ -316,7 +315,7 @@ def load_table(
         hashes=hashes,
         source_format=source_format,
         metadata=metadata,
-        in_memory=source_format != "parquet" and not _streamed(path, source_format),
+        in_memory=source_format != "parquet" and not _streamed(path, source_format, limits),
     )
 
 
@@ -325,12 +324,12 @@ def _common_tag(run: pl.LazyFrame) -> str:
     return _tag_of(*run.select(_tag_summary()).collect(engine="streaming").row(0))
 
 
-def _parse(path: Path, kind: TableKind, source_format: str, metadata: Metadata) -> ParsedTable:
+def _parse(path: Path, kind: TableKind, source_format: str, metadata: Metadata, limits: Limits) -> ParsedTable:
     """The validated table in its contract; InputError on the first problem. A Parquet input stays a lazy scan
     (validated in one streaming pass); text is parsed in memory."""
     unresolved_token = getattr(metadata, "unresolved_token", None)
     if source_format != "parquet" and unresolved_token is None:
-        fast = read_trec_fast(path, source_format == "trec.gz", kind)
+        fast = read_trec_fast(path, source_format == "trec.gz", kind, limits)
         if fast is not None:
             return fast
     if source_format == "parquet":
@@ -353,10 +352,11 @@ def _parse(path: Path, kind: TableKind, source_format: str, metadata: Metadata) 
     return ParsedTable(in_contract(parsed.lazy(), JUDGMENTS if kind == "judgments" else RUN))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class StoredTable:
     """A judgment set or run as the warehouse stores it: `<folder>/part-SSSS-of-NNNN.parquet`, split by query
-    bucket (transforms/shards.py), and its record (a JUDGMENT_SETS or RUNS row, also in every part's metadata)."""
+    bucket (transforms/shards.py), and its record (a JUDGMENT_SETS or RUNS row, also in every part's metadata).
+    Compared and hashed by identity, like `LoadedTable`."""
 
     kind: TableKind
     folder: Path

@@ -20,18 +20,13 @@ from prefect.task_runners import ThreadPoolTaskRunner
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.runtime import flow_run
 
-from judged.flows.engine import EvaluationResult, assemble, evaluate_part
-from judged.flows.io import SIDECAR_SUFFIX, Metadata, load_table
+from judged.flows.engine import EvaluationResult, Part, Plan, assemble, evaluate_part, plan
+from judged.flows.io import SIDECAR_SUFFIX, Metadata, load_table, open_stored
+from judged.flows.limits import DEFAULT_LIMITS, Limits
 from judged.flows.versions import implementation_commit, implementation_version, library_versions
 from judged.flows.warehouse import StoreReport, Warehouse, now_utc, write_parquet_atomically
-from judged.schemas.provenance import (
-    InputRecord,
-    ProvenanceRecord,
-    RunMetadata,
-    evaluation_id,
-)
+from judged.schemas.provenance import InputRecord, ProvenanceRecord
 from judged.schemas.spec import EvaluationSpec
-from judged.transforms.shards import ROWS_PER_SHARD
 from judged.schemas.tables import EVALUATIONS, NIGHTLY, STORED_PER_QUERY, STORED_SUMMARY
 from judged.transforms.errors import InputError
 
@@ -47,12 +42,13 @@ REJECTED = "rejected"
 
 def ingest_file(
     warehouse: Warehouse, path: str | Path, kind: str, metadata: Metadata | None = None,
-    rows_per_shard: int = ROWS_PER_SHARD,
+    limits: Limits = DEFAULT_LIMITS,
 ) -> StoreReport:
     """Read, validate and store one file. Bad input raises InputError and writes nothing. The report's `seconds`
     is the time this took (reading to the last file written), without any orchestration around it."""
     started = time.perf_counter()
-    report = warehouse.store_table(load_table(path, kind, metadata), rows_per_shard)  # type: ignore[arg-type]
+    loaded = load_table(path, kind, metadata, limits=limits)  # type: ignore[arg-type]
+    report = warehouse.store_table(loaded, limits)
     return replace(report, seconds=time.perf_counter() - started)
 
 
@@ -113,51 +109,37 @@ def result_tables(
     )
 
 
-def planned_evaluation(
-    warehouse: Warehouse, run_id: str, judgment_set_id: str, spec: EvaluationSpec
-) -> tuple[str, int, bool]:
-    """(evaluation id, number of shards, already stored?) for a stored run and judgment set under a spec."""
-    identifier = evaluation_id(run_id, judgment_set_id, spec.spec_hash, implementation_version())
-    warehouse.record("judgments", judgment_set_id)
-    shards = int(warehouse.record("run", run_id)["n_shards"])
-    return identifier, shards, warehouse.has_evaluation(identifier)
+def stored_plan(
+    warehouse: Warehouse, run_id: str, judgment_set_id: str, spec: EvaluationSpec, limits: Limits = DEFAULT_LIMITS
+) -> Plan:
+    """The plan (engine.plan) of a stored run against a stored judgment set under a spec."""
+    return plan(warehouse.stored("run", run_id), warehouse.stored("judgments", judgment_set_id), spec, limits)
 
 
-def evaluate_shard(
-    warehouse: Warehouse, run_id: str, judgment_set_id: str, spec: EvaluationSpec, shard: int, of: int
-) -> Path:
-    """Evaluate one shard of a stored run with the matching judgments; stage its per-query rows (and the
-    warnings of its checks) for `finish_evaluation`. Returns the staged file."""
-    run = warehouse.load_stored("run", run_id, shard, of)
-    judgments = warehouse.load_stored("judgments", judgment_set_id, shard, of)
-    per_query, warnings = evaluate_part(run, judgments, spec)
-    identifier = evaluation_id(run_id, judgment_set_id, spec.spec_hash, implementation_version())
-    staged = warehouse.staging_part(identifier, shard, of)
+def evaluate_shard(warehouse: Warehouse, planned: Plan, part: Part) -> Path:
+    """Evaluate one part of a stored plan; stage its per-query rows (and the warnings of its checks) for
+    `finish_evaluation`. Returns the staged file."""
+    per_query, warnings = evaluate_part(planned, part)
+    staged = warehouse.staging_part(planned.evaluation_id, part.shard, part.of)
     write_parquet_atomically(per_query, staged, {"judged.warnings": json.dumps(warnings)})
     return staged
 
 
 def finish_evaluation(
-    warehouse: Warehouse,
-    run_id: str,
-    judgment_set_id: str,
-    spec: EvaluationSpec,
-    staged: list[Path],
-    started: datetime,
-    flow_run_id: str | None,
+    warehouse: Warehouse, planned: Plan, staged: list[Path], started: datetime, flow_run_id: str | None
 ) -> EvaluationReport:
-    """Summary over every shard, provenance, then the stored files (the record last); staging is removed."""
-    identifier = evaluation_id(run_id, judgment_set_id, spec.spec_hash, implementation_version())
+    """Summary over every part, provenance, then the stored files (the record last); staging is removed."""
+    identifier, spec = planned.evaluation_id, planned.spec
+    run_record, judgments_record = planned.run.record, planned.judgments.record  # type: ignore[union-attr]
+    run_id, judgment_set_id = str(run_record["run_id"]), str(judgments_record["judgment_set_id"])
     parts = [pl.read_parquet(path) for path in staged]
     shard_warnings = [w for path in staged for w in json.loads(pl.read_parquet_metadata(path)["judged.warnings"])]
-    run_record, judgments_record = warehouse.record("run", run_id), warehouse.record("judgments", judgment_set_id)
-    name = RunMetadata.model_validate_json(run_record["metadata_json"]).display_name(Path(run_record["source"]).name)
-    result = assemble(parts, shard_warnings, spec, name, lambda: identifier)
+    result = assemble(planned, parts, shard_warnings)
     finished = now_utc()
     provenance = ProvenanceRecord(
         evaluation_id=identifier,
         label=spec.full_label(),
-        spec=spec.model_dump(mode="json"),
+        spec=spec.canonical_payload(),
         spec_hash=spec.spec_hash,
         run=_input_record(run_id, run_record),
         judgments=_input_record(judgment_set_id, judgments_record),
@@ -175,7 +157,7 @@ def finish_evaluation(
                 "evaluation_id": identifier,
                 "run_id": run_id,
                 "judgment_set_id": judgment_set_id,
-                "run_name": name,
+                "run_name": planned.run_name,
                 "spec_hash": spec.spec_hash,
                 "spec_json": spec.canonical_json(),
                 "label": spec.full_label(),
@@ -195,18 +177,6 @@ def finish_evaluation(
     created = warehouse.store_evaluation(record, keyed_parts, summary, provenance.to_json(), spec)
     warehouse.clear_staging(identifier)
     return EvaluationReport(identifier, created, run_id, judgment_set_id)
-
-
-def evaluate_into(
-    warehouse: Warehouse, run_id: str, judgment_set_id: str, spec: EvaluationSpec, flow_run_id: str | None = None
-) -> EvaluationReport:
-    """The whole evaluation without orchestration, shard after shard (the flows run the same steps as tasks)."""
-    identifier, shards, stored = planned_evaluation(warehouse, run_id, judgment_set_id, spec)
-    if stored:
-        return EvaluationReport(identifier, False, run_id, judgment_set_id)
-    started = now_utc()
-    staged = [evaluate_shard(warehouse, run_id, judgment_set_id, spec, s, shards) for s in range(shards)]
-    return finish_evaluation(warehouse, run_id, judgment_set_id, spec, staged, started, flow_run_id)
 
 
 def _input_record(table_id: str, record: dict) -> InputRecord:
@@ -274,56 +244,57 @@ def summary_rows(warehouse: Warehouse, reports: list[EvaluationReport]) -> list[
 
 @task(name="ingest-file")
 def ingest_file_task(
-    warehouse_root: str, path: str, kind: str, metadata: Metadata | None = None, rows_per_shard: int = ROWS_PER_SHARD
+    warehouse_root: str, path: str, kind: str, metadata: Metadata | None = None, limits: Limits = DEFAULT_LIMITS
 ) -> StoreReport:
-    return ingest_file(Warehouse(warehouse_root), path, kind, metadata, rows_per_shard)
+    return ingest_file(Warehouse(warehouse_root), path, kind, metadata, limits)
 
 
 @task(name="plan-evaluation")
-def plan_task(warehouse_root: str, run_id: str, judgment_set_id: str, spec_json: str) -> tuple[str, int, bool]:
-    return planned_evaluation(Warehouse(warehouse_root), run_id, judgment_set_id, EvaluationSpec.from_canonical_json(spec_json))
+def plan_task(
+    warehouse_root: str, run_id: str, judgment_set_id: str, spec: EvaluationSpec, limits: Limits
+) -> tuple[Plan, bool]:
+    """The stored plan, and whether its evaluation is already stored."""
+    warehouse = Warehouse(warehouse_root)
+    planned = stored_plan(warehouse, run_id, judgment_set_id, spec, limits)
+    return planned, warehouse.has_evaluation(planned.evaluation_id)
 
 
 @task(name="evaluate-shard")
-def evaluate_shard_task(
-    warehouse_root: str, run_id: str, judgment_set_id: str, spec_json: str, shard: int, of: int
-) -> str:
-    spec = EvaluationSpec.from_canonical_json(spec_json)
-    return str(evaluate_shard(Warehouse(warehouse_root), run_id, judgment_set_id, spec, shard, of))
+def evaluate_shard_task(warehouse_root: str, planned: Plan, part: Part) -> str:
+    return str(evaluate_shard(Warehouse(warehouse_root), planned, part))
 
 
 @task(name="finish-evaluation")
-def finish_task(
-    warehouse_root: str, run_id: str, judgment_set_id: str, spec_json: str, staged: list[str], started: datetime
-) -> EvaluationReport:
-    spec = EvaluationSpec.from_canonical_json(spec_json)
+def finish_task(warehouse_root: str, planned: Plan, staged: list[str], started: datetime) -> EvaluationReport:
     return finish_evaluation(
-        Warehouse(warehouse_root), run_id, judgment_set_id, spec, [Path(p) for p in staged], started,
-        _current_flow_run_id(),
+        Warehouse(warehouse_root), planned, [Path(p) for p in staged], started, _current_flow_run_id()
     )
 
 
-def evaluate_runs(warehouse_root: str, run_ids: list[str], judgment_set_id: str, spec_jsons: list[str]) -> list[EvaluationReport]:
-    """Inside a flow: every (run, spec) evaluation, its shards submitted to the flow's task runner (threads, or a
-    Dask cluster), then each finished once all its shards are staged. Stored evaluations are reused."""
+def evaluate_runs(
+    warehouse_root: str,
+    run_ids: list[str],
+    judgment_set_id: str,
+    specs: list[EvaluationSpec],
+    limits: Limits = DEFAULT_LIMITS,
+) -> list[EvaluationReport]:
+    """Inside a flow: every (run, spec) evaluation planned, the parts of each submitted to the flow's task runner
+    (threads, or a Dask cluster), then each finished once all its parts are staged. Stored evaluations are reused."""
     started = now_utc()
     pending = []
-    reports: dict[tuple[str, str], EvaluationReport] = {}
-    for run_id in run_ids:
-        for spec_json in spec_jsons:
-            identifier, shards, stored = plan_task(warehouse_root, run_id, judgment_set_id, spec_json)
+    reports: dict[tuple[int, int], EvaluationReport] = {}
+    for r, run_id in enumerate(run_ids):
+        for s, spec in enumerate(specs):
+            planned, stored = plan_task(warehouse_root, run_id, judgment_set_id, spec, limits)
             if stored:
-                reports[(run_id, spec_json)] = EvaluationReport(identifier, False, run_id, judgment_set_id)
+                reports[(r, s)] = EvaluationReport(planned.evaluation_id, False, run_id, judgment_set_id)
                 continue
-            futures = [
-                evaluate_shard_task.submit(warehouse_root, run_id, judgment_set_id, spec_json, shard, shards)
-                for shard in range(shards)
-            ]
-            pending.append((run_id, spec_json, futures))
-    for run_id, spec_json, futures in pending:
+            futures = [evaluate_shard_task.submit(warehouse_root, planned, part) for part in planned.parts]
+            pending.append(((r, s), planned, futures))
+    for key, planned, futures in pending:
         staged = [future.result() for future in futures]
-        reports[(run_id, spec_json)] = finish_task(warehouse_root, run_id, judgment_set_id, spec_json, staged, started)
-    return [reports[(run_id, spec_json)] for run_id in run_ids for spec_json in spec_jsons]
+        reports[key] = finish_task(warehouse_root, planned, staged, started)
+    return [reports[(r, s)] for r in range(len(run_ids)) for s in range(len(specs))]
 
 
 @task(name="refresh-catalog", retries=2, retry_delay_seconds=1)
@@ -347,10 +318,12 @@ def publish_artifacts_task(warehouse_root: str, reports: list[EvaluationReport])
 @flow(name="ingest-judgments")
 def ingest_judgments(
     path: str, warehouse: str = DEFAULT_WAREHOUSE, metadata: Metadata | None = None,
-    rows_per_shard: int = ROWS_PER_SHARD,
+    rows_per_shard: int = DEFAULT_LIMITS.rows_per_shard,
 ) -> StoreReport:
-    """Validate a qrels file (TREC text, .gz or Parquet) and store it as a content-addressed judgment set."""
-    report = ingest_file_task(warehouse, path, "judgments", metadata, rows_per_shard)
+    """Validate a qrels file (TREC text, .gz or Parquet) and store it as a content-addressed judgment set, split
+    into shards of about `rows_per_shard` rows by query."""
+    limits = replace(DEFAULT_LIMITS, rows_per_shard=rows_per_shard)
+    report = ingest_file_task(warehouse, path, "judgments", metadata, limits)
     refresh_catalog_task(warehouse)
     return report
 
@@ -358,11 +331,12 @@ def ingest_judgments(
 @flow(name="ingest-run")
 def ingest_run(
     path: str, warehouse: str = DEFAULT_WAREHOUSE, metadata: Metadata | None = None,
-    rows_per_shard: int = ROWS_PER_SHARD,
+    rows_per_shard: int = DEFAULT_LIMITS.rows_per_shard,
 ) -> StoreReport:
     """Validate a run file (TREC text, .gz or Parquet) and store it as a content-addressed run, split into shards
     of about `rows_per_shard` rows by query."""
-    report = ingest_file_task(warehouse, path, "run", metadata, rows_per_shard)
+    limits = replace(DEFAULT_LIMITS, rows_per_shard=rows_per_shard)
+    report = ingest_file_task(warehouse, path, "run", metadata, limits)
     refresh_catalog_task(warehouse)
     return report
 
@@ -376,15 +350,30 @@ def evaluate_flow(
     judgments_metadata: Metadata | None = None,
 ) -> list[EvaluationReport]:
     """Evaluate runs against one judgment set under one spec. `judgments` and each run are a file (ingested
-    first) or an id already in the warehouse (a judgment set may also be named: its latest version is used)."""
+    first), a stored run's folder (warehouse/run_rows/<run_id>, of this warehouse or another) or an id already in
+    the warehouse (a judgment set may also be named: its latest version is used)."""
+    spec = EvaluationSpec.from_canonical_json(spec_json)
     store = Warehouse(warehouse)
     judgment_set_id = _judgment_set(store, judgments, judgments_metadata)
-    run_ids = [ingest_file_task(warehouse, run, "run").id if Path(run).is_file() else store.require_run(run)
-               for run in runs]
-    reports = evaluate_runs(warehouse, run_ids, judgment_set_id, [spec_json])
+    run_ids = [_run(store, run) for run in runs]
+    reports = evaluate_runs(warehouse, run_ids, judgment_set_id, [spec])
     refresh_catalog_task(warehouse)
     publish_artifacts_task(warehouse, reports)
     return reports
+
+
+def _run(store: Warehouse, reference: str) -> str:
+    """A run file is ingested; a stored run's folder gives its id (its rows are stored here first when it comes
+    from another warehouse); otherwise an id already in the warehouse."""
+    path = Path(reference)
+    if path.is_file():
+        return ingest_file_task(str(store.root), reference, "run").id
+    if path.is_dir():
+        stored = open_stored(path, "run")
+        if not store.run_record(stored.table_id).exists():
+            store.store_table(stored.load())
+        return stored.table_id
+    return store.require_run(reference)
 
 
 def _judgment_set(store: Warehouse, reference: str, metadata: Metadata | None) -> str:
@@ -450,7 +439,7 @@ def nightly(
             rows.append({"file": path.name, "outcome": "rejected", "error": message})
             continue
         stored: StoreReport = state.result()
-        reports = evaluate_runs(warehouse, [stored.id], judgment_set_id, [spec.canonical_json() for spec in specs])
+        reports = evaluate_runs(warehouse, [stored.id], judgment_set_id, specs)
         evaluated += reports
         set_aside(path, inbox_path / PROCESSED)
         rows.append({"file": path.name, "outcome": "evaluated" if stored.created else "duplicate", "run_id": stored.id,

@@ -50,7 +50,7 @@ def as_json(results: Sequence[EvaluationResult]) -> str:
                 "evaluation_id": result.evaluation_id,
                 "label": spec.full_label(),
                 "spec_hash": spec.spec_hash,
-                "spec": json.loads(spec.canonical_json()),
+                "spec": spec.canonical_payload(),
                 "warnings": list(result.warnings),
                 "summary": summary,
                 "per_query": per_query,

@@ -30,6 +30,7 @@ import polars as pl
 import pyarrow.parquet as pq
 
 from judged.flows.io import DUPLICATE_PAIRS_KEY, LoadedTable, StoredTable, stored_duplicate_pairs
+from judged.flows.limits import DEFAULT_LIMITS, Limits
 from judged.flows.versions import implementation_version
 from judged.schemas.provenance import JudgmentSetMetadata, RunMetadata, canonical_json
 from judged.schemas.spec import EvaluationSpec
@@ -46,12 +47,9 @@ from judged.schemas.tables import (
 from judged.transforms.duplicates import duplicate_pairs, may_have_duplicates
 from judged.transforms.errors import InputError
 from judged.transforms.layout import in_stored_order
-from judged.transforms.shards import ROWS_PER_SHARD, in_shard, query_buckets, shard_count
+from judged.transforms.shards import in_shard, query_buckets, shard_count
 
 TEMP_MARK = ".tmp-"
-SINK_BATCH_ROWS = 2_000_000
-# A run of up to this many rows is split into shards in memory (about 1 GiB at 10M rows); larger ones stream.
-IN_MEMORY_SINK_ROWS = 10_000_000
 CATALOG = "catalog.duckdb"
 # The catalog's storage format: the oldest DuckDB can write, so that DuckDB 1.0.0 and every later client (CLIs, BI
 # tools, older Python environments) can open it. It holds views only, so the newer formats would add nothing.
@@ -86,11 +84,12 @@ def sink_shards(
     metadata: dict[str, str],
     ranked: bool = False,
     in_memory: bool = False,
+    batch_rows: int = DEFAULT_LIMITS.sink_batch_rows,
 ) -> None:
     """Write rows as one Parquet file per non-empty shard into a temporary folder, then rename it into place whole;
     an existing folder is left as it is (same content).
 
-    Large tables stream, in bounded memory: batches of rows get their query's bucket and are appended, as row
+    Large tables stream, in bounded memory: batches of `batch_rows` rows get their query's bucket and are appended, as row
     groups, to the open file of their shard. For a `ranked` run those files are cheap intermediates, each then
     read back alone and rewritten by `write_ranked`. A ranked run that fits in memory (`in_memory`) is split by
     shard in memory and each shard written ranked at once. Shards are written one at a time."""
@@ -120,7 +119,7 @@ def sink_shards(
             options = {"compression": "lz4", "use_dictionary": repeated} if unsorted else {}
             writers: dict[int, pq.ParquetWriter] = {}
             try:
-                for batch in rows.collect_batches(chunk_size=SINK_BATCH_ROWS, engine="streaming"):
+                for batch in rows.collect_batches(chunk_size=batch_rows, engine="streaming"):
                     for shard, part in shard_parts(batch).items():
                         table = part.to_arrow()
                         if shard not in writers:
@@ -238,9 +237,9 @@ class Warehouse:
 
     # -- judgment sets and runs -----------------------------------------------------------------------------------
 
-    def store_table(self, table: LoadedTable, rows_per_shard: int = ROWS_PER_SHARD) -> StoreReport:
-        """Store a loaded judgment set or run, split into shards of about `rows_per_shard` rows; nothing is
-        written when its id is already there."""
+    def store_table(self, table: LoadedTable, limits: Limits = DEFAULT_LIMITS) -> StoreReport:
+        """Store a loaded judgment set or run, split into shards of about `limits.rows_per_shard` rows; nothing
+        is written when its id is already there."""
         self.ensure()
         table_id = table.table_id
         if table.kind == "judgments":
@@ -250,12 +249,15 @@ class Warehouse:
         n_rows = table.counts["n_rows"]
         if record_path.exists():
             return StoreReport(table.kind, table_id, False, n_rows)
-        shards = shard_count(n_rows, rows_per_shard)
+        shards = shard_count(n_rows, limits.rows_per_shard)
         record = self._table_record(table, shards)
         metadata = {"judged.table": table.kind, "judged.record": record.write_json()}
         rows = table.scan.select(pl.lit(table_id).alias(id_column), pl.all())
         stored = self.root / folder / table_id
-        sink_shards(rows, stored, shards, metadata, ranked=table.kind == "run", in_memory=n_rows <= IN_MEMORY_SINK_ROWS)
+        sink_shards(
+            rows, stored, shards, metadata, ranked=table.kind == "run", in_memory=n_rows <= limits.in_memory_sink_rows,
+            batch_rows=limits.sink_batch_rows,
+        )
         if table.kind == "run":
             record = record.with_columns(
                 n_duplicate_pairs=pl.lit(stored_duplicate_pairs(sorted(stored.glob("part-*.parquet"))), pl.Int64)

@@ -145,12 +145,18 @@ class EvaluationSpec(BaseModel):
 
     # -- identity ------------------------------------------------------------------------------------------------
 
-    def canonical_json(self) -> str:
-        """The spec as compact JSON with sorted keys: equal specs give equal bytes."""
+    def canonical_payload(self) -> dict[str, Any]:
+        """The spec in the one form every stored copy holds (the evaluation's `spec_json`, its Parquet metadata, the
+        provenance record's `spec`): its fields as JSON values and `spec_version`. `from_canonical_json` reads it
+        back from its JSON."""
         payload = {"spec_version": SPEC_VERSION, **self.model_dump(mode="json")}
         if not self.measures:
             del payload["measures"]  # nDCG at the cutoffs: the same text (and hash) as before measures were listed
-        return json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        return payload
+
+    def canonical_json(self) -> str:
+        """`canonical_payload` as compact JSON with sorted keys: equal specs give equal bytes."""
+        return json.dumps(self.canonical_payload(), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
     @property
     def spec_hash(self) -> str:

@@ -13,7 +13,6 @@ import zlib
 import polars as pl
 
 BUCKETS = 1024
-ROWS_PER_SHARD = 1_000_000
 
 
 def _crc32_bucket(query_id: str) -> int:
@@ -35,7 +34,7 @@ def with_bucket(table: pl.LazyFrame) -> pl.LazyFrame:
     return table.join(query_buckets(table), on="query_id", how="left", maintain_order="left")
 
 
-def shard_count(n_rows: int, rows_per_shard: int = ROWS_PER_SHARD) -> int:
+def shard_count(n_rows: int, rows_per_shard: int) -> int:
     """Shards for a table of n_rows: a power of two giving at most about rows_per_shard rows each (up to BUCKETS)."""
     shards = 1
     while shards < BUCKETS and n_rows > shards * rows_per_shard:

@@ -8,11 +8,14 @@ import numpy as np
 import polars as pl
 import pytest
 
-import judged.flows.engine
-import judged.flows.io
-from judged.flows.engine import evaluate, evaluate_sharded
+from judged.flows.engine import Part, evaluate
 from judged.flows.io import load_table, open_stored
-from judged.flows.pipeline import evaluate_flow, evaluate_into, ingest_file, ingest_judgments, ingest_run, task_runner
+from judged.flows.limits import Limits
+from judged.flows.pipeline import (
+    evaluate_shard, evaluate_flow, finish_evaluation, ingest_file, ingest_judgments, ingest_run, stored_plan,
+    task_runner,
+)
+from judged.flows.warehouse import now_utc
 from judged.flows.warehouse import Warehouse
 from judged.schemas.spec import PRESETS, EvaluationSpec
 from tests.conftest import SAMPLE
@@ -55,7 +58,7 @@ def inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, Pa
 @pytest.mark.parametrize("spec_name", list(SPECS))
 @pytest.mark.parametrize("data", ["dl2020-DoRA_Large", "generated-S"])
 def test_in_memory_streaming_and_sharded_agree(
-    inputs: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, data: str, spec_name: str
+    inputs: dict, tmp_path: Path, data: str, spec_name: str
 ) -> None:
     spec: EvaluationSpec = SPECS[spec_name]
     qrels, run = inputs[data]
@@ -64,18 +67,24 @@ def test_in_memory_streaming_and_sharded_agree(
     # The default picks an engine per step (candidates of a short head on the streaming one).
     chosen = evaluate(load_table(run, "run"), load_table(qrels, "judgments"), spec)
     # Plain text read in pieces, candidates found in parts (as at M, scaled down).
-    with monkeypatch.context() as scaled_down:
-        scaled_down.setattr(judged.flows.io, "TEXT_PIECE_BYTES", 100_000)
-        scaled_down.setattr(judged.flows.engine, "CANDIDATE_PART_ROWS", 3_000)
-        in_parts = evaluate(load_table(run, "run"), load_table(qrels, "judgments"), spec)
+    scaled_down = Limits(text_piece_bytes=100_000, candidate_part_rows=3_000)
+    in_parts = evaluate(
+        load_table(run, "run", limits=scaled_down), load_table(qrels, "judgments", limits=scaled_down), spec,
+        limits=scaled_down,
+    )
+    # The flow's steps without orchestration: its plan of a stored run, each part staged, then finished.
     warehouse = Warehouse(tmp_path / "warehouse")
-    judgments = ingest_file(warehouse, qrels, "judgments", rows_per_shard=2_000)
-    stored_run = ingest_file(warehouse, run, "run", rows_per_shard=10_000)
+    judgments = ingest_file(warehouse, qrels, "judgments", limits=Limits(rows_per_shard=2_000))
+    stored_run = ingest_file(warehouse, run, "run", limits=Limits(rows_per_shard=10_000))
     assert int(warehouse.record("run", stored_run.id)["n_shards"]) >= 8
-    report = evaluate_into(warehouse, stored_run.id, judgments.id, spec)
+    # A head of one row per part at most: as many parts as the stored run has shards, whatever the spec.
+    planned = stored_plan(warehouse, stored_run.id, judgments.id, spec, Limits(head_rows_per_part=1))
+    assert planned.parts == tuple(Part(shard, planned.run.shards) for shard in range(planned.run.shards))
+    staged = [evaluate_shard(warehouse, planned, part) for part in planned.parts]
+    report = finish_evaluation(warehouse, planned, staged, now_utc(), None)
     _, sharded, summary = warehouse.load_evaluation(report.evaluation_id)
 
-    direct_sharded = evaluate_sharded(
+    direct_sharded = evaluate(
         open_stored(warehouse.root / "run_rows" / stored_run.id, "run"), load_table(qrels, "judgments"), spec
     )
 

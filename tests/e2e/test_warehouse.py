@@ -22,7 +22,7 @@ from judged.flows.pipeline import evaluate_flow, ingest_judgments, ingest_run, n
 from judged.flows.sql import open_readonly
 from judged.flows.warehouse import Warehouse
 from judged.flows.versions import implementation_commit, implementation_version
-from judged.schemas.spec import PRESETS
+from judged.schemas.spec import PRESETS, EvaluationSpec
 from tests.conftest import SAMPLE
 from tests.helpers import tree_listing
 
@@ -81,6 +81,39 @@ def test_provenance_record_and_parquet_metadata(evaluated: dict) -> None:
         assert kv[b"judged.spec"].decode() == SPEC.canonical_json()
     kv = pq.read_metadata(warehouse / "evaluations" / f"{evaluation_id}.parquet").metadata
     assert json.loads(kv[b"judged.provenance"])["flow_run_id"] == record["flow_run_id"]
+
+
+def test_every_stored_copy_of_the_spec_reads_back(evaluated: dict) -> None:
+    """Regression: the provenance record held `model_dump()` (no spec_version), which `from_canonical_json`
+    refused; the record's `spec_json`, the Parquet metadata and the provenance now hold one form."""
+    warehouse: Path = evaluated["warehouse"]
+    evaluation_id = evaluated["report"].evaluation_id
+    record, _, _ = Warehouse(warehouse).load_evaluation(evaluation_id)
+    provenance_spec = json.loads(record["provenance_json"])["spec"]
+    metadata_spec = pq.read_metadata(warehouse / "summary" / evaluation_id / "part-0.parquet").metadata[b"judged.spec"]
+    assert provenance_spec == json.loads(record["spec_json"]) == json.loads(metadata_spec)
+    assert EvaluationSpec.from_canonical_json(json.dumps(provenance_spec)) == SPEC
+    assert EvaluationSpec.from_canonical_json(record["spec_json"]) == SPEC
+
+
+def test_a_stored_run_folder_with_warehouse(evaluated: dict, tmp_path: Path) -> None:
+    """Regression: `judged evaluate QRELS W/run_rows/<id> --warehouse W` said the folder was "neither a file nor a
+    run id". Its run is the one stored there (nothing new written); a folder of another warehouse is stored."""
+    warehouse: Path = evaluated["warehouse"]
+    folder = warehouse / "run_rows" / evaluated["run"].id
+    command = ["evaluate", str(QRELS), str(folder), "--preset", "trec_eval", "--cutoffs", "10,100,1000"]
+    direct = runner.invoke(app, [*command, "--format", "trec"])
+    assert direct.exit_code == 0, direct.output
+    same = runner.invoke(app, [*command, "--format", "trec", "--warehouse", str(warehouse)])
+    assert same.exit_code == 0, same.output
+    assert same.stdout == direct.stdout
+    assert f"evaluation {evaluated['report'].evaluation_id} (already stored, reused)" in same.stderr
+    elsewhere = tmp_path / "elsewhere"
+    other = runner.invoke(app, [*command, "--format", "trec", "--warehouse", str(elsewhere)])
+    assert other.exit_code == 0, other.output
+    assert other.stdout == direct.stdout
+    assert f"evaluation {evaluated['report'].evaluation_id} (stored)" in other.stderr
+    assert Warehouse(elsewhere).run_record(evaluated["run"].id).exists()
 
 
 def test_same_inputs_twice_add_nothing(evaluated: dict) -> None:

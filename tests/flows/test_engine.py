@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 import judged.flows.engine
-from judged.flows.engine import evaluate
+from judged.flows.engine import evaluate, plan
 from judged.flows.io import load_table
+from judged.flows.limits import Limits
 from judged.schemas.spec import PRESETS, EvaluationSpec
 from judged.transforms.ndcg import candidate_rows
 
@@ -47,10 +48,10 @@ def test_candidates_in_parts_give_the_whole_runs_result(
     run = tmp_path / "run.txt"
     run.write_text("\n".join(run_lines(order)) + "\n")
     whole = evaluate(load_table(run, "run"), load_table(qrels, "judgments"), spec)
-    monkeypatch.setattr(judged.flows.engine, "CANDIDATE_PART_ROWS", 50)
     calls = []
     monkeypatch.setattr(judged.flows.engine, "candidate_rows", lambda *args: calls.append(1) or candidate_rows(*args))
-    in_parts = evaluate(load_table(run, "run"), load_table(qrels, "judgments"), spec)
+    limits = Limits(candidate_part_rows=50)
+    in_parts = evaluate(load_table(run, "run"), load_table(qrels, "judgments"), spec, limits=limits)
     assert in_parts.per_query.equals(whole.per_query)
     assert in_parts.summary.equals(whole.summary)
     if order == "grouped":  # queries start at rows 0, 40, ..., 200: parts from 0, 80, 120, 160 and 200, no retake
@@ -77,3 +78,23 @@ def test_a_result_does_not_keep_its_run_alive(tmp_path: Path) -> None:
     gc.collect()
     assert gone() is None
     assert result.evaluation_id == expected
+
+
+def test_results_and_tables_compare_by_identity(tmp_path: Path) -> None:
+    """Regression: frozen dataclasses with generated equality over frames made `result == result` and
+    `hash(result)` raise TypeError. A result, a loaded or stored table and a plan are each equal to itself only;
+    two evaluations of the same inputs tell their sameness by their ids."""
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("q1 0 d1 2\nq1 0 d2 0\n")
+    run = tmp_path / "run.txt"
+    run.write_text("\n".join(run_lines("grouped")) + "\n")
+    judgments = load_table(qrels, "judgments")
+    loaded = load_table(run, "run")
+    first = evaluate(loaded, judgments, SPECS["trec_eval@10"])
+    second = evaluate(loaded, judgments, SPECS["trec_eval@10"])
+    planned = plan(loaded, judgments, SPECS["trec_eval@10"])
+    for item in (first, loaded, judgments, planned):
+        assert item == item and len({item, item}) == 1
+    assert first != second and len({first, second}) == 2
+    assert first.evaluation_id == second.evaluation_id == planned.evaluation_id
+    assert loaded != load_table(run, "run")

@@ -16,6 +16,7 @@ import judged.flows.io
 import judged.flows.hashing
 from judged.flows.hashing import content_hashes, hash_in_background, hashes_on_demand
 from judged.flows.io import LoadedTable, TableKind, load_table, read_trec_fast
+from judged.flows.limits import Limits
 from judged.schemas.tables import JUDGMENTS, RUN
 from judged.transforms.errors import InputError
 
@@ -154,13 +155,12 @@ def test_run_tag_common_to_every_row(tmp_path: Path, text: str, tag: str, row_ta
     ],
 )
 def test_text_scanned_in_a_streaming_pass_equals_text_read_in_memory(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str, tag: str
+    tmp_path: Path, text: str, tag: str
 ) -> None:
-    """Text above `IN_MEMORY_TEXT_BYTES` is scanned: the same rows, line numbers and common tag."""
+    """Text above `Limits.in_memory_text_bytes` is scanned: the same rows, line numbers and common tag."""
     path = write(tmp_path / "run.txt", text)
     in_memory = load_table(path, "run")
-    monkeypatch.setattr(judged.flows.io, "IN_MEMORY_TEXT_BYTES", 0)
-    scanned = load_table(path, "run")
+    scanned = load_table(path, "run", limits=Limits(in_memory_text_bytes=1))
     assert not scanned.in_memory and in_memory.in_memory
     assert scanned.metadata.tag == in_memory.metadata.tag == tag
     assert scanned.frame.equals(in_memory.frame)
@@ -409,27 +409,26 @@ def test_parquet_non_integer_rank_is_rejected(tmp_path: Path) -> None:
 )
 @pytest.mark.parametrize("piece_bytes", [30, 64, 500])
 def test_text_read_in_pieces_equals_one_read(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str, piece_bytes: int
+    tmp_path: Path, text: str, piece_bytes: int
 ) -> None:
     """Pieces end after a newline: every line lands whole in one piece, and blank lines still count for the
     line numbers. (Lines are longer than the smallest piece, so no piece is only a blank line.)"""
     path = write(tmp_path / "run.txt", text)
     whole = load_table(path, "run").frame
-    monkeypatch.setattr(judged.flows.io, "TEXT_PIECE_BYTES", piece_bytes)
-    fast = read_trec_fast(path, gzipped=False, kind="run")
+    limits = Limits(text_piece_bytes=piece_bytes)
+    fast = read_trec_fast(path, gzipped=False, kind="run", limits=limits)
     assert fast is not None and fast.common_tag == "tag-x"
-    pieces = load_table(path, "run").frame
+    pieces = load_table(path, "run", limits=limits).frame
     assert pieces.equals(whole)
     assert pieces["source_line"].to_list()[:6] == [1, 2, 3, 4, 6, 7]
 
 
-def test_piece_ends_fall_after_newlines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_piece_ends_fall_after_newlines(tmp_path: Path) -> None:
     data = b"a\n" + b"x" * 200_000 + b"\nb\nc"  # a line longer than one probe (64 KiB)
     path = write(tmp_path / "t.txt", data)
-    monkeypatch.setattr(judged.flows.io, "TEXT_PIECE_BYTES", 1)
     fd = os.open(path, os.O_RDONLY)
     try:
-        assert judged.flows.io._piece_ends(fd, len(data)) == [2, 200_003, 200_005, len(data)]
+        assert judged.flows.io._piece_ends(fd, len(data), 1) == [2, 200_003, 200_005, len(data)]
     finally:
         os.close(fd)
 

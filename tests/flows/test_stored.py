@@ -8,8 +8,9 @@ import polars as pl
 import pyarrow.parquet as pq
 import pytest
 
-from judged.flows.engine import evaluate, evaluate_sharded
+from judged.flows.engine import Part, evaluate, plan
 from judged.flows.io import DUPLICATE_PAIRS_KEY, load_table, open_stored
+from judged.flows.limits import Limits
 from judged.flows.pipeline import ingest_file
 from judged.flows.warehouse import Warehouse
 from judged.schemas.spec import PRESETS
@@ -38,7 +39,7 @@ def write_qrels(path: Path, queries: int = 40) -> Path:
 def stored(tmp_path: Path) -> dict:
     warehouse = Warehouse(tmp_path / "warehouse")
     qrels, run = write_qrels(tmp_path / "qrels.txt"), write_run(tmp_path / "run.txt")
-    report = ingest_file(warehouse, run, "run", rows_per_shard=300)
+    report = ingest_file(warehouse, run, "run", limits=Limits(rows_per_shard=300))
     return {"warehouse": warehouse, "qrels": qrels, "run": run, "id": report.id}
 
 
@@ -63,50 +64,43 @@ def test_parts_are_ranked_with_the_first_band_as_first_row_group(stored: dict) -
 def test_stored_head_equals_the_direct_evaluation(stored: dict) -> None:
     judgments = load_table(stored["qrels"], "judgments")
     direct = evaluate(load_table(stored["run"], "run"), judgments, SPEC)
-    from_folder = evaluate_sharded(open_stored(stored["warehouse"].root / "run_rows" / stored["id"], "run"), judgments, SPEC)
+    from_folder = evaluate(open_stored(stored["warehouse"].root / "run_rows" / stored["id"], "run"), judgments, SPEC)
     assert from_folder.per_query.equals(direct.per_query)
     assert from_folder.evaluation_id == direct.evaluation_id
     assert direct.per_query["ties_straddling_k"].sum() > 0  # the data has ties at the cutoffs
 
 
-def test_a_head_read_takes_more_parts_when_the_judgments_are_many(
-    stored: dict, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import judged.flows.engine
-    from judged.flows.io import LoadedTable, StoredTable
-
+def test_a_head_read_takes_more_parts_when_the_judgments_are_many(stored: dict) -> None:
     judgments = load_table(stored["qrels"], "judgments")  # 560 judgments; the heads are 40 x 11 rows
     direct = evaluate(load_table(stored["run"], "run"), judgments, SPEC)
     table = stored["warehouse"].stored("run", stored["id"])
-    loads: list[tuple[int, int]] = []
-    load = StoredTable.load
-
-    def recording_load(self: StoredTable, shard: int = 0, of: int = 1) -> LoadedTable:
-        loads.append((shard, of))
-        return load(self, shard, of)
-
-    monkeypatch.setattr(StoredTable, "load", recording_load)
-    assert evaluate_sharded(table, judgments, SPEC).per_query.equals(direct.per_query)
-    assert loads == [(0, 1)]  # every head together
-    loads.clear()
-    monkeypatch.setattr(judged.flows.engine, "JUDGMENT_ROWS_PER_PART", 300)
-    assert evaluate_sharded(table, judgments, SPEC).per_query.equals(direct.per_query)
-    assert loads == [(0, 2), (1, 2)]
+    assert table.shards == 4
+    assert plan(table, judgments, SPEC).parts == (Part(0, 1),)  # every head together
+    assert evaluate(table, judgments, SPEC).per_query.equals(direct.per_query)
+    fewer_judgments = Limits(judgment_rows_per_part=300)
+    assert plan(table, judgments, SPEC, fewer_judgments).parts == (Part(0, 2), Part(1, 2))
+    assert evaluate(table, judgments, SPEC, limits=fewer_judgments).per_query.equals(direct.per_query)
+    # A spec that reads every row takes the stored shards.
+    whole_lists = SPEC.with_options(cutoffs=(3, None))
+    assert plan(table, judgments, whole_lists).parts == tuple(Part(s, 4) for s in range(4))
+    assert evaluate(table, judgments, whole_lists).per_query.equals(
+        evaluate(load_table(stored["run"], "run"), judgments, whole_lists).per_query
+    )
 
 
 def test_a_run_with_a_duplicate_pair_is_counted_and_read_whole(tmp_path: Path) -> None:
     warehouse = Warehouse(tmp_path / "warehouse")
     qrels, run = write_qrels(tmp_path / "qrels.txt"), write_run(tmp_path / "run.txt", duplicate=True)
-    report = ingest_file(warehouse, run, "run", rows_per_shard=300)
+    report = ingest_file(warehouse, run, "run", limits=Limits(rows_per_shard=300))
     assert warehouse.record("run", report.id)["n_duplicate_pairs"] == 1
     table = warehouse.stored("run", report.id)
     assert table.load().stored_order is None and not table.load().duplicate_free
     judgments = load_table(qrels, "judgments")
     with pytest.raises(InputError, match="duplicate run row for query 'q0'"):
-        evaluate_sharded(table, judgments, SPEC)
+        evaluate(table, judgments, SPEC)
     first = SPEC.with_options(run_duplicates="first")
     direct = evaluate(load_table(run, "run"), judgments, first)
-    assert evaluate_sharded(table, judgments, first).per_query.equals(direct.per_query)
+    assert evaluate(table, judgments, first).per_query.equals(direct.per_query)
 
 
 def test_parts_without_duplicate_counts_are_read_whole(stored: dict) -> None:
@@ -119,7 +113,7 @@ def test_parts_without_duplicate_counts_are_read_whole(stored: dict) -> None:
     assert table.load().stored_order is None
     judgments = load_table(stored["qrels"], "judgments")
     direct = evaluate(load_table(stored["run"], "run"), judgments, SPEC)
-    assert evaluate_sharded(table, judgments, SPEC).per_query.equals(direct.per_query)
+    assert evaluate(table, judgments, SPEC).per_query.equals(direct.per_query)
 
 
 def test_a_judgments_folder_is_not_a_run(stored: dict) -> None:
@@ -129,13 +123,12 @@ def test_a_judgments_folder_is_not_a_run(stored: dict) -> None:
 
 
 def test_streamed_ingest_writes_the_same_parts_as_the_in_memory_one(
-    stored: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    stored: dict, tmp_path: Path
 ) -> None:
-    import judged.flows.warehouse
-
-    monkeypatch.setattr(judged.flows.warehouse, "IN_MEMORY_SINK_ROWS", 0)  # every run takes the two streaming passes
     streamed = Warehouse(tmp_path / "streamed")
-    report = ingest_file(streamed, stored["run"], "run", rows_per_shard=300)
+    # Every run of more than one row takes the two streaming passes, in batches of 100 rows.
+    limits = Limits(rows_per_shard=300, in_memory_sink_rows=1, sink_batch_rows=100)
+    report = ingest_file(streamed, stored["run"], "run", limits=limits)
     assert report.id == stored["id"]
     in_memory = stored["warehouse"].stored("run", stored["id"]).parts()
     assert [p.name for p in streamed.stored("run", report.id).parts()] == [p.name for p in in_memory]
