@@ -28,8 +28,8 @@ def content_hashes(path: Path) -> tuple[str, str]:
     """(source sha256, content sha256): of the bytes as stored, and of the content once decompressed (a gzipped
     file and its plain text have the same content hash). hashlib releases the GIL while it hashes."""
     # One reused buffer: each 8 MB read takes the GIL back once (fewer handoffs with the main thread than reads
-    # into new bytes objects), and the file's pages never count in this process's memory (a mapped 1.9 GB run
-    # added its size to the peak while the hash ran).
+    # into new bytes objects), and the file's pages never count in this process's memory (a mapped file would add
+    # its whole size to the peak while the hash runs).
     buffer = bytearray(_BLOCK)
     view = memoryview(buffer)
     source = hashlib.sha256()
@@ -72,7 +72,7 @@ class _HashesOnDemand(Future[tuple[str, str]]):
 def hashes_on_demand(paths: Iterable[Path]) -> dict[Path, Future[tuple[str, str]]]:
     """Like `hash_in_background`, but each file is hashed only if and when its hashes are asked for: for output
     that shows no identity (trec_eval-style lines), where the hash of a large run would only take a core away
-    from the work (M: 0.08 s of a 1.3 s evaluation)."""
+    from the work."""
     return {path: _HashesOnDemand(path) for path in paths if path.is_file()}
 
 

@@ -127,7 +127,7 @@ def sniff_format(path: Path) -> Literal["trec", "trec.gz", "parquet"]:
 _FAST_COLUMNS: dict[TableKind, dict[str, pl.DataType]] = {
     "run": {
         # q0 as an Enum of its two allowed values: any other value fails the read (then the exact parser names the
-        # line), and 7M rows hold one byte each instead of a string. The rank as Int32 (28 MB less at 7M rows; the
+        # line), and each row holds one byte instead of a string. The rank as Int32, half the memory (the
         # contract's Int64 is a lazy cast): a rank beyond it fails the read, and the exact parser takes the file.
         "query_id": pl.String(), "q0": pl.Enum(["Q0", "0"]), "doc_id": pl.String(), "source_rank": pl.Int32(),
         "score": pl.Float64(), "run_tag": pl.String(),
@@ -159,7 +159,7 @@ def _streamed(path: Path, source_format: str, limits: Limits) -> bool:
 def _tag_summary() -> list[pl.Expr]:
     """A run tag (null when there is none) and whether the non-null tags differ (see `_common_tag`): the smallest
     and the largest, as two aggregates that Polars' streaming engine keeps in constant memory. (Comparing every tag
-    with the first one made it hold the columns of every check beside it: 2.5 GB for L's scanned text.)"""
+    with the first one makes it hold the columns of every check beside it.)"""
     tag = pl.col("run_tag")
     return [tag.min().alias("some_tag"), (tag.min() != tag.max()).alias("tags_differ")]
 
@@ -177,7 +177,7 @@ def read_trec_fast(
     and names the line of any problem.
 
     A run's rows nearly always carry one tag, so the tag column is first read as an Enum of the first line's tag
-    (one byte a row instead of a string: 100 MB less at 7M rows); a run with another tag anywhere (or that this
+    (one byte a row instead of a string); a run with another tag anywhere (or that this
     first read turns down for any reason) is read again with plain strings."""
     columns = _FAST_COLUMNS[kind]
     first_line = _first_line(path, gzipped)
@@ -265,7 +265,7 @@ def _read_fast(
 
 def read_lines(path: Path, gzipped: bool) -> pl.LazyFrame:
     """The file's lines as (`line_number`, `line`), blank lines included so numbers match an editor's."""
-    import pyarrow as pa  # only here: the exact parser's reader (importing pyarrow costs every command 0.1 s)
+    import pyarrow as pa  # only here: the exact parser's reader (an import every command would otherwise pay)
     import pyarrow.csv as pa_csv
 
     read_options = pa_csv.ReadOptions(column_names=["line"], block_size=16 << 20)

@@ -114,7 +114,7 @@ def sink_shards(
         else:
             unsorted = "unsorted-" if ranked else ""
             # A file that is read back once and deleted is written cheaply: lz4, dictionaries only for the columns
-            # that repeat (a run id on every row would take 16 GB plain at 500M rows).
+            # that repeat (a run id written plain on every row would take more room than the rows themselves).
             repeated = ["run_id", "query_id", "run_tag"]
             options = {"compression": "lz4", "use_dictionary": repeated} if unsorted else {}
             writers: dict[int, pq.ParquetWriter] = {}
@@ -142,12 +142,12 @@ def write_ranked(rows: pl.DataFrame, target: Path, metadata: dict[str, str]) -> 
     """One shard of a run in stored order (`transforms.layout.in_stored_order`), with its own count of duplicate (query, document) pairs (a query lies
     in one shard, so the count is exact). Row groups are as long as the first band, so that band is exactly the
     first row group and a head read skips every other by its `position` statistics."""
-    # The rows are in memory: Polars' in-memory engine sorts them about 3x faster than its default streaming one.
+    # The rows are in memory: Polars' in-memory engine sorts them faster than its default streaming one.
     suspected = may_have_duplicates(rows.lazy()).collect(engine="in-memory").item()
     duplicates = duplicate_pairs(rows.lazy()).collect(engine="in-memory").height if suspected else 0
     ranked = in_stored_order(rows.lazy()).collect(engine="in-memory")
     first_band = int((ranked["band"] == 0).sum())
-    # zstd level 1: at M the store took 3.1 s instead of 3.3 s, for files 2% larger than at Polars' default level.
+    # zstd level 1: a faster store for files slightly larger than at Polars' default level (benchmarks/README.md).
     ranked.drop("band").write_parquet(
         target,
         compression_level=1,
