@@ -53,12 +53,13 @@ def _print_version(asked: bool) -> None:
 
 @app.callback()
 def _root(
+    context: typer.Context,
     version: Annotated[
         bool, typer.Option("--version", is_eager=True, callback=_print_version, help="Print judged's version and exit.")
     ] = False,
 ) -> None:
     """Evaluate search runs with NDCG against relevance judgments, every choice declared."""
-    _quiet_prefect()
+    _quiet_prefect(serving=context.invoked_subcommand == "serve")
 
 
 EXIT_INPUT = 1
@@ -250,13 +251,18 @@ def _tracked(items: list[Path], description: str) -> Iterator[Path]:
         yield from progress.track(items, description=description)
 
 
-def _quiet_prefect() -> None:
+def _quiet_prefect(serving: bool = False) -> None:
     """Prefect's defaults for a command line, set before Prefect is imported: no telemetry, a patient ephemeral
     server start, and no task tracebacks on the console (errors still reach the Prefect API's logs; the command
-    prints its own one-line error)."""
+    prints its own one-line error). What flows and tasks log at INFO still reaches the Prefect API, so the UI shows
+    every run's logs: their loggers get their own level instead of inheriting PREFECT_LOGGING_LEVEL's. `serve` is
+    the exception on the console: its terminal is the operator's view of the runs it starts (and their
+    processes, which inherit this environment), so it prints their INFO lines and outcomes."""
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
-    os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "CRITICAL")
+    os.environ.setdefault("PREFECT_LOGGING_LOGGERS_PREFECT_FLOW_RUNS_LEVEL", "INFO")
+    os.environ.setdefault("PREFECT_LOGGING_LOGGERS_PREFECT_TASK_RUNS_LEVEL", "INFO")
+    os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "INFO" if serving else "CRITICAL")
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
 
 
@@ -367,12 +373,23 @@ def nightly(
 
     try:
         specs = _nightly_specs(preset or ["trec_eval"], cutoffs)
+        _announce_inbox(inbox)
         report = nightly_flow(str(inbox), judgments, [s.canonical_json() for s in specs], str(warehouse))
     except SpecError as error:
         raise _fail(str(error), EXIT_USAGE) from None
     except InputError as error:
         raise _fail(str(error), EXIT_INPUT) from None
     _print_nightly(report, warehouse)
+
+
+def _announce_inbox(inbox: Path) -> None:
+    """Create the inbox and its folders if missing, and say so on stderr."""
+    from judged.flows.pipeline import PROCESSED, REJECTED, prepare_inbox
+
+    for folder in prepare_inbox(inbox):
+        print(f"created {folder}", file=sys.stderr)
+    print(f"inbox: {inbox} (drop run files here, with an optional <file>.meta.toml; done files move to "
+          f"{inbox / PROCESSED}, rejected ones to {inbox / REJECTED})", file=sys.stderr)
 
 
 def _print_nightly(report: NightlyReport, warehouse: Path) -> None:
@@ -410,6 +427,12 @@ def serve(
     if not os.environ.get("PREFECT_API_URL"):
         raise _fail("serve needs a Prefect server: start one with `prefect server start` and set PREFECT_API_URL",
                     EXIT_USAGE)
+    try:
+        _announce_inbox(inbox)
+    except InputError as error:
+        raise _fail(str(error), EXIT_INPUT) from None
+    print(f"serving the nightly job {name} ({cron}, UTC) on {os.environ['PREFECT_API_URL']}: each run and its "
+          "outcome is logged here; stop with Ctrl+C", file=sys.stderr)
     judgments_ref = str(Path(judgments).resolve()) if Path(judgments).is_file() else judgments
     nightly_flow.serve(
         name=name,

@@ -15,16 +15,18 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
-from prefect import flow, task
+from prefect import flow, get_run_logger, task
 from prefect.task_runners import ThreadPoolTaskRunner
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.runtime import flow_run
 
 from judged.flows.engine import EvaluationResult, Part, Plan, assemble, evaluate_part, plan
+from judged.flows.hashing import content_hashes
 from judged.flows.io import SIDECAR_SUFFIX, Metadata, load_table, open_stored
 from judged.flows.limits import DEFAULT_LIMITS, Limits
 from judged.flows.versions import implementation_commit, implementation_version, library_versions
 from judged.flows.warehouse import StoreReport, Warehouse, now_utc, write_parquet_atomically
+from judged.flows.wording import counted
 from judged.schemas.provenance import InputRecord, ProvenanceRecord
 from judged.schemas.spec import EvaluationSpec
 from judged.schemas.tables import EVALUATIONS, NIGHTLY, STORED_PER_QUERY, STORED_SUMMARY
@@ -126,9 +128,11 @@ def evaluate_shard(warehouse: Warehouse, planned: Plan, part: Part) -> Path:
 
 
 def finish_evaluation(
-    warehouse: Warehouse, planned: Plan, staged: list[Path], started: datetime, flow_run_id: str | None
+    warehouse: Warehouse, planned: Plan, staged: list[Path], started: datetime, flow_run_id: str | None,
+    run_moved_to: str | None = None,
 ) -> EvaluationReport:
-    """Summary over every part, provenance, then the stored files (the record last); staging is removed."""
+    """Summary over every part, provenance, then the stored files (the record last); staging is removed.
+    `run_moved_to` is where the run's file lies once the nightly job has moved it out of the inbox."""
     identifier, spec = planned.evaluation_id, planned.spec
     run_record, judgments_record = planned.run.record, planned.judgments.record  # type: ignore[union-attr]
     run_id, judgment_set_id = str(run_record["run_id"]), str(judgments_record["judgment_set_id"])
@@ -141,7 +145,7 @@ def finish_evaluation(
         label=spec.full_label(),
         spec=spec.canonical_payload(),
         spec_hash=spec.spec_hash,
-        run=_input_record(run_id, run_record),
+        run=_input_record(run_id, run_record, run_moved_to),
         judgments=_input_record(judgment_set_id, judgments_record),
         implementation_version=implementation_version(),
         implementation_commit=implementation_commit(),
@@ -179,12 +183,14 @@ def finish_evaluation(
     return EvaluationReport(identifier, created, run_id, judgment_set_id)
 
 
-def _input_record(table_id: str, record: dict) -> InputRecord:
+def _input_record(table_id: str, record: dict, moved_to: str | None = None) -> InputRecord:
     return InputRecord(
         id=table_id,
         content_sha256=record["content_sha256"],
         source_sha256=record["source_sha256"],
         source=record["source"],
+        original_name=Path(record["source"]).name,
+        moved_to=moved_to,
         n_rows=record["n_rows"],
         metadata=json.loads(record["metadata_json"]),
     )
@@ -246,7 +252,15 @@ def summary_rows(warehouse: Warehouse, reports: list[EvaluationReport]) -> list[
 def ingest_file_task(
     warehouse_root: str, path: str, kind: str, metadata: Metadata | None = None, limits: Limits = DEFAULT_LIMITS
 ) -> StoreReport:
-    return ingest_file(Warehouse(warehouse_root), path, kind, metadata, limits)
+    report = ingest_file(Warehouse(warehouse_root), path, kind, metadata, limits)
+    what = "judgment set" if kind == "judgments" else kind
+    if report.created:
+        get_run_logger().info("%s: stored %s %s, %s in %.2f s", path, what, report.id, counted(report.n_rows, "row"),
+                              report.seconds or 0.0)
+    else:
+        get_run_logger().info("%s: %s %s already stored (%s), nothing written", path, what, report.id,
+                              counted(report.n_rows, "row"))
+    return report
 
 
 @task(name="plan-evaluation")
@@ -256,19 +270,40 @@ def plan_task(
     """The stored plan, and whether its evaluation is already stored."""
     warehouse = Warehouse(warehouse_root)
     planned = stored_plan(warehouse, run_id, judgment_set_id, spec, limits)
-    return planned, warehouse.has_evaluation(planned.evaluation_id)
+    stored = warehouse.has_evaluation(planned.evaluation_id)
+    state = "already stored, reused" if stored else f"to evaluate in {counted(len(planned.parts), 'part')}"
+    get_run_logger().info("evaluation %s of run %s against judgment set %s under %s: %s", planned.evaluation_id,
+                          run_id, judgment_set_id, spec.full_label(), state)
+    return planned, stored
 
 
 @task(name="evaluate-shard")
 def evaluate_shard_task(warehouse_root: str, planned: Plan, part: Part) -> str:
-    return str(evaluate_shard(Warehouse(warehouse_root), planned, part))
+    started = time.perf_counter()
+    staged = evaluate_shard(Warehouse(warehouse_root), planned, part)
+    get_run_logger().info("evaluation %s, part %d of %d: per-query rows staged in %s (%.2f s)",
+                          planned.evaluation_id, part.shard + 1, part.of, staged, time.perf_counter() - started)
+    return str(staged)
 
 
 @task(name="finish-evaluation")
-def finish_task(warehouse_root: str, planned: Plan, staged: list[str], started: datetime) -> EvaluationReport:
-    return finish_evaluation(
-        Warehouse(warehouse_root), planned, [Path(p) for p in staged], started, _current_flow_run_id()
+def finish_task(
+    warehouse_root: str, planned: Plan, staged: list[str], started: datetime, run_moved_to: str | None = None
+) -> EvaluationReport:
+    warehouse = Warehouse(warehouse_root)
+    report = finish_evaluation(
+        warehouse, planned, [Path(p) for p in staged], started, _current_flow_run_id(), run_moved_to
     )
+    logger = get_run_logger()
+    record, _, summary = warehouse.load_evaluation(report.evaluation_id)
+    values = ", ".join(f"{row['trec_eval_measure'] or row['measure']} = "
+                       f"{'undefined' if row['value'] is None else format(row['value'], '.4f')}"
+                       for row in summary.iter_rows(named=True))
+    logger.info("evaluation %s (%s) %s: %s", report.evaluation_id, record["run_name"],
+                "stored" if report.created else "was already stored", values)
+    for warning in record["warnings"]:
+        logger.warning("%s: %s", record["run_name"], warning)
+    return report
 
 
 def evaluate_runs(
@@ -277,9 +312,11 @@ def evaluate_runs(
     judgment_set_id: str,
     specs: list[EvaluationSpec],
     limits: Limits = DEFAULT_LIMITS,
+    moved_to: dict[str, str] | None = None,
 ) -> list[EvaluationReport]:
     """Inside a flow: every (run, spec) evaluation planned, the parts of each submitted to the flow's task runner
-    (threads, or a Dask cluster), then each finished once all its parts are staged. Stored evaluations are reused."""
+    (threads, or a Dask cluster), then each finished once all its parts are staged. Stored evaluations are reused.
+    `moved_to` gives, per run id, where the nightly job puts the run's file (for the provenance record)."""
     started = now_utc()
     pending = []
     reports: dict[tuple[int, int], EvaluationReport] = {}
@@ -293,13 +330,16 @@ def evaluate_runs(
             pending.append(((r, s), planned, futures))
     for key, planned, futures in pending:
         staged = [future.result() for future in futures]
-        reports[key] = finish_task(warehouse_root, planned, staged, started)
+        run_id = run_ids[key[0]]
+        reports[key] = finish_task(warehouse_root, planned, staged, started, (moved_to or {}).get(run_id))
     return [reports[(r, s)] for r in range(len(run_ids)) for s in range(len(specs))]
 
 
 @task(name="refresh-catalog", retries=2, retry_delay_seconds=1)
 def refresh_catalog_task(warehouse_root: str) -> str:
-    return str(Warehouse(warehouse_root).refresh_catalog())
+    catalog = Warehouse(warehouse_root).refresh_catalog()
+    get_run_logger().info("catalog regenerated: %s", catalog)
+    return str(catalog)
 
 
 @task(name="publish-artifacts")
@@ -310,6 +350,8 @@ def publish_artifacts_task(warehouse_root: str, reports: list[EvaluationReport])
                               description="NDCG summary per run and cutoff")
     create_markdown_artifact(key="judged-evaluation", markdown=evaluation_markdown(warehouse, reports),
                              description="What was evaluated, unjudged coverage, warnings")
+    get_run_logger().info("published the artifacts judged-summary and judged-evaluation (%s)",
+                          counted(len(reports), "evaluation"))
 
 
 # -- flows --------------------------------------------------------------------------------------------------------
@@ -390,18 +432,38 @@ class NightlyReport:
     rejected: dict[str, str]  # file -> error
 
 
+def prepare_inbox(inbox: Path) -> list[Path]:
+    """Create the inbox and its processed/ and rejected/ folders where missing; returns those it created."""
+    for folder in (inbox, inbox / PROCESSED, inbox / REJECTED):
+        if folder.exists() and not folder.is_dir():
+            raise InputError(str(folder), "is a file, not a folder: the inbox and its processed/ and rejected/ "
+                                          "must be folders")
+    created = []
+    for folder in (inbox, inbox / PROCESSED, inbox / REJECTED):
+        if not folder.is_dir():
+            folder.mkdir(parents=True, exist_ok=True)
+            created.append(folder)
+    return created
+
+
 def inbox_files(inbox: Path) -> list[Path]:
     """Run files waiting in the inbox (sidecars travel with their file; processed/ and rejected/ are done)."""
     return sorted(p for p in inbox.iterdir() if p.is_file() and not p.name.endswith(SIDECAR_SUFFIX)
                   and not p.name.startswith("."))
 
 
-def set_aside(path: Path, folder: Path, error: str | None = None) -> Path:
-    """Move a processed or rejected file (and its sidecar) out of the inbox; a rejected one gets its error."""
-    folder.mkdir(parents=True, exist_ok=True)
+def free_target(path: Path, folder: Path) -> Path:
+    """Where `path` goes in `folder`: its own name, or, when that is taken, its name with the time added."""
     target = folder / path.name
     if target.exists():
         target = folder / f"{path.stem}.{now_utc().strftime('%Y%m%dT%H%M%S%f')}{path.suffix}"
+    return target
+
+
+def set_aside(path: Path, target: Path, error: str | None = None) -> Path:
+    """Move a processed or rejected file (and its sidecar) out of the inbox to `target` (see `free_target`); a
+    rejected one gets its error beside it."""
+    target.parent.mkdir(parents=True, exist_ok=True)
     shutil.move(path, target)
     sidecar = path.with_name(path.name + SIDECAR_SUFFIX)
     if sidecar.exists():
@@ -420,36 +482,51 @@ def nightly(
 ) -> NightlyReport:
     """Every run file dropped into the inbox since the last night: ingest it, evaluate it against the current
     version of the judgment set under each spec, move it to processed/ (or rejected/ with its error), record."""
+    logger = get_run_logger()
     store = Warehouse(warehouse).ensure()
     flow_run_id = _current_flow_run_id() or f"local-{now_utc().strftime('%Y%m%dT%H%M%S%f')}"
     started = now_utc()
-    judgment_set_id = _judgment_set(store, judgments, None)
     inbox_path = Path(inbox)
+    for folder in prepare_inbox(inbox_path):
+        logger.info("created %s (it was missing)", folder)
+    judgment_set_id = _judgment_set(store, judgments, None)
     specs = [EvaluationSpec.from_canonical_json(text) for text in spec_jsons]
+    waiting = inbox_files(inbox_path)
+    logger.info("%s waiting in %s; judgment set %s; %s: %s", counted(len(waiting), "run file"), inbox_path,
+                judgment_set_id, counted(len(specs), "spec"), ", ".join(spec.full_label() for spec in specs))
     evaluated: list[EvaluationReport] = []
     rejected: dict[str, str] = {}
     rows: list[dict[str, object]] = []
-    for path in inbox_files(inbox_path):
+    for path in waiting:
         state = ingest_file_task(warehouse, str(path), "run", return_state=True)
         if state.is_failed():
             error = state.result(raise_on_failure=False)
             message = str(error) if isinstance(error, InputError) else f"{type(error).__name__}: {error}"
-            set_aside(path, inbox_path / REJECTED, message)
+            target = set_aside(path, free_target(path, inbox_path / REJECTED).absolute(), message)
+            logger.warning("%s rejected, moved to %s: %s", path.name, target, message)
             rejected[path.name] = message
-            rows.append({"file": path.name, "outcome": "rejected", "error": message})
+            rows.append({"file": path.name, "outcome": "rejected", "error": message, "moved_to": str(target)})
             continue
         stored: StoreReport = state.result()
-        reports = evaluate_runs(warehouse, [stored.id], judgment_set_id, specs)
+        # Chosen before the evaluation, so that its provenance record names where the file will lie.
+        target = free_target(path, inbox_path / PROCESSED).absolute()
+        reports = evaluate_runs(warehouse, [stored.id], judgment_set_id, specs, moved_to={stored.id: str(target)})
         evaluated += reports
-        set_aside(path, inbox_path / PROCESSED)
+        source_sha256 = (store.record("run", stored.id)["source_sha256"] if stored.created
+                         else content_hashes(path)[0])
+        set_aside(path, target)
+        logger.info("%s evaluated (%s), moved to %s", path.name, counted(len(reports), "evaluation"), target)
         rows.append({"file": path.name, "outcome": "evaluated" if stored.created else "duplicate", "run_id": stored.id,
-                     "evaluation_ids": [r.evaluation_id for r in reports]})
+                     "evaluation_ids": [r.evaluation_id for r in reports], "source_sha256": source_sha256,
+                     "moved_to": str(target)})
     nightly_rows = pl.DataFrame(
         [{"flow_run_id": flow_run_id, "started_at": started, "judgment_set_id": judgment_set_id, "run_id": None,
-          "evaluation_ids": [], "error": None, **row} for row in rows],
+          "evaluation_ids": [], "error": None, "source_sha256": None, "moved_to": None, **row} for row in rows],
         schema=NIGHTLY,
     )
     store.store_nightly(flow_run_id, nightly_rows)
+    logger.info("night recorded in %s: %s evaluated, %s rejected", store.nightly_record(flow_run_id),
+                counted(len(rows) - len(rejected), "file"), counted(len(rejected), "file"))
     refresh_catalog_task(warehouse)
     publish_artifacts_task(warehouse, evaluated)
     return NightlyReport(flow_run_id, evaluated, rejected)

@@ -83,7 +83,9 @@ class InputRecord(BaseModel):
     id: str
     content_sha256: str  # of the normalized table
     source_sha256: str  # of the file as it was read
-    source: str
+    source: str  # the path it was read from
+    original_name: str | None = None  # the file's name as it was given
+    moved_to: str | None = None  # where the file lies now, when the nightly job moved it (inbox/processed/...)
     n_rows: int
     metadata: dict[str, Any]
 

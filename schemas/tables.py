@@ -145,4 +145,6 @@ NIGHTLY: dict[str, pl.DataType] = {
     "judgment_set_id": pl.String(),
     "evaluation_ids": pl.List(pl.String()),
     "error": pl.String(),
+    "source_sha256": pl.String(),  # of the file as it was read
+    "moved_to": pl.String(),  # where the file lies now: inbox/processed/... or inbox/rejected/...
 }

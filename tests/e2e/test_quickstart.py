@@ -89,6 +89,7 @@ _RUN_IN_OLD_CLIENT = """
 import json, sys, duckdb
 queries = json.loads(sys.stdin.read())
 connection = duckdb.connect(sys.argv[1], read_only=True)
+connection.execute("SET enable_progress_bar = false")  # it would print on stdout
 print(json.dumps({"version": duckdb.__version__,
                   "rows": [[list(row) for row in connection.sql(q).fetchall()] for q in queries]}, default=str))
 """

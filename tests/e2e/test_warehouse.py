@@ -233,3 +233,31 @@ def test_stored_per_query_equals_the_direct_path(evaluated: dict) -> None:
     stored = pl.read_parquet(Warehouse(evaluated["warehouse"]).per_query_part(evaluated["report"].evaluation_id))
     assert direct.evaluation_id == evaluated["report"].evaluation_id
     assert stored.select(direct.per_query.columns).equals(direct.per_query)
+
+
+def test_nightly_command_creates_a_missing_inbox_and_says_so(evaluated: dict, tmp_path: Path) -> None:
+    inbox = tmp_path / "new" / "inbox"
+    args = ["nightly", "--inbox", str(inbox), "--judgments", "trec-dl-2020-passage", "--warehouse",
+            str(evaluated["warehouse"])]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    for folder in (inbox, inbox / "processed", inbox / "rejected"):
+        assert folder.is_dir() and f"created {folder}\n" in result.stderr
+    assert "0 evaluations, 0 files rejected" in result.stdout
+
+    (inbox / "broken.run").write_text("q1 Q0 d1 one 1.0 t\n")
+    again = runner.invoke(app, args)
+    assert again.exit_code == 0, again.output
+    assert "created" not in again.stderr  # nothing was missing this time
+    assert "0 evaluations, 1 file rejected" in again.stdout
+    moved = sql(evaluated["warehouse"], "SELECT moved_to FROM nightly WHERE file = 'broken.run'")
+    assert {"moved_to": str(inbox / "rejected" / "broken.run")} in moved
+
+
+def test_nightly_command_refuses_an_inbox_that_is_a_file(evaluated: dict, tmp_path: Path) -> None:
+    inbox = tmp_path / "inbox"
+    inbox.write_text("not a folder\n")
+    result = runner.invoke(app, ["nightly", "--inbox", str(inbox), "--warehouse", str(evaluated["warehouse"])])
+    assert result.exit_code == 1
+    assert result.stderr == (f"judged: error: {inbox}: is a file, not a folder: the inbox and its processed/ and "
+                             "rejected/ must be folders\n")
