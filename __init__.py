@@ -2,14 +2,45 @@
 
 The installed package `judged` is this file; its subpackages are the repository's folders `schemas/` (table
 contracts, the spec, provenance), `transforms/` (pure LazyFrame functions) and `flows/` (I/O, Prefect flows, the
-CLI). Importing `judged` loads nothing heavy: the command line starts from `judged.flows.cli` and must stay quick.
+CLI). Importing `judged` loads nothing heavy: the command line starts from `judged.flows.cli` and must stay quick,
+so the Python API (`judged.evaluate`, `judged.Warehouse`, in `judged.flows.api`) is loaded on first use.
 """
 
 from __future__ import annotations
 
+import importlib
 from importlib.metadata import PackageNotFoundError, version
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from judged.flows.api import Evaluation, Warehouse, evaluate
+    from judged.schemas.spec import EvaluationSpec, SpecError
+    from judged.transforms.errors import InputError
 
 try:
     __version__ = version("judged")
 except PackageNotFoundError:  # a checkout used without installing it
     __version__ = "0+unknown"
+
+# Public name -> the module that defines it, imported when the name is first used.
+_LAZY = {
+    "evaluate": "judged.flows.api",
+    "Evaluation": "judged.flows.api",
+    "Warehouse": "judged.flows.api",
+    "EvaluationSpec": "judged.schemas.spec",
+    "SpecError": "judged.schemas.spec",
+    "InputError": "judged.transforms.errors",
+}
+__all__ = ["__version__", *_LAZY]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module 'judged' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_LAZY[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})

@@ -55,7 +55,7 @@ class LoadedTable:
     # (source sha256, content sha256), often still being computed beside the work (flows.hashing): the properties
     # below wait for them, so only what needs a table's identity waits
     hashes: Future[tuple[str, str]]
-    source_format: Literal["trec", "trec.gz", "parquet", "warehouse"]
+    source_format: Literal["trec", "trec.gz", "parquet", "warehouse", "python"]  # python: a frame or dict (flows.api)
     metadata: Metadata
     duplicate_free: bool = False  # proven at ingest: no (query, document) pair occurs twice
     stored_order: pl.LazyFrame | None = None  # a stored run's rows with `position` and `query_rows` (StoredTable)
@@ -79,7 +79,7 @@ class LoadedTable:
     @property
     def unit(self) -> str:
         """What a `source_line` counts: lines of text or rows of Parquet."""
-        return "row" if self.source_format == "parquet" else "line"
+        return "row" if self.source_format in ("parquet", "python") else "line"
 
     @property
     def source_sha256(self) -> str:

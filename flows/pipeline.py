@@ -145,8 +145,8 @@ def finish_evaluation(
         label=spec.full_label(),
         spec=spec.canonical_payload(),
         spec_hash=spec.spec_hash,
-        run=_input_record(run_id, run_record, run_moved_to),
-        judgments=_input_record(judgment_set_id, judgments_record),
+        run=InputRecord.from_stored(run_id, run_record, run_moved_to),
+        judgments=InputRecord.from_stored(judgment_set_id, judgments_record),
         implementation_version=implementation_version(),
         implementation_commit=implementation_commit(),
         libraries=library_versions(),
@@ -182,18 +182,6 @@ def finish_evaluation(
     warehouse.clear_staging(identifier)
     return EvaluationReport(identifier, created, run_id, judgment_set_id)
 
-
-def _input_record(table_id: str, record: dict, moved_to: str | None = None) -> InputRecord:
-    return InputRecord(
-        id=table_id,
-        content_sha256=record["content_sha256"],
-        source_sha256=record["source_sha256"],
-        source=record["source"],
-        original_name=Path(record["source"]).name,
-        moved_to=moved_to,
-        n_rows=record["n_rows"],
-        metadata=json.loads(record["metadata_json"]),
-    )
 
 
 def load_result(warehouse: Warehouse, evaluation_id: str) -> EvaluationResult:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import posixpath
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -88,6 +89,21 @@ class InputRecord(BaseModel):
     moved_to: str | None = None  # where the file lies now, when the nightly job moved it (inbox/processed/...)
     n_rows: int
     metadata: dict[str, Any]
+
+    @classmethod
+    def from_stored(cls, table_id: str, record: dict[str, Any], moved_to: str | None = None) -> InputRecord:
+        """The input as its stored record (a JUDGMENT_SETS or RUNS row) describes it; `moved_to`: where the file
+        lies now, when the nightly job moved it."""
+        return cls(
+            id=table_id,
+            content_sha256=record["content_sha256"],
+            source_sha256=record["source_sha256"],
+            source=record["source"],
+            original_name=posixpath.basename(record["source"]),
+            moved_to=moved_to,
+            n_rows=record["n_rows"],
+            metadata=json.loads(record["metadata_json"]),
+        )
 
 
 class ProvenanceRecord(BaseModel):

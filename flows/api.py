@@ -1,0 +1,324 @@
+"""The Python API: `judged.evaluate` for notebooks and scripts, and `judged.Warehouse` to read stored results.
+
+Belongs here: turning what a Python user holds (paths, Polars or pandas DataFrames, pyarrow Tables, pytrec_eval-style
+nested dicts) into the engine's validated tables, calling the engine (the direct path: no Prefect), and handing back
+each result as Polars frames with its spec, label, evaluation id and provenance record; reading a warehouse's views
+as Polars frames. The computation is the engine's and the transforms'; the same inputs give the CLI's numbers.
+Inputs are never modified: frames are read through Arrow, nested dicts are only read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pyarrow as pa
+
+from judged.flows.engine import EvaluationResult, evaluate_sharded
+from judged.flows.engine import evaluate as evaluate_loaded
+from judged.flows.hashing import known_hashes
+from judged.flows.io import LoadedTable, TableKind, load_table, open_stored
+from judged.flows.versions import implementation_commit, implementation_version, library_versions
+from judged.flows.warehouse import Warehouse as Store
+from judged.schemas.measures import NDCG
+from judged.schemas.provenance import InputRecord, JudgmentSetMetadata, ProvenanceRecord, RunMetadata
+from judged.schemas.spec import EvaluationSpec, SpecError, build_spec
+from judged.schemas.tables import JUDGMENTS, RUN
+from judged.transforms.errors import InputError
+from judged.transforms.parse import conform_judgments, conform_run, in_contract, raise_first_problem
+
+# What a run name stands for when the run comes as a frame or dict without a `run_tag`.
+UNNAMED_RUN = "run"
+# The columns a stored result carries beside the engine's: its keys and each row's labels.
+STORED_KEYS = ("evaluation_id", "run_id", "judgment_set_id", "spec_hash", "measure", "trec_eval_measure")
+
+
+@dataclass(frozen=True, eq=False)  # holds frames, which have no equality or hash of their own
+class Evaluation:
+    """One run evaluated against one judgment set under one spec."""
+
+    run_name: str
+    evaluation_id: str
+    spec: EvaluationSpec
+    per_query: pl.DataFrame
+    """One row per query and cutoff: status, value (null where undefined) and the evidence counts."""
+    summary: pl.DataFrame
+    """One row per cutoff: the aggregate and how many queries were scored, missing, undefined, unjudged-only."""
+    warnings: tuple[str, ...]
+    provenance: ProvenanceRecord
+
+    @property
+    def label(self) -> str:
+        """The method's label, e.g. `nDCG@10[trec_eval:gain=linear]`: different methods never share one."""
+        return self.spec.full_label()
+
+    def __repr__(self) -> str:
+        return f"Evaluation({self.run_name!r}, {self.label!r}, id={self.evaluation_id!r})"
+
+
+def evaluate(
+    qrels: Any,
+    run: Any,
+    measures: str | list[str] | tuple[str, ...] | None = None,
+    preset: str = "judged",
+    spec: EvaluationSpec | None = None,
+    **options: Any,
+) -> Evaluation | dict[str, Evaluation]:
+    """Evaluate a run (or several) against judgments, in this process.
+
+    `qrels` and `run` may each be a path (TREC text, gzip or Parquet, as for the CLI; a run may also be a stored
+    run's folder), a Polars DataFrame or LazyFrame, a pandas DataFrame or a pyarrow Table (columns `query_id`,
+    `doc_id`, and `relevance` or `score`, as in the Parquet inputs), or a pytrec_eval-style dict
+    ({query_id: {doc_id: grade}}, {query_id: {doc_id: score}}). Several runs at once: a dict {name: run}; the
+    result is then a dict {name: Evaluation} in the same order, otherwise one Evaluation.
+
+    The spec is `preset` ("judged", "trec_eval", "trec_eval9", "sklearn") with `measures` (e.g. ["nDCG@10",
+    "nDCG"]) and any other option of `EvaluationSpec` as a keyword (`gain_map=((0, 0), (1, 0), (2, 2), (3, 3))`,
+    `ties="average"`, ...), or a ready `spec`. Bad input raises `InputError`, a bad option `SpecError` (both
+    ValueErrors with a one-line message)."""
+    if spec is None:
+        spec = build_spec(preset, measures=measures, **options)
+    elif measures is not None or options or preset != "judged":
+        raise SpecError("give either spec= or a preset with measures and options, not both")
+    refuse_uncomputed_measures(spec)
+    judgments = load_input(qrels, "judgments", "qrels")
+    runs = named_runs(run)
+    evaluations = {name: _evaluate_one(judgments, value, name, spec) for name, value in runs.items()}
+    return evaluations if runs_by_name(run) else evaluations[next(iter(evaluations))]
+
+
+def refuse_uncomputed_measures(spec: EvaluationSpec) -> None:
+    """The engine computes nDCG (at the spec's cutoffs): any other declared measure is refused, not approximated."""
+    others = [m.canonical for m in spec.measures if not isinstance(m, NDCG)]
+    if others:
+        raise SpecError(f"measure(s) {', '.join(others)} cannot be evaluated yet: the engine computes nDCG only")
+
+
+def runs_by_name(run: Any) -> bool:
+    """Whether `run` is a dict of several runs by name rather than one pytrec_eval-style run: one run maps each
+    query to a dict of numbers."""
+    if not isinstance(run, Mapping):
+        return False
+    if not run:
+        raise InputError("run", "an empty dict: neither a run ({query_id: {doc_id: score}}) nor runs by name")
+    return not all(isinstance(docs, Mapping) and not _holds_mappings(docs) for docs in run.values())
+
+
+def _holds_mappings(docs: Mapping[Any, Any]) -> bool:
+    return any(isinstance(value, Mapping) for value in docs.values())
+
+
+def named_runs(run: Any) -> dict[str, Any]:
+    if runs_by_name(run):
+        names = [name for name in run if not isinstance(name, str)]
+        if names:
+            raise InputError("run", f"runs by name need string names, not {names[0]!r}")
+        return dict(run)
+    return {"": run}
+
+
+def _evaluate_one(judgments: LoadedTable, value: Any, name: str, spec: EvaluationSpec) -> Evaluation:
+    started = datetime.now(UTC)
+    if isinstance(value, str | os.PathLike) and Path(value).is_dir():
+        stored = open_stored(Path(value), "run")
+        result = evaluate_sharded(stored, judgments, spec)
+        run_record = InputRecord.from_stored(stored.table_id, stored.record)
+    else:
+        run = load_input(value, "run", f"run {name!r}" if name else "run", name)
+        result = evaluate_loaded(run, judgments, spec)
+        run_record = input_record(run)
+    return _evaluation(result, spec, run_record, input_record(judgments), started)
+
+
+def _evaluation(
+    result: EvaluationResult, spec: EvaluationSpec, run: InputRecord, judgments: InputRecord, started: datetime
+) -> Evaluation:
+    provenance = ProvenanceRecord(
+        evaluation_id=result.evaluation_id,
+        label=spec.full_label(),
+        spec=json.loads(spec.canonical_json()),
+        spec_hash=spec.spec_hash,
+        run=run,
+        judgments=judgments,
+        implementation_version=implementation_version(),
+        implementation_commit=implementation_commit(),
+        libraries=library_versions(),
+        flow_run_id=None,
+        started_at=started.isoformat(),
+        finished_at=datetime.now(UTC).isoformat(),
+        warnings=result.warnings,
+    )
+    return Evaluation(
+        run_name=result.run_name,
+        evaluation_id=result.evaluation_id,
+        spec=spec,
+        per_query=result.per_query,
+        summary=result.summary,
+        warnings=result.warnings,
+        provenance=provenance,
+    )
+
+
+def input_record(table: LoadedTable) -> InputRecord:
+    """How the provenance record names an input that was read here."""
+    return InputRecord(
+        id=table.table_id,
+        content_sha256=table.content_sha256,
+        source_sha256=table.source_sha256,
+        source=table.source,
+        n_rows=table.counts["n_rows"],
+        metadata=table.metadata.model_dump(mode="json"),
+    )
+
+
+# -- inputs -------------------------------------------------------------------------------------------------------
+
+
+def load_input(value: Any, kind: TableKind, source: str, name: str = "") -> LoadedTable:
+    """A path, frame, Arrow table or nested dict as the engine's validated table. `source` names it in errors;
+    `name` is a run's name (its tag when the rows carry none)."""
+    if isinstance(value, str | os.PathLike):
+        return load_table(Path(value), kind)
+    rows = _as_polars(value, kind, source)
+    conformed = conform_judgments(rows.lazy(), source) if kind == "judgments" else conform_run(rows.lazy(), source)
+    checked = conformed.collect()
+    raise_first_problem(checked.select("source_line", "problem"), source, "row")
+    table = in_contract(checked.lazy(), JUDGMENTS if kind == "judgments" else RUN).collect()
+    # The content's identity: its rows in the contract, as CSV (the same rows give the same id).
+    digest = hashlib.sha256(table.write_csv().encode()).hexdigest()
+    metadata: JudgmentSetMetadata | RunMetadata
+    if kind == "judgments":
+        metadata = JudgmentSetMetadata()
+    else:
+        tags = table["run_tag"].drop_nulls().unique()
+        metadata = RunMetadata(tag=tags[0] if tags.len() == 1 else (name or UNNAMED_RUN))
+    return LoadedTable(
+        kind=kind,
+        scan=table.lazy(),
+        source=source,
+        hashes=known_hashes(digest, digest),
+        source_format="python",
+        metadata=metadata,
+        in_memory=True,
+    )
+
+
+def _as_polars(value: Any, kind: TableKind, source: str) -> pl.DataFrame:
+    if isinstance(value, pl.DataFrame):
+        return value
+    if isinstance(value, pl.LazyFrame):
+        return value.collect()
+    if isinstance(value, pa.Table | pa.RecordBatch):
+        return pl.from_arrow(value)  # type: ignore[return-value]
+    if type(value).__module__.split(".")[0] == "pandas" and type(value).__name__ == "DataFrame":
+        return pl.from_arrow(pa.Table.from_pandas(value, preserve_index=False))  # type: ignore[return-value]
+    if isinstance(value, Mapping):
+        return _from_nested(value, kind, source)
+    raise InputError(source, f"cannot read a {type(value).__name__}: give a path, a Polars or pandas DataFrame, a "
+                             "pyarrow Table or a dict {query_id: {doc_id: value}}")
+
+
+def _from_nested(value: Mapping[Any, Any], kind: TableKind, source: str) -> pl.DataFrame:
+    """{query_id: {doc_id: grade or score}} as rows, in the dicts' order."""
+    column = "relevance" if kind == "judgments" else "score"
+    for query_id, docs in value.items():
+        if not isinstance(docs, Mapping):
+            raise InputError(source, f"query {query_id!r} maps to a {type(docs).__name__}, not a dict {{doc_id: {column}}}")
+    query_ids = [query_id for query_id, docs in value.items() for _ in docs]
+    doc_ids = [doc_id for docs in value.values() for doc_id in docs]
+    values = [number for docs in value.values() for number in docs.values()]
+    for what, ids in (("query", query_ids), ("document", doc_ids)):
+        wrong = next((i for i in ids if not isinstance(i, str)), None)
+        if wrong is not None:
+            raise InputError(source, f"{what} id {wrong!r} is a {type(wrong).__name__}: ids are strings ('007' is not '7')")
+    wrong_value = next((v for v in values if isinstance(v, bool) or not isinstance(v, int | float)), None)
+    if wrong_value is not None:
+        raise InputError(source, f"{column} {wrong_value!r} is not a number")
+    if kind == "judgments" and any(isinstance(v, float) for v in values):
+        grade = next(v for v in values if isinstance(v, float))
+        raise InputError(source, f"grade {grade!r} is not an integer")
+    dtype = pl.Int64 if kind == "judgments" else pl.Float64
+    return pl.DataFrame(
+        {"query_id": query_ids, "doc_id": doc_ids, column: values},
+        schema={"query_id": pl.String, "doc_id": pl.String, column: dtype},
+    )
+
+
+# -- stored results -----------------------------------------------------------------------------------------------
+
+
+class Warehouse:
+    """A warehouse's stored results, read-only, as Polars frames from the catalog's views (the same rows
+    `judged sql` sees: a table's rows show once its record is in place)."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self._store = Store(path)
+        if not self._store.catalog.is_file():
+            raise InputError(str(path), "not a warehouse: no catalog.duckdb (ingest or evaluate something first)")
+
+    @property
+    def root(self) -> Path:
+        return self._store.root
+
+    def __repr__(self) -> str:
+        return f"Warehouse({str(self.root)!r})"
+
+    def _query(self, sql: str, parameters: list[Any] | None = None) -> pl.DataFrame:
+        from judged.flows.sql import open_readonly
+
+        connection = open_readonly(self._store)
+        try:
+            return connection.sql(sql, params=parameters or None).pl()
+        finally:
+            connection.close()
+
+    def judgment_sets(self) -> pl.DataFrame:
+        """One row per stored judgment set: name, version, task, assessors, pooling, grade scale, hashes, counts."""
+        return self._query("SELECT * FROM judgment_sets ORDER BY ingested_at, judgment_set_id")
+
+    def runs(self) -> pl.DataFrame:
+        """One row per stored run: system, configuration, tag, hashes, counts."""
+        return self._query("SELECT * FROM runs ORDER BY ingested_at, run_id")
+
+    def evaluations(self) -> pl.DataFrame:
+        """One row per stored evaluation: ids, run name, spec and label, versions, times, warnings, provenance."""
+        return self._query("SELECT * FROM evaluations ORDER BY started_at, evaluation_id")
+
+    def summary(self, evaluation_id: str | None = None) -> pl.DataFrame:
+        """The summary rows of every stored evaluation, or of one."""
+        where, parameters = self._one(evaluation_id)
+        return self._query(f"SELECT * FROM summary {where} ORDER BY evaluation_id, cutoff NULLS LAST", parameters)
+
+    def per_query(self, evaluation_id: str | None = None) -> pl.DataFrame:
+        """The per-query rows of every stored evaluation, or of one."""
+        where, parameters = self._one(evaluation_id)
+        return self._query(
+            f"SELECT * FROM per_query {where} ORDER BY evaluation_id, query_id, cutoff NULLS LAST", parameters
+        )
+
+    def evaluation(self, evaluation_id: str) -> Evaluation:
+        """One stored evaluation in the shape `judged.evaluate` returns (its frames without the stored keys)."""
+        record, per_query, summary = self._store.load_evaluation(evaluation_id)
+        return Evaluation(
+            run_name=record["run_name"],
+            evaluation_id=evaluation_id,
+            spec=EvaluationSpec.from_canonical_json(record["spec_json"]),
+            per_query=per_query.drop(STORED_KEYS),
+            summary=summary.drop(STORED_KEYS),
+            warnings=tuple(record["warnings"]),
+            provenance=ProvenanceRecord.model_validate_json(record["provenance_json"]),
+        )
+
+    def _one(self, evaluation_id: str | None) -> tuple[str, list[Any]]:
+        if evaluation_id is None:
+            return "", []
+        if not self._store.has_evaluation(evaluation_id):
+            raise InputError(str(self.root), f"no evaluation with id {evaluation_id} in the warehouse")
+        return "WHERE evaluation_id = ?", [evaluation_id]

@@ -1,0 +1,79 @@
+"""The README's Python examples, run as written (in order, one namespace, from a folder holding the repository's
+data/ and the warehouse the README's `judged evaluate ... --warehouse warehouse` command writes), and
+`judged.Warehouse` against `judged.evaluate`: a result the flow stored reads back with the id, numbers and spec the
+API computes from the same files."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+import judged
+from judged.flows.cli import app
+from tests.conftest import REPO
+
+README = (REPO / "README.md").read_text()
+PYTHON_BLOCKS = re.findall(r"```python\n(.*?)```", README, flags=re.S)
+# The command the README gives for the warehouse its last example reads.
+WAREHOUSE_COMMAND = re.search(r"`judged (evaluate [^`]*--warehouse warehouse)`", README, flags=re.S)
+
+
+@pytest.fixture(scope="module")
+def workspace(prefect_harness: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("readme-api")
+    (root / "data").symlink_to(REPO / "data")
+    assert WAREHOUSE_COMMAND is not None
+    arguments = WAREHOUSE_COMMAND.group(1).split()
+    result = CliRunner().invoke(app, [*arguments[:-1], str(root / arguments[-1])], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return root
+
+
+def test_readme_has_the_three_api_examples() -> None:
+    assert len(PYTHON_BLOCKS) == 3
+    assert "judged.evaluate(" in PYTHON_BLOCKS[0] and "judged.Warehouse(" in PYTHON_BLOCKS[2]
+
+
+def test_readme_python_examples_run(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(workspace)
+    namespace: dict[str, object] = {}
+    for block in PYTHON_BLOCKS:
+        exec(compile(block, "README.md", "exec"), namespace)  # noqa: S102 - the README's own examples
+    assert namespace["stored"].provenance.flow_run_id  # type: ignore[attr-defined]
+
+
+def test_stored_results_match_the_api(workspace: Path) -> None:
+    sample = REPO / "data" / "trec-dl-2020-sample"
+    computed = judged.evaluate(sample / "qrels.dl20-passage.txt", sample / "runs" / "input.p_bm25.gz",
+                               preset="trec_eval", cutoffs=(10, 100))
+    warehouse = judged.Warehouse(workspace / "warehouse")
+    evaluations = warehouse.evaluations()
+    assert evaluations["evaluation_id"].to_list() == [computed.evaluation_id]
+    summary = warehouse.summary(computed.evaluation_id)
+    assert summary["value"].to_list() == computed.summary["value"].to_list()
+    assert summary["measure"].to_list() == ["nDCG@10[trec_eval:gain=linear]", "nDCG@100[trec_eval:gain=linear]"]
+    per_query = warehouse.per_query(computed.evaluation_id)
+    assert per_query.select("query_id", "cutoff", "value").equals(computed.per_query.select("query_id", "cutoff", "value"))
+
+    stored = warehouse.evaluation(computed.evaluation_id)
+    assert stored.spec == computed.spec and stored.label == computed.label
+    assert stored.per_query.equals(computed.per_query) and stored.summary.equals(computed.summary)
+    assert stored.provenance.run.id == computed.provenance.run.id
+    assert stored.provenance.judgments.content_sha256 == computed.provenance.judgments.content_sha256
+
+    runs, judgment_sets = warehouse.runs(), warehouse.judgment_sets()
+    assert runs["run_id"].to_list() == [computed.provenance.run.id] and runs["tag"].to_list() == ["p_bm25"]
+    assert judgment_sets["n_rows"].to_list() == [11386]  # NIST's 2020 passage judgments
+    assert isinstance(runs, pl.DataFrame) and runs.to_pandas().shape[0] == 1
+
+
+def test_unknown_evaluation_is_an_input_error(workspace: Path) -> None:
+    warehouse = judged.Warehouse(workspace / "warehouse")
+    with pytest.raises(judged.InputError, match="no evaluation with id 0000"):
+        warehouse.per_query("0000")
+    with pytest.raises(judged.InputError, match="no evaluation with id 0000"):
+        warehouse.evaluation("0000")
