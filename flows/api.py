@@ -21,8 +21,8 @@ from typing import Any
 import polars as pl
 import pyarrow as pa
 
-from judged.flows.engine import EvaluationResult, evaluate_sharded
-from judged.flows.engine import evaluate as evaluate_loaded
+from judged.flows.engine import EvaluationResult
+from judged.flows.engine import evaluate as evaluate_tables
 from judged.flows.hashing import known_hashes
 from judged.flows.io import LoadedTable, TableKind, load_table, open_stored
 from judged.flows.versions import implementation_commit, implementation_version, library_versions
@@ -128,11 +128,11 @@ def _evaluate_one(judgments: LoadedTable, value: Any, name: str, spec: Evaluatio
     started = datetime.now(UTC)
     if isinstance(value, str | os.PathLike) and Path(value).is_dir():
         stored = open_stored(Path(value), "run")
-        result = evaluate_sharded(stored, judgments, spec)
+        result = evaluate_tables(stored, judgments, spec)
         run_record = InputRecord.from_stored(stored.table_id, stored.record)
     else:
         run = load_input(value, "run", f"run {name!r}" if name else "run", name)
-        result = evaluate_loaded(run, judgments, spec)
+        result = evaluate_tables(run, judgments, spec)
         run_record = input_record(run)
     return _evaluation(result, spec, run_record, input_record(judgments), started)
 
@@ -173,6 +173,7 @@ def input_record(table: LoadedTable) -> InputRecord:
         content_sha256=table.content_sha256,
         source_sha256=table.source_sha256,
         source=table.source,
+        original_name=None if table.source_format == "python" else Path(table.source).name,
         n_rows=table.counts["n_rows"],
         metadata=table.metadata.model_dump(mode="json"),
     )
