@@ -109,11 +109,13 @@ def spec_from_options(
     judgment_duplicates: str | None = None,
     depth: str | None = None,
     query_weights: Path | None = None,
+    measures: str | None = None,
 ) -> EvaluationSpec:
     """The spec the options describe: a preset, then each given override. Raises SpecError or InputError."""
     weights = _read_weights(query_weights) if query_weights else None
     return build_spec(
         preset_name,
+        measures=measures,
         cutoffs=parse_cutoffs(cutoffs) if cutoffs is not None else None,
         gain=gain,
         gain_map=parse_gain_map(gain_map) if gain_map is not None else None,
@@ -144,6 +146,11 @@ def evaluate(
     ] = "judged",
     cutoffs: Annotated[
         str | None, typer.Option(help="Comma-separated k values; 'all' = whole list. Default: 5,10,15,20,30,100,200,500,1000.", rich_help_panel=_SPEC_PANEL)
+    ] = None,
+    measures: Annotated[
+        str | None, typer.Option(help="Measures instead of nDCG at the cutoffs, e.g. nDCG@10,AP,RR@10,P@5,R@100,R-Prec,"
+                                      "Judged@10,RBP(p=0.8); binary relevance at grade >= rel, e.g. P(rel=2)@5.",
+                                 rich_help_panel=_SPEC_PANEL)
     ] = None,
     gain: Annotated[str | None, typer.Option(help="linear (grade) or exponential (2^grade-1).", rich_help_panel=_SPEC_PANEL)] = None,
     gain_map: Annotated[
@@ -195,7 +202,7 @@ def evaluate(
     try:
         spec = spec_from_options(
             preset, cutoffs, gain, gain_map, negative_grades, ranking, precision, ties, unjudged, ideal,
-            no_relevant, query_set, run_duplicates, judgment_duplicates, depth, query_weights,
+            no_relevant, query_set, run_duplicates, judgment_duplicates, depth, query_weights, measures,
         )
     except SpecError as error:
         raise _fail(str(error), EXIT_USAGE) from None

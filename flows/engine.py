@@ -24,11 +24,12 @@ from judged.schemas.provenance import RunMetadata, evaluation_id
 from judged.schemas.spec import EvaluationSpec
 from judged.transforms.duplicates import duplicate_pairs, keep_one_per_pair, may_have_duplicates, raise_on_duplicates
 from judged.transforms.errors import InputError
-from judged.transforms.ndcg import (
-    candidate_rows, first_rows_needed, grades_outside_gain_map, ndcg_of_candidates, stretch_starts, summarize,
-)
 from judged.transforms.layout import head_positions, head_rows
+from judged.transforms.measures import per_query_measures
+from judged.transforms.measures.ndcg import grades_outside_gain_map
+from judged.transforms.ranking import candidate_rows, first_rows_needed, stretch_starts
 from judged.transforms.shards import shard_count, with_bucket
+from judged.transforms.summary import summarize
 
 
 EngineType = Literal["auto", "in-memory", "streaming"]
@@ -223,7 +224,7 @@ def evaluate_part(plan: Plan, part: Part, engine: EngineType = "auto") -> tuple[
     if run_warnings:  # rows were dropped: the candidates come from what is left
         candidates = collect_candidates(run_rows, spec, candidates_engine, None)
     check_inputs(run, run_rows, judgments, judgment_rows, spec)
-    per_query = ndcg_of_candidates(candidates.lazy(), judgment_rows, spec).collect(engine=candidates_engine)
+    per_query = per_query_measures(candidates.lazy(), judgment_rows, spec).collect(engine=candidates_engine)
     return per_query, warnings + run_warnings
 
 
@@ -252,7 +253,8 @@ def assemble(plan: Plan, parts: list[pl.DataFrame], warnings: list[str]) -> Eval
     """One result from the per-query rows of every part of the plan (and their warnings): the summary is computed
     over all of them."""
     spec = plan.spec
-    per_query = pl.concat(parts).sort("query_id", "cutoff", nulls_last=True, maintain_order=True)
+    # Each part is sorted by query, then measure, then cutoff (transforms.measures.per_query_measures).
+    per_query = pl.concat(parts).sort("query_id", maintain_order=True)
     summary = summarize(per_query.lazy(), spec).collect()
     return EvaluationResult(
         run_name=plan.run_name,
@@ -309,12 +311,18 @@ def coverage_warnings(summary: pl.DataFrame, spec: EvaluationSpec) -> list[str]:
         warnings.append(f"{first['n_missing']} judged queries are missing from the run ({fate})")
     if first["n_no_judgments"]:
         warnings.append(f"{first['n_no_judgments']} queries of the run have no judgments (never scored)")
-    if first["n_undefined"]:
-        warnings.append(f"{first['n_undefined']} judged queries have no relevant judgment: NDCG undefined, left out")
+    undefined = summary.filter(pl.col("n_undefined") > 0)
+    if undefined.height:
+        # The measures that divide by the relevant documents share their undefined queries.
+        names = ", ".join(dict.fromkeys("NDCG" if m == "nDCG" else m for m in undefined["measure"]))
+        count = undefined["n_undefined"].max()
+        warnings.append(f"{count} judged queries have no relevant judgment: {names} undefined, left out")
+    # The unjudged share of the first k is the same for every measure cut at k.
+    by_cutoff = {row["cutoff"]: row["mean_unjudged_fraction"] for row in summary.iter_rows(named=True)}
     shares = [
-        f"{'all' if row['cutoff'] is None else '@' + str(row['cutoff'])} {row['mean_unjudged_fraction']:.1%}"
-        for row in summary.iter_rows(named=True)
-        if row["mean_unjudged_fraction"]
+        f"{'all' if cutoff is None else '@' + str(cutoff)} {fraction:.1%}"
+        for cutoff, fraction in by_cutoff.items()
+        if fraction
     ]
     if shares:
         mapped = "counted as gain 0" if spec.unjudged == "zero" else "removed (condensed lists)"

@@ -88,18 +88,20 @@ def _current_flow_run_id() -> str | None:
 def result_tables(
     frame: pl.DataFrame, spec: EvaluationSpec, identifier: str, run_id: str, judgment_set_id: str
 ) -> pl.DataFrame:
-    """Per-query rows or a summary with the evaluation's keys and each cutoff's labels, as stored."""
+    """Per-query rows or a summary with the evaluation's keys and each measure's labels, as stored."""
+    measures = spec.measure_list()
     cutoffs = pl.DataFrame(
         {
-            "cutoff": list(spec.cutoffs),
-            "measure": [spec.label(k) for k in spec.cutoffs],
-            "trec_eval_measure": [spec.trec_eval_name(k) if spec.trec_eval_compatible() else None for k in spec.cutoffs],
+            "measure": [m.family for m in measures],
+            "cutoff": [m.cutoff for m in measures],
+            "label": [spec.measure_label(m) for m in measures],
+            "trec_eval_measure": [spec.measure_trec_eval_name(m) for m in measures],
         },
-        schema={"cutoff": pl.Int32, "measure": pl.String, "trec_eval_measure": pl.String},
+        schema={"measure": pl.String, "cutoff": pl.Int32, "label": pl.String, "trec_eval_measure": pl.String},
     )
     contract = STORED_PER_QUERY if "query_id" in frame.columns else STORED_SUMMARY
     return (
-        frame.join(cutoffs, on="cutoff", how="left", nulls_equal=True, maintain_order="left")
+        frame.join(cutoffs, on=["measure", "cutoff"], how="left", nulls_equal=True, maintain_order="left")
         .with_columns(
             evaluation_id=pl.lit(identifier),
             run_id=pl.lit(run_id),
@@ -187,7 +189,7 @@ def finish_evaluation(
 def load_result(warehouse: Warehouse, evaluation_id: str) -> EvaluationResult:
     """A stored evaluation, in the shape the reports print."""
     record, per_query, summary = warehouse.load_evaluation(evaluation_id)
-    keys = ["evaluation_id", "run_id", "judgment_set_id", "spec_hash", "measure", "trec_eval_measure"]
+    keys = ["evaluation_id", "run_id", "judgment_set_id", "spec_hash", "label", "trec_eval_measure"]
     return EvaluationResult(
         run_name=record["run_name"],
         identify=lambda: evaluation_id,
@@ -215,7 +217,7 @@ def evaluation_markdown(warehouse: Warehouse, reports: list[EvaluationReport]) -
         for row in summary.iter_rows(named=True):
             value = "undefined" if row["value"] is None else f"{row['value']:.4f}"
             share = "-" if row["mean_unjudged_fraction"] is None else f"{row['mean_unjudged_fraction']:.1%}"
-            lines.append(f"| {row['trec_eval_measure'] or row['measure']} | {value} | {row['n_scored']} "
+            lines.append(f"| {row['trec_eval_measure'] or row['label']} | {value} | {row['n_scored']} "
                          f"| {row['n_missing']} | {share} |")
         lines += [""] + [f"- warning: {w}" for w in record["warnings"]] + [""]
     return "\n".join(lines)
@@ -226,7 +228,7 @@ def summary_rows(warehouse: Warehouse, reports: list[EvaluationReport]) -> list[
     for report in reports:
         record, _, summary = warehouse.load_evaluation(report.evaluation_id)
         for row in summary.iter_rows(named=True):
-            rows.append({"run": record["run_name"], "measure": row["trec_eval_measure"] or row["measure"],
+            rows.append({"run": record["run_name"], "measure": row["trec_eval_measure"] or row["label"],
                          "value": row["value"], "n_scored": row["n_scored"], "n_missing": row["n_missing"],
                          "mean_unjudged_fraction": row["mean_unjudged_fraction"],
                          "evaluation_id": report.evaluation_id})

@@ -11,15 +11,20 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from judged.flows.engine import EvaluationResult
+from judged.schemas.measures import MeasureBase
 
 if TYPE_CHECKING:
     from rich.console import Console
 
 
-def _measure_name(result: EvaluationResult, cutoff: int | None) -> str:
+def _declared(result: EvaluationResult) -> dict[tuple[str, int | None], MeasureBase]:
+    """The spec's measures by the (measure, cutoff) keys of the result's rows."""
+    return {(m.family, m.cutoff): m for m in result.spec.measure_list()}
+
+
+def _measure_name(result: EvaluationResult, measure: MeasureBase) -> str:
     """trec_eval's name when trec_eval prints exactly this number, our label otherwise."""
-    spec = result.spec
-    return spec.trec_eval_name(cutoff) if spec.trec_eval_compatible() else spec.label(cutoff)
+    return result.spec.measure_trec_eval_name(measure) or result.spec.measure_label(measure)
 
 
 def _clean(value: Any) -> Any:
@@ -32,11 +37,12 @@ def as_json(results: Sequence[EvaluationResult]) -> str:
     evaluations = []
     for result in results:
         spec = result.spec
+        declared = _declared(result)
         summary = [
             {
                 "cutoff": row["cutoff"],
-                "label": spec.label(row["cutoff"]),
-                "trec_eval_measure": spec.trec_eval_name(row["cutoff"]) if spec.trec_eval_compatible() else None,
+                "label": spec.measure_label(declared[row["measure"], row["cutoff"]]),
+                "trec_eval_measure": spec.measure_trec_eval_name(declared[row["measure"], row["cutoff"]]),
                 **{key: _clean(value) for key, value in row.items() if key != "cutoff"},
             }
             for row in result.summary.iter_rows(named=True)
@@ -60,21 +66,29 @@ def as_json(results: Sequence[EvaluationResult]) -> str:
 
 
 def as_trec(results: Sequence[EvaluationResult]) -> str:
-    """`measure <tab> query <tab> value` per query (queries with a value), then the `all` lines, full precision."""
+    """`measure <tab> query <tab> value` per query (queries with a value), then the `all` lines, full precision.
+    RBP's residual follows it as trec_eval's `rbp_resid` (or our label with `:residual`)."""
     lines: list[str] = []
     for result in results:
         rows = result.per_query.filter(result.per_query["value"].is_not_null())
-        names = {cutoff: _measure_name(result, cutoff) for cutoff in result.spec.cutoffs}
-        lines += [
-            f"{names[cutoff]}\t{query}\t{value!r}"
-            for query, cutoff, value in zip(rows["query_id"], rows["cutoff"], rows["value"], strict=True)
-        ]
+        names = {key: _measure_name(result, measure) for key, measure in _declared(result).items()}
+        residual_names = {key: _residual_name(name) for key, name in names.items()}
+        for query, measure, cutoff, value, residual in zip(
+            rows["query_id"], rows["measure"], rows["cutoff"], rows["value"], rows["residual"], strict=True
+        ):
+            lines.append(f"{names[measure, cutoff]}\t{query}\t{value!r}")
+            if residual is not None:
+                lines.append(f"{residual_names[measure, cutoff]}\t{query}\t{residual!r}")
         lines.append(f"runid\tall\t{result.run_name}")
         lines.append(f"num_q\tall\t{result.summary['n_scored'].max()}")
         for row in result.summary.iter_rows(named=True):
             value = "null" if row["value"] is None else repr(row["value"])
-            lines.append(f"{_measure_name(result, row['cutoff'])}\tall\t{value}")
+            lines.append(f"{names[row['measure'], row['cutoff']]}\tall\t{value}")
     return "\n".join(lines)
+
+
+def _residual_name(name: str) -> str:
+    return "rbp_resid" if name == "rbp" else f"{name}:residual"
 
 
 def print_tables(results: Sequence[EvaluationResult], console: Console | None = None) -> None:
@@ -93,12 +107,13 @@ def print_tables(results: Sequence[EvaluationResult], console: Console | None = 
         )
         for column in ("measure", "value", "scored", "missing", "undefined", "no judgments", "unjudged@k"):
             table.add_column(column, justify="left" if column == "measure" else "right", no_wrap=column == "measure")
+        declared = _declared(result)
         for row in result.summary.iter_rows(named=True):
             value = "undefined" if row["value"] is None else f"{row['value']:.4f}"
             fraction = row["mean_unjudged_fraction"]
+            measure = declared[row["measure"], row["cutoff"]]
             table.add_row(
-                _measure_name(result, row["cutoff"]) if spec.trec_eval_compatible() else
-                ("nDCG" if row["cutoff"] is None else f"nDCG@{row['cutoff']}"),
+                spec.measure_trec_eval_name(measure) or measure.canonical,
                 value,
                 str(row["n_scored"]),
                 str(row["n_missing"]),

@@ -365,8 +365,9 @@ class Warehouse:
         if not self.has_evaluation(evaluation_id):
             raise InputError(str(self.root), f"no evaluation with id {evaluation_id} in the warehouse")
         record = pl.read_parquet(self.evaluation_record(evaluation_id)).row(0, named=True)
+        # Each part holds its queries by measure, then cutoff: a stable sort by query keeps that order.
         per_query = pl.read_parquet(self.root / "per_query" / evaluation_id / "*.parquet").sort(
-            "query_id", "cutoff", nulls_last=True, maintain_order=True
+            "query_id", maintain_order=True
         )
         return record, per_query, pl.read_parquet(self.summary_part(evaluation_id))
 

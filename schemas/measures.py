@@ -76,6 +76,10 @@ class MeasureBase(BaseModel):
             return self.trec_eval_base
         return None if self.trec_eval_cut is None else self.trec_eval_cut.format(k=self.cutoff)
 
+    def value_if_missing(self) -> float | None:
+        """The value of a judged query the run does not list, under query set `judged` (trec_eval -c)."""
+        return self.missing_value
+
     def rows_needed(self) -> int | None:
         """How many first rows of each ranking decide the value: the cutoff, or None for all of them."""
         return self.cutoff
@@ -138,6 +142,10 @@ class Judged(MeasureBase):
     convention: Literal["ir_measures", "trec_eval"] = "ir_measures"
     cutoff_required: ClassVar[bool] = True
     missing_value: ClassVar[float | None] = None  # nothing retrieved: no share to report
+
+    def value_if_missing(self) -> float | None:
+        # trec_eval -c prints unj_k = 0 for a query the run does not list (no unjudged document among k).
+        return 1.0 if self.convention == "trec_eval" else None
 
 
 class RBP(BinaryMeasure):

@@ -10,7 +10,7 @@ import polars as pl
 
 STATUSES: tuple[str, ...] = ("scored", "missing_from_run", "no_relevant_judgments", "no_judgments")
 """Per-query status. `scored`: judged and retrieved with IDCG > 0. `missing_from_run`: judged, absent from the run.
-`no_relevant_judgments`: judged, but the ideal universe has no gain (IDCG = 0). `no_judgments`: in the run only."""
+`no_relevant_judgments`: judged, but nothing to find (nDCG: IDCG = 0; the binary measures: no grade >= rel). `no_judgments`: in the run only."""
 
 JUDGMENTS: dict[str, pl.DataType] = {
     "query_id": pl.String(),
@@ -34,20 +34,24 @@ PARQUET_RUN_REQUIRED = ("query_id", "doc_id", "score")
 
 PER_QUERY: dict[str, pl.DataType] = {
     "query_id": pl.String(),
+    "measure": pl.String(),  # the measure and its non-default parameters, without the cutoff: nDCG, AP(rel=2), RBP(p=0.8)
     "cutoff": pl.Int32(),  # null = the whole returned list
     "status": pl.Enum(list(STATUSES)),
     "value": pl.Float64(),  # null where undefined
-    "dcg": pl.Float64(),
-    "idcg": pl.Float64(),
+    "dcg": pl.Float64(),  # nDCG only (null for other measures)
+    "idcg": pl.Float64(),  # nDCG only
+    "residual": pl.Float64(),  # RBP only: the weight of unjudged positions and the tail; [value, value + residual]
     "n_retrieved": pl.Int64(),  # rows of the run for the query, after the depth cut
-    "n_relevant_at_k": pl.Int64(),  # within the first k of the submitted ranking: judged, gain > 0
-    "n_nonrelevant_at_k": pl.Int64(),  # judged, gain <= 0
+    "n_relevant_at_k": pl.Int64(),  # within the first k of the submitted ranking: judged relevant (nDCG: gain > 0;
+    # the binary measures: grade >= rel)
+    "n_nonrelevant_at_k": pl.Int64(),  # judged, not relevant
     "n_unjudged_at_k": pl.Int64(),  # no judgment or an unresolved one
     "unjudged_fraction_at_k": pl.Float64(),  # n_unjudged_at_k / min(k, n_retrieved); null when nothing retrieved
     "ties_straddling_k": pl.Int64(),  # tie groups (equal score) with members on both sides of k
 }
 
 SUMMARY: dict[str, pl.DataType] = {
+    "measure": pl.String(),
     "cutoff": pl.Int32(),
     "value": pl.Float64(),  # the aggregate over scored queries; null when none was scored
     "aggregation": pl.String(),
@@ -130,7 +134,7 @@ _RESULT_KEYS: dict[str, pl.DataType] = {
     "run_id": pl.String(),
     "judgment_set_id": pl.String(),
     "spec_hash": pl.String(),
-    "measure": pl.String(),  # our label of this cutoff, e.g. nDCG@10[trec_eval:gain=linear]
+    "label": pl.String(),  # our label of this measure and cutoff, e.g. nDCG@10[trec_eval:gain=linear]
     "trec_eval_measure": pl.String(),  # ndcg_cut_10, only when trec_eval prints exactly this number
 }
 STORED_PER_QUERY: dict[str, pl.DataType] = {**_RESULT_KEYS, **PER_QUERY}

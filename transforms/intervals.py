@@ -272,7 +272,7 @@ def ndcg_intervals(
     (`attach_judgments`), `sort_key` and the query's `n_retrieved`; it may be only each query's first rows (a
     top-k read), the rest being counted by `n_retrieved`. `grades` is the grade scale the unjudged documents may
     take. Queries whose value is null get null ends; the caller joins these rows to the per-query table."""
-    from judged.transforms.ndcg import gain_of  # one definition of the gain
+    from judged.transforms.measures.ndcg import gain_of  # one definition of the gain
 
     scale = sorted({int(g) for g in grades if spec.unjudged != "condensed" or g >= 0})
     if not scale:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import polars as pl
 
 from judged.schemas.spec import PRESETS, EvaluationSpec
-from judged.transforms.ndcg import QUERY, first_rows_needed, rank_run
+from judged.transforms.ranking import QUERY, first_rows_needed, rank_run
 
 # The ranking the stored order follows: score at full precision, larger first, then doc_id descending.
 STORED_ORDER = PRESETS["judged"]

@@ -32,7 +32,7 @@ SELECT * FROM read_parquet({nightly}, union_by_name = true);
 
 -- Each row of each evaluated run with its grade under each judgment set it was evaluated against: relevance is
 -- NULL when the document is unjudged (or its judgment unresolved). `rank` is trec_eval's order (score descending,
--- then doc_id descending by byte order).
+-- then doc_id descending by byte order): the stored `position`, in which ingest wrote the rows, not ranked again.
 CREATE VIEW judged_run_rows AS
 WITH evaluated_pairs AS (SELECT DISTINCT run_id, judgment_set_id FROM evaluations)
 SELECT
@@ -42,9 +42,7 @@ SELECT
     r.doc_id,
     r.score,
     r.source_rank,
-    row_number() OVER (
-        PARTITION BY pair.judgment_set_id, r.run_id, r.query_id ORDER BY r.score DESC, r.doc_id DESC
-    ) AS rank,
+    r.position AS rank,
     j.relevance,
     j.relevance IS NOT NULL AS judged
 FROM evaluated_pairs AS pair

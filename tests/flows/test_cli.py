@@ -32,11 +32,13 @@ SEED_IDCG = {1: 3.0, 2: IDCG_2, 3: IDCG_2}
 
 PER_QUERY_KEYS = {
     "query_id",
+    "measure",
     "cutoff",
     "value",
     "status",
     "dcg",
     "idcg",
+    "residual",
     "n_retrieved",
     "n_relevant_at_k",
     "n_nonrelevant_at_k",

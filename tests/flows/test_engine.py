@@ -13,7 +13,7 @@ from judged.flows.engine import evaluate, plan
 from judged.flows.io import load_table
 from judged.flows.limits import Limits
 from judged.schemas.spec import PRESETS, EvaluationSpec
-from judged.transforms.ndcg import candidate_rows
+from judged.transforms.ranking import candidate_rows
 
 SPECS = {
     "trec_eval@10": PRESETS["trec_eval"].with_options(cutoffs=(10,)),

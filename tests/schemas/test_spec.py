@@ -22,7 +22,7 @@ from judged.schemas.spec import (
     parse_gain_map,
     preset,
 )
-from judged.transforms.ndcg import grades_outside_gain_map
+from judged.transforms.measures.ndcg import grades_outside_gain_map
 
 MAP_2020 = ((0, 0.0), (1, 0.0), (2, 2.0), (3, 3.0))  # TREC DL 2020 official: grade 1 counts as 0
 MAP_LINEAR_0_3 = ((0, 0.0), (1, 1.0), (2, 2.0), (3, 3.0))  # the other 2020 summary: grade 1 counts as 1

@@ -13,7 +13,9 @@ import pytest
 
 from judged.schemas.spec import PRESETS, EvaluationSpec
 from judged.transforms.intervals import ndcg_interval, ndcg_intervals, with_intervals
-from judged.transforms.ndcg import attach_judgments, candidate_rows, per_query_ndcg, rank_run
+from judged.transforms.judging import attach_judgments
+from judged.transforms.measures import per_query_values as per_query_ndcg
+from judged.transforms.ranking import candidate_rows, rank_run
 from tests.transforms.test_ndcg import judgment_frame, run_frame
 
 CUTOFFS = (1, 2, 3, 5, None)

@@ -8,7 +8,7 @@ import pytest
 from judged.schemas.spec import PRESETS
 from tests.transforms.test_ndcg import judgment_frame, run_frame
 from judged.transforms.layout import head_positions, head_rows, in_stored_order
-from judged.transforms.ndcg import per_query_ndcg
+from judged.transforms.measures import per_query_values as per_query_ndcg
 
 
 def test_positions_follow_score_then_doc_id_descending() -> None:

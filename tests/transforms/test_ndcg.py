@@ -1,4 +1,4 @@
-"""Small hand-worked cases for each declared option of transforms.ndcg (values worked out in the comments)."""
+"""Small hand-worked cases for each declared option of transforms.measures.ndcg (values worked out in the comments)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,10 @@ import polars as pl
 import pytest
 
 from judged.schemas.spec import PRESETS, EvaluationSpec
-from judged.transforms.ndcg import candidate_rows, judged_run_rows, per_query_ndcg, summarize
+from judged.transforms.judging import judged_run_rows
+from judged.transforms.measures import per_query_values as per_query_ndcg
+from judged.transforms.ranking import candidate_rows
+from judged.transforms.summary import summarize
 
 L2 = math.log2
 

@@ -1,7 +1,7 @@
 """Property tests: the presets of `schemas.spec` reproduce the reference tools per query (SPEC section 2).
 
 Random collections of queries are built as RUN and JUDGMENTS LazyFrames and scored with
-`transforms.ndcg.per_query_ndcg`; the same data goes, as plain dicts, to pytrec_eval (`trec_eval9`, and with
+`transforms.measures.per_query_values`; the same data goes, as plain dicts, to pytrec_eval (`trec_eval9`, and with
 `judged_docs_only_flag=True` for condensed lists) and to `sklearn.metrics.ndcg_score` (`sklearn`). A last property
 checks that unjudged documents stay null after the join and are counted exactly at every cutoff.
 
@@ -26,7 +26,8 @@ from sklearn.metrics import ndcg_score
 
 from judged.schemas.spec import PRESETS, EvaluationSpec
 from judged.schemas.tables import JUDGMENTS, RUN
-from judged.transforms.ndcg import judged_run_rows, per_query_ndcg
+from judged.transforms.judging import judged_run_rows
+from judged.transforms.measures import per_query_values as per_query_ndcg
 
 TOLERANCE = 1e-9
 MAX_EXAMPLES = 400

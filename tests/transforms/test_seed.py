@@ -8,7 +8,8 @@ import polars as pl
 import pytest
 
 from judged.schemas.spec import PRESETS
-from judged.transforms.ndcg import per_query_ndcg, summarize
+from judged.transforms.measures import per_query_values as per_query_ndcg
+from judged.transforms.summary import summarize
 
 RUN = pl.LazyFrame(
     {

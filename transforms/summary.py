@@ -1,0 +1,53 @@
+"""The summary of per-query rows: per measure and cutoff, the declared aggregate and what was left out of it.
+
+Belongs here: the aggregation rule (mean, or a weighted mean over declared query weights) and the counts a reader
+needs beside the aggregate. Measure-agnostic: it reads the PER_QUERY contract only.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from judged.schemas.spec import EvaluationSpec
+from judged.schemas.tables import SUMMARY
+from judged.transforms.ranking import QUERY, ordered_mean, ordered_sum
+
+
+def summarize(per_query: pl.LazyFrame, spec: EvaluationSpec) -> pl.LazyFrame:
+    """Per measure and cutoff: the declared aggregate over the scored queries (value not null) and what was left out."""
+    if spec.aggregation == "weighted_mean":
+        weights = pl.LazyFrame(spec.query_weights, schema={QUERY: pl.String, "weight": pl.Float64}, orient="row")
+        per_query = per_query.join(weights, on=QUERY, how="left").with_columns(pl.col("weight").fill_null(1.0))
+        aggregate = ordered_sum(pl.col("value") * pl.col("weight")) / ordered_sum(
+            pl.col("weight").filter(pl.col("value").is_not_null())
+        )
+        rule = "weighted_mean(weight=declared per query, 1 if not declared)"
+    else:
+        aggregate = ordered_mean(pl.col("value"))
+        rule = "mean"
+    families = list(dict.fromkeys(m.family for m in spec.measure_list()))
+    scored = pl.col("value").is_not_null()
+    status = pl.col("status")
+    k_or_all = pl.col("cutoff").cast(pl.Int64).fill_null(pl.col("n_retrieved"))
+    unjudged_only = scored & (pl.col("n_retrieved") > 0) & (
+        pl.col("n_unjudged_at_k") == pl.min_horizontal(k_or_all, pl.col("n_retrieved"))
+    )
+    return (
+        per_query.sort(QUERY, maintain_order=True)
+        .group_by("measure", "cutoff")
+        .agg(
+            value=pl.when(scored.any()).then(aggregate),
+            aggregation=pl.lit(rule),
+            n_queries=pl.len(),
+            n_scored=scored.sum(),
+            n_missing=(status == "missing_from_run").sum(),
+            n_undefined=((status == "no_relevant_judgments") & ~scored).sum(),
+            n_no_judgments=(status == "no_judgments").sum(),
+            n_unjudged_only=unjudged_only.sum(),
+            mean_unjudged_fraction=ordered_mean(pl.col("unjudged_fraction_at_k").filter(scored)),
+        )
+        .select(list(SUMMARY))
+        .cast(SUMMARY)
+        .sort(pl.col("measure").replace_strict(families, list(range(len(families))), default=len(families)), "cutoff",
+              nulls_last=True)
+    )
