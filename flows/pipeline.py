@@ -337,7 +337,7 @@ def publish_artifacts_task(warehouse_root: str, reports: list[EvaluationReport])
     warehouse = Warehouse(warehouse_root)
     if reports:
         create_table_artifact(key="judged-summary", table=summary_rows(warehouse, reports),
-                              description="NDCG summary per run and cutoff")
+                              description="Summary per run, measure and cutoff")
     create_markdown_artifact(key="judged-evaluation", markdown=evaluation_markdown(warehouse, reports),
                              description="What was evaluated, unjudged coverage, warnings")
     get_run_logger().info("published the artifacts judged-summary and judged-evaluation (%s)",

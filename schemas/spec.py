@@ -1,7 +1,8 @@
-"""The evaluation spec: every declared option of NDCG (SPEC section 2) as one frozen, typed model.
+"""The evaluation spec: the measures and every declared option of the ranking, the judgments and NDCG (SPEC
+section 2) as one frozen, typed model.
 
 Belongs here: the `EvaluationSpec` model, its presets, its canonical JSON form, hash and label, and the parsing of
-option values given as text (CLI). Nothing here computes a score: `transforms/` reads a spec and obeys it.
+option values given as text (CLI; measure names are parsed by `schemas/measures.py`). Nothing here computes a score: `transforms/` reads a spec and obeys it.
 """
 
 from __future__ import annotations
@@ -40,10 +41,12 @@ class SpecError(ValueError):
 
 
 class EvaluationSpec(BaseModel):
-    """How NDCG is computed, every choice declared. Two results are comparable only if their specs are equal."""
+    """What is computed and how, every choice declared. Two results are comparable only if their specs are equal."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
+    # nDCG, the measure of `cutoffs` when `measures` is empty. One value only: it stays a field because it is part of
+    # the canonical JSON, hence of every stored spec hash and evaluation id.
     measure: Literal["ndcg"] = "ndcg"
     cutoffs: tuple[Cutoff, ...] = TREC_EVAL_CUTOFFS
     # The declared measures (schemas/measures.py). Empty: nDCG at each of `cutoffs`, the form every spec had before
