@@ -10,11 +10,9 @@ from __future__ import annotations
 
 import polars as pl
 
-from judged.schemas.spec import PRESETS, EvaluationSpec
-from judged.transforms.ranking import QUERY, first_rows_needed, rank_run
+from judged.schemas.spec import EvaluationSpec
+from judged.transforms.ranking import QUERY, STORED_ORDER, first_rows_needed, follows_stored_order, rank_run
 
-# The ranking the stored order follows: score at full precision, larger first, then doc_id descending.
-STORED_ORDER = PRESETS["judged"]
 # Rows are written band by band (positions 1-11, 12-101, 102-1001, then the rest), so a read of the first k+1
 # positions skips the row groups of the later bands by their statistics.
 BAND_ENDS = (11, 101, 1001)
@@ -41,13 +39,8 @@ def head_positions(spec: EvaluationSpec) -> int | None:
     None when the stored order does not apply (another ranking or tie rule, or all rows matter). One position
     past the deepest cutoff shows whether a tie group straddles it; under ties='docid_desc' the members beyond it
     never count."""
-    same_order = (
-        spec.ranking == STORED_ORDER.ranking
-        and spec.score_precision == STORED_ORDER.score_precision
-        and spec.ties == STORED_ORDER.ties
-    )
     needed = first_rows_needed(spec)
-    return needed + 1 if same_order and needed is not None else None
+    return needed + 1 if follows_stored_order(spec) and needed is not None else None
 
 
 def head_rows(stored: pl.LazyFrame, positions: int) -> pl.LazyFrame:

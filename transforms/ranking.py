@@ -11,11 +11,23 @@ from __future__ import annotations
 
 import polars as pl
 
-from judged.schemas.spec import EvaluationSpec
+from judged.schemas.spec import PRESETS, EvaluationSpec
 from judged.transforms.duplicates import docs_may_repeat
 
 QUERY = "query_id"
 PAIR = [QUERY, "doc_id"]
+# The ranking a stored run keeps its rows in (transforms/layout.py), numbered by `position`: score at full
+# precision, larger first, then doc_id descending.
+STORED_ORDER = PRESETS["judged"]
+
+
+def follows_stored_order(spec: EvaluationSpec) -> bool:
+    """Whether the spec ranks rows as a stored run keeps them, so a stored `position` is its order."""
+    return (
+        spec.ranking == STORED_ORDER.ranking
+        and spec.score_precision == STORED_ORDER.score_precision
+        and spec.ties == STORED_ORDER.ties
+    )
 
 
 def sort_key(spec: EvaluationSpec) -> pl.Expr:
@@ -32,14 +44,18 @@ def sort_key(spec: EvaluationSpec) -> pl.Expr:
 def rank_run(run: pl.LazyFrame, spec: EvaluationSpec) -> pl.LazyFrame:
     """Order each query's rows by the declared rule (key descending, then doc_id by byte order), number them
     `rank` = 1..n, and apply the depth cut. Under `ties='average'` the doc_id order only fixes the display order:
-    equal keys share their credit."""
+    equal keys share their credit. Rows of a stored run carry their `position` in that order (when the spec
+    follows it): they are put in it by that integer, not ranked again by score and doc_id."""
     doc_id_descending = spec.ties != "docid_asc"
-    if "sort_key" not in run.collect_schema():
+    schema = run.collect_schema()
+    if "sort_key" not in schema:
         run = run.with_columns(sort_key=sort_key(spec))
-    ranked = (
-        run.sort([QUERY, "sort_key", "doc_id"], descending=[False, True, doc_id_descending])
-        .with_columns(rank=pl.int_range(1, pl.len() + 1, dtype=pl.Int64).over(QUERY))
-    )
+    if "position" in schema and follows_stored_order(spec):
+        ordered = run.sort([QUERY, "position"])
+    else:
+        ordered = run.sort([QUERY, "sort_key", "doc_id"], descending=[False, True, doc_id_descending])
+    # Numbered again rather than taken from `position`: a duplicates policy may have dropped rows before.
+    ranked = ordered.with_columns(rank=pl.int_range(1, pl.len() + 1, dtype=pl.Int64).over(QUERY))
     if spec.depth is not None:
         ranked = ranked.filter(pl.col("rank") <= spec.depth)
     return ranked
@@ -71,6 +87,7 @@ def candidate_rows(run: pl.LazyFrame, spec: EvaluationSpec) -> pl.LazyFrame:
     again from its stretches' candidates. `docs_may_repeat` is true when a stretch may repeat a document
     (`transforms.duplicates.docs_may_repeat`) or the query is spread over several stretches."""
     has_query_rows = "query_rows" in run.collect_schema()
+    kept = ["position"] if "position" in run.collect_schema() else []  # a stored run's order, for `rank_run`
     k = first_rows_needed(spec)
     rows = run.with_columns(stretch=pl.col(QUERY).rle_id(), sort_key=sort_key(spec))
     key = pl.col("sort_key")
@@ -88,13 +105,13 @@ def candidate_rows(run: pl.LazyFrame, spec: EvaluationSpec) -> pl.LazyFrame:
         n_retrieved=(pl.col("n_rows").first() if has_query_rows else pl.col("n_rows").sum()).over(QUERY),
         docs_may_repeat=pl.col("repeats").any().over(QUERY) | spread,
     )
-    candidates = rows_kept.select("stretch", QUERY, "doc_id", "sort_key").join(stretch_queries, on="stretch")
+    candidates = rows_kept.select("stretch", QUERY, "doc_id", "sort_key", *kept).join(stretch_queries, on="stretch")
     if k is not None:  # a query spread over stretches: its candidates are the best of its stretches' candidates
         candidates = candidates.filter(pl.col("sort_key") >= pl.col("sort_key").top_k(k).min().over(QUERY))
     n_retrieved = pl.col("n_retrieved").cast(pl.Int64)
     if spec.depth is not None:
         n_retrieved = pl.min_horizontal(n_retrieved, pl.lit(spec.depth, pl.Int64))
-    return candidates.select(QUERY, "doc_id", "sort_key", n_retrieved.alias("n_retrieved"), "docs_may_repeat")
+    return candidates.select(QUERY, "doc_id", "sort_key", *kept, n_retrieved.alias("n_retrieved"), "docs_may_repeat")
 
 
 def stretch_starts(run: pl.LazyFrame) -> pl.LazyFrame:

@@ -6,9 +6,10 @@ import polars as pl
 import pytest
 
 from judged.schemas.spec import PRESETS
-from tests.transforms.test_ndcg import judgment_frame, run_frame
 from judged.transforms.layout import head_positions, head_rows, in_stored_order
 from judged.transforms.measures import per_query_values as per_query_ndcg
+from judged.transforms.ranking import rank_run
+from tests.transforms.test_ndcg import judgment_frame, run_frame
 
 
 def test_positions_follow_score_then_doc_id_descending() -> None:
@@ -66,3 +67,16 @@ def test_head_gives_the_values_and_evidence_of_the_whole_run() -> None:
     assert head.equals(whole)
     q1 = head.filter(pl.col("query_id") == "q1").row(0, named=True)
     assert q1["ties_straddling_k"] == 1 and q1["n_retrieved"] == 6
+
+
+def test_rows_of_a_stored_run_are_ordered_by_their_position_not_ranked_again() -> None:
+    # Positions deliberately contradict the scores: a stored run's position is its order under the stored ranking,
+    # so a spec that follows it takes the rows in position order; any other ranking sorts by its own key.
+    rows = pl.LazyFrame(
+        {"query_id": ["q"] * 3, "doc_id": ["a", "b", "c"], "score": [3.0, 2.0, 1.0], "position": [3, 1, 2]},
+        schema_overrides={"position": pl.Int32},
+    )
+    by_position = rank_run(rows, PRESETS["judged"]).collect()
+    assert by_position["doc_id"].to_list() == ["b", "c", "a"] and by_position["rank"].to_list() == [1, 2, 3]
+    by_score = rank_run(rows, PRESETS["trec_eval9"]).collect()  # float32 scores: not the stored order
+    assert by_score["doc_id"].to_list() == ["a", "b", "c"]
