@@ -459,18 +459,30 @@ def sql(
                                               "run_rows, evaluations, per_query, summary, judged_run_rows, nightly.")],
     warehouse: Annotated[Path, typer.Option(help=_WAREHOUSE_HELP)] = Path("warehouse"),
     output_format: Annotated[str, typer.Option("--format", help="table, csv or json.")] = "table",
+    timeout: Annotated[float, typer.Option(help="Stop the query after this many seconds.")] = 60.0,
+    limit: Annotated[int, typer.Option(help="Print at most this many rows (a note on stderr says when cut).")]
+    = 10_000,
+    memory_limit: Annotated[str, typer.Option(help="DuckDB's memory limit for the query, e.g. 2GB.")] = "2GB",
 ) -> None:
-    """Query the warehouse catalog read-only (external access off outside the warehouse, configuration locked)."""
-    from judged.flows.sql import QueryRefused, run_query
+    """Query the warehouse's views read-only: queries only (SELECT; EXPLAIN of a SELECT), external access off
+    outside the warehouse, configuration locked, within a time, memory and row limit."""
+    from judged.flows.sql import QueryLimits, QueryRefused, run_query
     from judged.flows.warehouse import Warehouse
 
     if output_format not in ("table", "csv", "json"):
         raise _fail(f"--format must be table, csv or json, not {output_format!r}", EXIT_USAGE)
     try:
-        result = run_query(Warehouse(warehouse), query)
+        limits = QueryLimits(timeout_seconds=timeout, row_limit=limit, memory_limit=memory_limit)
+    except ValueError as error:
+        raise _fail(str(error), EXIT_USAGE) from None
+    try:
+        result = run_query(Warehouse(warehouse), query, limits)
     except QueryRefused as error:
         raise _fail(str(error), EXIT_INPUT) from None
     _print_rows(result.columns, result.rows, output_format)
+    if result.truncated:
+        print(f"judged: note: only the first {limit:,} rows are shown (--limit); aggregate, or raise the limit",
+              file=sys.stderr)
 
 
 def _print_rows(columns: list[str], rows: list[tuple], output_format: str) -> None:

@@ -1,70 +1,136 @@
-"""Read-only SQL over the warehouse catalog, locked down, for analysts and `judged sql`.
+"""Read-only SQL over the warehouse's views, locked down and bounded, for analysts and `judged sql`.
 
-Belongs here: opening the catalog read-only with DuckDB's lockdown settings, refusing anything but queries, and
-turning a result into rows. The view definitions themselves are `transforms/views.sql`.
+Belongs here: opening the warehouse's views on a locked-down connection, refusing every statement that is not a
+query (with DuckDB's own parser), and running a query within a time, memory and row limit. The view definitions
+themselves are `transforms/views.sql`.
+
+Why a statement filter and not only DuckDB's lockdown: `allowed_directories` grants writing as well as reading, and
+the warehouse has to be readable, so a `COPY ... TO '<warehouse>/...'` would pass the lockdown. Every statement is
+therefore parsed by DuckDB and only SELECT-type statements run (DESCRIBE, SUMMARIZE, SHOW and FROM-first queries
+are SELECTs to DuckDB's parser); EXPLAIN and EXPLAIN ANALYZE only over a statement that is itself one SELECT.
 """
 
 from __future__ import annotations
 
 import re
+import threading
 from dataclasses import dataclass
 from typing import Any
 
 import duckdb
 
-from judged.flows.warehouse import Warehouse
+from judged.flows.warehouse import Warehouse, views_sql
 from judged.flows.wording import with_article
 
-ALLOWED_STATEMENTS = {duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN}
+DEFAULT_TIMEOUT_SECONDS = 60.0
+# A day: a timer thread cannot wait for an unbounded time.
+MAX_TIMEOUT_SECONDS = 86_400
+DEFAULT_ROW_LIMIT = 10_000
+DEFAULT_MEMORY_LIMIT = "2GB"
+# DuckDB's size syntax: a number and a unit (KB, MB, GB, TB, or KiB, MiB, GiB, TiB).
+MEMORY_LIMIT_PATTERN = re.compile(r"^\s*[0-9]+(\.[0-9]+)?\s*([KMGT]i?B)\s*$", re.IGNORECASE)
+_EXPLAIN = re.compile(r"^\s*EXPLAIN\s+(?:ANALY[SZ]E\s+)?(?P<statement>.*)$", re.IGNORECASE | re.DOTALL)
 
 
 class QueryRefused(ValueError):
-    """A statement `judged sql` does not run, or one DuckDB's lockdown refused."""
+    """A statement `judged sql` does not run, one DuckDB's lockdown refused, or one stopped at a limit."""
+
+
+@dataclass(frozen=True)
+class QueryLimits:
+    """What one `judged sql` call may use: wall time, memory, and rows returned (more are cut, and said so)."""
+
+    timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS
+    row_limit: int = DEFAULT_ROW_LIMIT
+    memory_limit: str = DEFAULT_MEMORY_LIMIT
+
+    def __post_init__(self) -> None:
+        if not 0 < self.timeout_seconds <= MAX_TIMEOUT_SECONDS:
+            raise ValueError(f"--timeout must be a number of seconds above 0 and at most {MAX_TIMEOUT_SECONDS:,}, "
+                             f"not {self.timeout_seconds!r}")
+        if self.row_limit < 1:
+            raise ValueError(f"--limit must be a positive number of rows, not {self.row_limit!r}")
+        if not MEMORY_LIMIT_PATTERN.match(self.memory_limit):
+            raise ValueError(f"--memory-limit must be a size such as 2GB or 512MiB, not {self.memory_limit!r}")
 
 
 @dataclass(frozen=True)
 class QueryResult:
     columns: list[str]
     rows: list[tuple[Any, ...]]
+    truncated: bool = False  # more rows than the row limit: only the first ones are here
 
 
-def open_readonly(warehouse: Warehouse) -> duckdb.DuckDBPyConnection:
-    """The catalog, read-only: external access off except the warehouse directory, configuration locked."""
+def open_readonly(warehouse: Warehouse, memory_limit: str = DEFAULT_MEMORY_LIMIT) -> duckdb.DuckDBPyConnection:
+    """The warehouse's views on an in-memory connection built for this warehouse's own files (so a copied or
+    moved warehouse answers from its files): external access off except the warehouse directory, a memory limit,
+    configuration locked."""
     if not warehouse.catalog.exists():
         raise QueryRefused(f"{warehouse.catalog}: no catalog here; ingest or evaluate something first")
-    connection = duckdb.connect(str(warehouse.catalog), read_only=True)
-    allowed = str(warehouse.root).replace("'", "''") + "/"
-    # The order matters: allowed_directories cannot be set once external access is off.
-    connection.execute(f"SET allowed_directories = ['{allowed}']")
-    connection.execute("SET enable_external_access = false")
-    connection.execute("SET lock_configuration = true")
+    connection = duckdb.connect(":memory:")
+    try:
+        connection.execute(views_sql(warehouse.root))
+        allowed = str(warehouse.root).replace("'", "''") + "/"
+        # The order matters: allowed_directories cannot be set once external access is off.
+        connection.execute(f"SET allowed_directories = ['{allowed}']")
+        connection.execute("SET enable_external_access = false")
+        connection.execute(f"SET memory_limit = '{memory_limit}'")
+        connection.execute("SET lock_configuration = true")
+    except duckdb.Error as error:
+        connection.close()
+        raise QueryRefused(f"{warehouse.root}: cannot open the warehouse's views: {_first_line(error)}") from None
     return connection
 
 
-def run_query(warehouse: Warehouse, sql: str) -> QueryResult:
-    """Run one or more read-only statements; the last one's result is returned."""
-    connection = open_readonly(warehouse)
+def readable_statements(connection: duckdb.DuckDBPyConnection, sql: str) -> list[str]:
+    """The statements of `sql`, each checked by DuckDB's parser to be a query; QueryRefused names the first that
+    is not."""
+    statements = _parsed(connection, sql)
+    if not statements:
+        raise QueryRefused("no statement given")
+    for statement in statements:
+        if statement.type == duckdb.StatementType.EXPLAIN:
+            explained = _EXPLAIN.match(statement.query)
+            inner = _parsed(connection, explained["statement"]) if explained else []
+            if len(inner) != 1 or inner[0].type != duckdb.StatementType.SELECT:
+                what = with_article(statement_keyword(inner[0])) if len(inner) == 1 else "an unparsed"
+                raise QueryRefused(f"refused EXPLAIN of {what} statement: judged sql explains a single SELECT only")
+        elif statement.type != duckdb.StatementType.SELECT:
+            raise QueryRefused(f"refused {with_article(statement_keyword(statement))} statement: "
+                               "judged sql runs read-only queries (SELECT) only")
+    return [statement.query for statement in statements]
+
+
+def run_query(warehouse: Warehouse, sql: str, limits: QueryLimits = QueryLimits()) -> QueryResult:
+    """Run one or more read-only statements within `limits`; the last one's result is returned (at most
+    `limits.row_limit` rows)."""
+    connection = open_readonly(warehouse, limits.memory_limit)
+    # Interrupting from a timer thread stops any query, including one that never yields a row.
+    timer = threading.Timer(limits.timeout_seconds, connection.interrupt)
     try:
+        statements = readable_statements(connection, sql)
+        timer.start()
         try:
-            statements = connection.extract_statements(sql)
-        except duckdb.Error as error:
-            raise QueryRefused(_first_line(error)) from None
-        if not statements:
-            raise QueryRefused("no statement given")
-        for statement in statements:
-            if statement.type not in ALLOWED_STATEMENTS:
-                raise QueryRefused(f"refused {with_article(statement_keyword(statement))} statement: "
-                                   "judged sql runs read-only queries (SELECT) only")
-        try:
-            result = None
+            cursor = None
             for statement in statements:
-                result = connection.sql(statement.query)
-            if result is None:
+                cursor = connection.execute(statement)
+            if cursor is None or cursor.description is None:
                 return QueryResult([], [])
-            return QueryResult(list(result.columns), result.fetchall())
+            columns = [column[0] for column in cursor.description]
+            rows = cursor.fetchmany(limits.row_limit + 1)
+        except duckdb.InterruptException:
+            raise QueryRefused(
+                f"query stopped at its time limit of {limits.timeout_seconds:g} s (raise it with --timeout)"
+            ) from None
+        except duckdb.OutOfMemoryException as error:
+            raise QueryRefused(
+                f"query stopped at its memory limit of {limits.memory_limit} (--memory-limit): {_first_line(error)}"
+            ) from None
         except duckdb.Error as error:
             raise QueryRefused(_first_line(error)) from None
+        return QueryResult(columns, rows[: limits.row_limit], truncated=len(rows) > limits.row_limit)
     finally:
+        timer.cancel()
         connection.close()
 
 
@@ -76,6 +142,13 @@ def statement_keyword(statement: duckdb.Statement) -> str:
     several statements after one (INSTALL is a LOAD there)."""
     found = _LEADING_KEYWORD.match(statement.query)
     return " ".join(found.group(1).upper().split()) if found else statement.type.name
+
+
+def _parsed(connection: duckdb.DuckDBPyConnection, sql: str) -> list[Any]:
+    try:
+        return connection.extract_statements(sql)
+    except duckdb.Error as error:
+        raise QueryRefused(_first_line(error)) from None
 
 
 def _first_line(error: Exception) -> str:

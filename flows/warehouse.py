@@ -384,7 +384,10 @@ class Warehouse:
         try:
             config = {"storage_compatibility_version": CATALOG_STORAGE_VERSION}
             with duckdb.connect(str(temporary), config=config) as connection:
-                connection.execute(views_sql(self.root))
+                # The stored views name files relative to the warehouse, so a copied or moved warehouse reads its
+                # own files (a client resolves them from the warehouse directory: see views_sql).
+                connection.execute(f"SET file_search_path = {_sql_string(str(self.root))}")
+                connection.execute(views_sql())
             os.replace(temporary, self.catalog)
         finally:
             temporary.unlink(missing_ok=True)
@@ -392,10 +395,13 @@ class Warehouse:
         return self.catalog
 
 
-def views_sql(root: Path) -> str:
-    """The catalog's view definitions (transforms/views.sql) with every table's file glob filled in."""
+def views_sql(root: Path | None = None) -> str:
+    """The catalog's view definitions (transforms/views.sql) with every table's file glob filled in: under `root`,
+    or without one relative to the warehouse directory, as the stored catalog has them (a plain DuckDB client then
+    runs in the warehouse directory or sets `file_search_path` to it; `judged sql` builds the views for the
+    warehouse's own path each time)."""
     template = resources.files("judged.transforms").joinpath("views.sql").read_text()
-    globs = {name: _sql_string(str(root / glob)) for name, (_, glob) in TABLES.items()}
+    globs = {name: _sql_string(str(root / glob) if root else glob) for name, (_, glob) in TABLES.items()}
     return template.format(**globs)
 
 

@@ -117,7 +117,7 @@ def test_catalog_opens_in_duckdb_1_0_with_the_readme_queries(
     catalog = demo_warehouse[0] / "catalog.duckdb"
     done = subprocess.run(
         [str(oldest_duckdb), "-c", _RUN_IN_OLD_CLIENT, str(catalog)], input=json.dumps(README_QUERIES),
-        capture_output=True, text=True, timeout=300,
+        capture_output=True, text=True, timeout=300, cwd=demo_warehouse[0],  # the views' paths are relative to it
     )
     assert done.returncode == 0, done.stderr
     answer = json.loads(done.stdout)

@@ -178,7 +178,8 @@ def test_judged_sql_refuses(evaluated: dict, statement: str, message: str) -> No
 def test_lockdown_holds_on_an_analyst_connection(evaluated: dict) -> None:
     connection = open_readonly(Warehouse(evaluated["warehouse"]))
     for statement in ("COPY (SELECT 1) TO '/tmp/judged-lockdown.csv'", "SELECT * FROM read_csv('/etc/passwd')",
-                      "SET enable_external_access = true", "CREATE VIEW v AS SELECT 1"):
+                      "SET enable_external_access = true", "SET memory_limit = '100GB'",
+                      "ATTACH '/tmp/judged-lockdown.duckdb'"):
         with pytest.raises(duckdb.Error):
             connection.execute(statement)
     connection.close()
