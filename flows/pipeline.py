@@ -125,7 +125,7 @@ def evaluate_shard(warehouse: Warehouse, planned: Plan, part: Part) -> Path:
     `finish_evaluation`. Returns the staged file."""
     per_query, warnings = evaluate_part(planned, part)
     staged = warehouse.staging_part(planned.evaluation_id, part.shard, part.of)
-    write_parquet_atomically(per_query, staged, {"judged.warnings": json.dumps(warnings)})
+    write_parquet_atomically(per_query, staged, {"judged.warnings": json.dumps(warnings)}, warehouse.root)
     return staged
 
 

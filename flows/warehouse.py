@@ -1,29 +1,40 @@
 """The warehouse: immutable, content-addressed Parquet files under one directory, and their DuckDB catalog.
 
-Belongs here: where each table lives, atomic writes (temporary name, then rename; never a rewrite in place), storing
-and reading back judgment sets, runs and evaluations, and regenerating the views-only catalog. Visibility follows
-one rule: a table's rows are visible (to the views and to `exists`) only once its record file is in place, and the
-record is always written last.
+Belongs here: where each table lives, atomic writes (written in a private staging folder, then renamed into place;
+never a rewrite in place), storing and reading back judgment sets, runs and evaluations, and regenerating the
+views-only catalog. Visibility follows one rule: a table's rows are visible (to the views and to `exists`) only once
+its record file is in place, and the record is always written last.
+
+Staging: every file or folder is written under `_staging/<uuid>/` (mirroring its final path), which no view's glob
+reaches, and renamed into place whole. The writer holds an exclusive lock (flock) on `_staging/<uuid>.lock` while it
+writes; the kernel drops the lock when its process dies, even by kill -9. Every writer, when it starts
+(`Warehouse.ensure`), removes the staging folders whose lock nobody holds: a crashed writer's leftovers can neither
+show in a view nor break a refresh or a rerun.
 
 Layout (every table's files are immutable; ids are content-derived):
     judgment_sets/<judgment_set_id>.parquet     record    judgments/<judgment_set_id>/part-SSSS-of-NNNN.parquet  rows
     runs/<run_id>.parquet                       record    run_rows/<run_id>/part-SSSS-of-NNNN.parquet            rows
     evaluations/<evaluation_id>.parquet         record    per_query/<evaluation_id>/part-SSSS-of-NNNN.parquet    rows
-    summary/<evaluation_id>/part-0.parquet      rows      nightly/<flow_run_id>.parquet                          record
+    summary/<evaluation_id>/part-0.parquet      rows      nightly/<claim_id>.parquet      one inbox file's record
     catalog.duckdb                              views only, replaced by rename
+    _staging/<uuid>/...  and  _staging/<uuid>.lock                 files being written, and their writer's lock
 Rows of judgments, runs and per-query results are split into shards by query (transforms/shards.py).
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
+from typing import BinaryIO
 
 import duckdb
 import polars as pl
@@ -49,7 +60,7 @@ from judged.transforms.errors import InputError
 from judged.transforms.layout import in_stored_order
 from judged.transforms.shards import in_shard, query_buckets, shard_count
 
-TEMP_MARK = ".tmp-"
+STAGING = "_staging"
 CATALOG = "catalog.duckdb"
 # The catalog's storage format: the oldest DuckDB can write, so that DuckDB 1.0.0 and every later client (CLIs, BI
 # tools, older Python environments) can open it. It holds views only, so the newer formats would add nothing.
@@ -77,6 +88,80 @@ def shard_file(shard: int, of: int) -> str:
     return f"part-{shard:04d}-of-{of:04d}.parquet"
 
 
+def hold_lock(lock_path: Path, create: bool = True) -> BinaryIO | None:
+    """An exclusive lock (flock) on `lock_path`, held until the returned file is closed or its process ends however
+    it ends; None when a live process holds it (or, with `create=False`, when the file is gone)."""
+    while True:
+        try:
+            handle = lock_path.open("ab" if create else "rb")
+        except FileNotFoundError:
+            return None
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.close()
+            return None
+        # Whoever held it before may have removed the file between our open and our lock: then the lock we hold is
+        # on a file nobody else will look at, and we try again.
+        try:
+            if os.stat(lock_path).st_ino == os.fstat(handle.fileno()).st_ino:
+                return handle
+        except FileNotFoundError:
+            pass
+        handle.close()
+        if not create:
+            return None
+
+
+@contextmanager
+def staged(root: Path, target: Path) -> Iterator[Path]:
+    """Where to write `target` (a path under the warehouse `root`) before renaming it into place: the same relative
+    path inside a private folder `_staging/<uuid>/`, locked for as long as the block runs and removed after it."""
+    area = root / STAGING
+    area.mkdir(parents=True, exist_ok=True)
+    handle = None
+    while handle is None:  # a fresh name: nobody else holds it
+        name = uuid.uuid4().hex
+        lock_path = area / f"{name}.lock"
+        handle = hold_lock(lock_path)
+    folder = area / name
+    try:
+        temporary = folder / target.relative_to(root)
+        temporary.parent.mkdir(parents=True)
+        yield temporary
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+        lock_path.unlink(missing_ok=True)
+        handle.close()
+
+
+def remove_dead_staging(root: Path) -> list[str]:
+    """Remove the staging folders under `root/_staging` that no live writer holds (their lock is free: its process
+    ended, however it ended). Returns the names removed."""
+    area = root / STAGING
+    if not area.is_dir():
+        return []
+    removed = []
+    for entry in sorted(area.iterdir()):
+        name = entry.name.removesuffix(".lock")
+        lock_path = area / f"{name}.lock"
+        if not lock_path.exists():
+            # A writer creates its lock before its folder and removes its folder before its lock: a folder
+            # without a lock is a dead writer's.
+            if entry.is_dir():
+                shutil.rmtree(entry, ignore_errors=True)
+                removed.append(name)
+            continue
+        handle = hold_lock(lock_path, create=False)
+        if handle is None:
+            continue  # a live writer holds it
+        with handle:
+            shutil.rmtree(area / name, ignore_errors=True)
+            lock_path.unlink(missing_ok=True)
+            removed.append(name)
+    return sorted(set(removed))
+
+
 def sink_shards(
     rows: pl.LazyFrame,
     folder: Path,
@@ -85,9 +170,11 @@ def sink_shards(
     ranked: bool = False,
     in_memory: bool = False,
     batch_rows: int = DEFAULT_LIMITS.sink_batch_rows,
+    root: Path | None = None,
 ) -> None:
-    """Write rows as one Parquet file per non-empty shard into a temporary folder, then rename it into place whole;
-    an existing folder is left as it is (same content).
+    """Write rows as one Parquet file per non-empty shard into a staging folder (see `staged`; `root` is the
+    warehouse, by default the folder's grandparent), then rename it into place whole; an existing folder is left
+    as it is (same content).
 
     Large tables stream, in bounded memory: batches of `batch_rows` rows get their query's bucket and are appended, as row
     groups, to the open file of their shard. For a `ranked` run those files are cheap intermediates, each then
@@ -96,8 +183,22 @@ def sink_shards(
     if folder.exists():
         return
     folder.parent.mkdir(parents=True, exist_ok=True)
-    temporary = folder.with_name(f"{folder.name}{TEMP_MARK}{uuid.uuid4().hex}")
-    temporary.mkdir()
+    with staged(root or folder.parent.parent, folder) as temporary:
+        temporary.mkdir()
+        _sink_into(rows, temporary, shards, metadata, ranked, in_memory, batch_rows)
+        try:
+            os.replace(temporary, folder)
+        except OSError:
+            if not folder.exists():
+                raise
+            # Another writer published the same content-addressed folder first: ours is dropped.
+
+
+def _sink_into(
+    rows: pl.LazyFrame, temporary: Path, shards: int, metadata: dict[str, str], ranked: bool, in_memory: bool,
+    batch_rows: int,
+) -> None:
+    """`sink_shards`' writing, into the staging folder `temporary`."""
     buckets = query_buckets(rows.select("query_id")).collect(engine="streaming")
 
     def shard_parts(frame: pl.DataFrame) -> dict[int, pl.DataFrame]:
@@ -107,35 +208,31 @@ def sink_shards(
         )
         return {int(shard): part for (shard,), part in by_shard.items()}
 
-    try:
-        if ranked and in_memory:
-            for shard, part in shard_parts(rows.collect(engine="in-memory")).items():
-                write_ranked(part, temporary / shard_file(shard, shards), metadata)
-        else:
-            unsorted = "unsorted-" if ranked else ""
-            # A file that is read back once and deleted is written cheaply: lz4, dictionaries only for the columns
-            # that repeat (a run id written plain on every row would take more room than the rows themselves).
-            repeated = ["run_id", "query_id", "run_tag"]
-            options = {"compression": "lz4", "use_dictionary": repeated} if unsorted else {}
-            writers: dict[int, pq.ParquetWriter] = {}
-            try:
-                for batch in rows.collect_batches(chunk_size=batch_rows, engine="streaming"):
-                    for shard, part in shard_parts(batch).items():
-                        table = part.to_arrow()
-                        if shard not in writers:
-                            path = temporary / f"{unsorted}{shard_file(shard, shards)}"
-                            writers[shard] = pq.ParquetWriter(path, table.schema.with_metadata(metadata), **options)
-                        writers[shard].write_table(table)
-            finally:
-                for writer in writers.values():
-                    writer.close()
-            for shard in sorted(writers) if ranked else []:
-                intermediate = temporary / f"{unsorted}{shard_file(shard, shards)}"
-                write_ranked(pl.read_parquet(intermediate), temporary / shard_file(shard, shards), metadata)
-                intermediate.unlink()
-        os.replace(temporary, folder)
-    finally:
-        shutil.rmtree(temporary, ignore_errors=True)
+    if ranked and in_memory:
+        for shard, part in shard_parts(rows.collect(engine="in-memory")).items():
+            write_ranked(part, temporary / shard_file(shard, shards), metadata)
+    else:
+        unsorted = "unsorted-" if ranked else ""
+        # A file that is read back once and deleted is written cheaply: lz4, dictionaries only for the columns
+        # that repeat (a run id written plain on every row would take more room than the rows themselves).
+        repeated = ["run_id", "query_id", "run_tag"]
+        options = {"compression": "lz4", "use_dictionary": repeated} if unsorted else {}
+        writers: dict[int, pq.ParquetWriter] = {}
+        try:
+            for batch in rows.collect_batches(chunk_size=batch_rows, engine="streaming"):
+                for shard, part in shard_parts(batch).items():
+                    table = part.to_arrow()
+                    if shard not in writers:
+                        path = temporary / f"{unsorted}{shard_file(shard, shards)}"
+                        writers[shard] = pq.ParquetWriter(path, table.schema.with_metadata(metadata), **options)
+                    writers[shard].write_table(table)
+        finally:
+            for writer in writers.values():
+                writer.close()
+        for shard in sorted(writers) if ranked else []:
+            intermediate = temporary / f"{unsorted}{shard_file(shard, shards)}"
+            write_ranked(pl.read_parquet(intermediate), temporary / shard_file(shard, shards), metadata)
+            intermediate.unlink()
 
 
 def write_ranked(rows: pl.DataFrame, target: Path, metadata: dict[str, str]) -> None:
@@ -160,20 +257,17 @@ def now_utc() -> datetime:
     return datetime.now(UTC)
 
 
-def write_parquet_atomically(frame: pl.DataFrame, path: Path, metadata: dict[str, str]) -> bool:
-    """Write under a temporary name in the same directory, then rename into place. An existing file is never
-    touched (ids are content-derived, so it holds the same rows). Returns whether a file was written."""
+def write_parquet_atomically(frame: pl.DataFrame, path: Path, metadata: dict[str, str], root: Path) -> bool:
+    """Write in a staging folder of the warehouse `root` (see `staged`), then rename into place. An existing file
+    is never touched (ids are content-derived, so it holds the same rows). Returns whether a file was written."""
     if path.exists():
         return False
     path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f"{path.name}{TEMP_MARK}{uuid.uuid4().hex}")
-    try:
+    with staged(root, path) as temporary:
         frame.write_parquet(temporary, metadata=metadata, statistics=True)
         with temporary.open("rb") as handle:
             os.fsync(handle.fileno())
         os.replace(temporary, path)
-    finally:
-        temporary.unlink(missing_ok=True)
     return True
 
 
@@ -229,10 +323,14 @@ class Warehouse:
     # -- setup ----------------------------------------------------------------------------------------------------
 
     def ensure(self) -> Warehouse:
-        """Create the directory and each table's empty file, so the catalog's views always resolve."""
+        """Create the directory and each table's empty file, so the catalog's views always resolve; remove what
+        dead writers left in staging."""
         self.root.mkdir(parents=True, exist_ok=True)
+        remove_dead_staging(self.root)
         for name, (contract, _) in TABLES.items():
-            write_parquet_atomically(pl.DataFrame(schema=contract), self.root / _EMPTY[name], {"judged.table": name})
+            write_parquet_atomically(
+                pl.DataFrame(schema=contract), self.root / _EMPTY[name], {"judged.table": name}, self.root
+            )
         return self
 
     # -- judgment sets and runs -----------------------------------------------------------------------------------
@@ -256,13 +354,13 @@ class Warehouse:
         stored = self.root / folder / table_id
         sink_shards(
             rows, stored, shards, metadata, ranked=table.kind == "run", in_memory=n_rows <= limits.in_memory_sink_rows,
-            batch_rows=limits.sink_batch_rows,
+            batch_rows=limits.sink_batch_rows, root=self.root,
         )
         if table.kind == "run":
             record = record.with_columns(
                 n_duplicate_pairs=pl.lit(stored_duplicate_pairs(sorted(stored.glob("part-*.parquet"))), pl.Int64)
             )
-        write_parquet_atomically(record, record_path, metadata)  # last: makes the rows visible
+        write_parquet_atomically(record, record_path, metadata, self.root)  # last: makes the rows visible
         return StoreReport(table.kind, table_id, True, n_rows)
 
     def _table_record(self, table: LoadedTable, shards: int) -> pl.DataFrame:
@@ -354,10 +452,15 @@ class Warehouse:
         metadata = {"judged.provenance": provenance_json, "judged.spec": spec.canonical_json()}
         for shard, part in enumerate(per_query):
             write_parquet_atomically(
-                part, self.per_query_part(evaluation_id, shard, len(per_query)), metadata | {"judged.table": "per_query"}
+                part, self.per_query_part(evaluation_id, shard, len(per_query)),
+                metadata | {"judged.table": "per_query"}, self.root,
             )
-        write_parquet_atomically(summary, self.summary_part(evaluation_id), metadata | {"judged.table": "summary"})
-        write_parquet_atomically(record, self.evaluation_record(evaluation_id), metadata | {"judged.table": "evaluations"})
+        write_parquet_atomically(
+            summary, self.summary_part(evaluation_id), metadata | {"judged.table": "summary"}, self.root
+        )
+        write_parquet_atomically(
+            record, self.evaluation_record(evaluation_id), metadata | {"judged.table": "evaluations"}, self.root
+        )
         return True
 
     def load_evaluation(self, evaluation_id: str) -> tuple[dict, pl.DataFrame, pl.DataFrame]:
@@ -372,7 +475,9 @@ class Warehouse:
         return record, per_query, pl.read_parquet(self.summary_part(evaluation_id))
 
     def store_nightly(self, flow_run_id: str, rows: pl.DataFrame) -> None:
-        write_parquet_atomically(rows.cast(NIGHTLY), self.nightly_record(flow_run_id), {"judged.table": "nightly"})
+        write_parquet_atomically(
+            rows.cast(NIGHTLY), self.nightly_record(flow_run_id), {"judged.table": "nightly"}, self.root
+        )
 
     # -- catalog --------------------------------------------------------------------------------------------------
 
@@ -380,8 +485,7 @@ class Warehouse:
         """Regenerate the views-only DuckDB catalog under a temporary name and rename it over the old one: readers
         holding the old file keep reading it, and the writer never needs its lock."""
         self.ensure()
-        temporary = self.root / f"{CATALOG}{TEMP_MARK}{uuid.uuid4().hex}"
-        try:
+        with staged(self.root, self.catalog) as temporary:
             config = {"storage_compatibility_version": CATALOG_STORAGE_VERSION}
             with duckdb.connect(str(temporary), config=config) as connection:
                 # The stored views name files relative to the warehouse, so a copied or moved warehouse reads its
@@ -389,9 +493,6 @@ class Warehouse:
                 connection.execute(f"SET file_search_path = {_sql_string(str(self.root))}")
                 connection.execute(views_sql())
             os.replace(temporary, self.catalog)
-        finally:
-            temporary.unlink(missing_ok=True)
-            Path(f"{temporary}.wal").unlink(missing_ok=True)
         return self.catalog
 
 

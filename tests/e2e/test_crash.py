@@ -1,7 +1,7 @@
 """A process killed in the middle of writing an evaluation leaves nothing partial visible; a rerun completes it.
 
 The evaluate flow runs in a subprocess (against the session's Prefect server) whose Parquet writer stops right after
-writing one file under its temporary name; the test kills it there with SIGKILL.
+writing one file in its staging folder; the test kills it there with SIGKILL.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import pytest
 
 from judged.flows.pipeline import evaluate_flow, ingest_judgments, ingest_run
 from judged.flows.sql import open_readonly
-from judged.flows.warehouse import TEMP_MARK, Warehouse
+from judged.flows.warehouse import STAGING, Warehouse
 from judged.flows.versions import implementation_version
 from judged.schemas.provenance import evaluation_id
 from judged.schemas.spec import PRESETS
@@ -37,7 +37,7 @@ CHILD = textwrap.dedent(
 
     def write_then_hang(self, file, *args, **kwargs):
         write(self, file, *args, **kwargs)
-        if "{temp}" in str(file) and f"/{{pause_at}}/" in str(file):
+        if "/{staging}/" in str(file) and f"/{{pause_at}}/" in str(file):
             marker.write_text(str(file))
             time.sleep(600)
 
@@ -45,7 +45,7 @@ CHILD = textwrap.dedent(
     from judged.flows.pipeline import evaluate_flow
     evaluate_flow(sys.argv[3], [sys.argv[4]], sys.argv[5], sys.argv[6])
     """
-).format(temp=TEMP_MARK)
+).format(staging=STAGING)
 
 
 @pytest.mark.parametrize("pause_at", ["per_query", "summary", "evaluations"])
@@ -77,7 +77,7 @@ def test_killed_while_writing_then_rerun(prefect_harness: str, tmp_path: Path, p
             child.kill()
 
     store = Warehouse(warehouse)
-    assert TEMP_MARK in marker.read_text()
+    assert f"/{STAGING}/" in marker.read_text()
     assert not store.has_evaluation(expected_id)
     analyst = open_readonly(store)
     for table in ("evaluations", "per_query", "summary"):
@@ -91,5 +91,5 @@ def test_killed_while_writing_then_rerun(prefect_harness: str, tmp_path: Path, p
     value = analyst.execute("SELECT value FROM summary WHERE evaluation_id = ? AND cutoff = 10", [expected_id]).fetchall()
     analyst.close()
     assert value[0][0] == pytest.approx(0.4796, abs=5e-5)
-    # The killed writer's temporary file is left behind, and no view ever reads it.
-    assert list(warehouse.rglob(f"*{TEMP_MARK}*"))
+    # No view ever read the killed writer's staging, and the rerun removed it (no live process held it).
+    assert list((warehouse / STAGING).iterdir()) == []
