@@ -135,6 +135,57 @@ def spec_from_options(
     )
 
 
+# The spec options, declared once: `evaluate`, `nightly` and `serve` take the same ones (spec_from_options).
+CutoffsOption = Annotated[
+    str | None, typer.Option(help="Comma-separated k values; 'all' = whole list. Default: 5,10,15,20,30,100,200,500,1000.", rich_help_panel=_SPEC_PANEL)
+]
+MeasuresOption = Annotated[
+    str | None, typer.Option(help="Measures instead of nDCG at the cutoffs, e.g. nDCG@10,AP,RR@10,P@5,R@100,R-Prec,Judged@10,RBP(p=0.8); binary relevance at grade >= rel, e.g. P(rel=2)@5.", rich_help_panel=_SPEC_PANEL)
+]
+GainOption = Annotated[
+    str | None, typer.Option(help="linear (grade) or exponential (2^grade-1).", rich_help_panel=_SPEC_PANEL)
+]
+GainMapOption = Annotated[
+    str | None, typer.Option(help="Explicit gains, e.g. 0=0,1=0,2=2,3=3; every grade present must be mapped.", rich_help_panel=_SPEC_PANEL)
+]
+NegativeGradesOption = Annotated[
+    str | None, typer.Option(help="zero (gain 0) or error.", rich_help_panel=_SPEC_PANEL)
+]
+RankingOption = Annotated[
+    str | None, typer.Option(help="score (rank column kept for audit) or rank (trust the file's ranks).", rich_help_panel=_SPEC_PANEL)
+]
+PrecisionOption = Annotated[
+    str | None, typer.Option(help="Score precision: float64 or float32 (trec_eval 9, pytrec_eval).", rich_help_panel=_SPEC_PANEL)
+]
+TiesOption = Annotated[
+    str | None, typer.Option(help="docid_desc (trec_eval), docid_asc, or average (scikit-learn).", rich_help_panel=_SPEC_PANEL)
+]
+UnjudgedOption = Annotated[
+    str | None, typer.Option(help="zero (gain 0, counted) or condensed (removed before ranking, trec_eval -J).", rich_help_panel=_SPEC_PANEL)
+]
+IdealOption = Annotated[
+    str | None, typer.Option(help="Ideal universe: judged (all judged documents) or retrieved (scikit-learn).", rich_help_panel=_SPEC_PANEL)
+]
+NoRelevantOption = Annotated[
+    str | None, typer.Option(help="IDCG = 0: null (undefined, left out of the mean) or zero.", rich_help_panel=_SPEC_PANEL)
+]
+QuerySetOption = Annotated[
+    str | None, typer.Option(help="judged (missing queries score 0, trec_eval -c), both, or judged_strict.", rich_help_panel=_SPEC_PANEL)
+]
+RunDuplicatesOption = Annotated[
+    str | None, typer.Option(help="Duplicate run rows: error, first or last.", rich_help_panel=_SPEC_PANEL)
+]
+JudgmentDuplicatesOption = Annotated[
+    str | None, typer.Option(help="Duplicate judgments: error, first or last.", rich_help_panel=_SPEC_PANEL)
+]
+DepthOption = Annotated[
+    str | None, typer.Option(metavar="M", help="Cut each ranking to its first M documents first (trec_eval -M).", rich_help_panel=_SPEC_PANEL)
+]
+QueryWeightsOption = Annotated[
+    Path | None, typer.Option(help="File of `query_id weight` lines: weighted mean (unlisted queries weigh 1).", rich_help_panel=_SPEC_PANEL)
+]
+
+
 @app.command()
 def evaluate(
     qrels: Annotated[Path, typer.Argument(help="Judgments: TREC qrels `qid iter docid grade` (.gz ok) or Parquet.")],
@@ -144,32 +195,22 @@ def evaluate(
     preset: Annotated[
         str, typer.Option(help=f"Starting point for the spec: {', '.join(PRESETS)}. 'trec_eval' = trec_eval 10 -c.")
     ] = "judged",
-    cutoffs: Annotated[
-        str | None, typer.Option(help="Comma-separated k values; 'all' = whole list. Default: 5,10,15,20,30,100,200,500,1000.", rich_help_panel=_SPEC_PANEL)
-    ] = None,
-    measures: Annotated[
-        str | None, typer.Option(help="Measures instead of nDCG at the cutoffs, e.g. nDCG@10,AP,RR@10,P@5,R@100,R-Prec,"
-                                      "Judged@10,RBP(p=0.8); binary relevance at grade >= rel, e.g. P(rel=2)@5.",
-                                 rich_help_panel=_SPEC_PANEL)
-    ] = None,
-    gain: Annotated[str | None, typer.Option(help="linear (grade) or exponential (2^grade-1).", rich_help_panel=_SPEC_PANEL)] = None,
-    gain_map: Annotated[
-        str | None, typer.Option(help="Explicit gains, e.g. 0=0,1=0,2=2,3=3; every grade present must be mapped.", rich_help_panel=_SPEC_PANEL)
-    ] = None,
-    negative_grades: Annotated[str | None, typer.Option(help="zero (gain 0) or error.", rich_help_panel=_SPEC_PANEL)] = None,
-    ranking: Annotated[str | None, typer.Option(help="score (rank column kept for audit) or rank (trust the file's ranks).", rich_help_panel=_SPEC_PANEL)] = None,
-    precision: Annotated[str | None, typer.Option(help="Score precision: float64 or float32 (trec_eval 9, pytrec_eval).", rich_help_panel=_SPEC_PANEL)] = None,
-    ties: Annotated[str | None, typer.Option(help="docid_desc (trec_eval), docid_asc, or average (scikit-learn).", rich_help_panel=_SPEC_PANEL)] = None,
-    unjudged: Annotated[str | None, typer.Option(help="zero (gain 0, counted) or condensed (removed before ranking, trec_eval -J).", rich_help_panel=_SPEC_PANEL)] = None,
-    ideal: Annotated[str | None, typer.Option(help="Ideal universe: judged (all judged documents) or retrieved (scikit-learn).", rich_help_panel=_SPEC_PANEL)] = None,
-    no_relevant: Annotated[str | None, typer.Option(help="IDCG = 0: null (undefined, left out of the mean) or zero.", rich_help_panel=_SPEC_PANEL)] = None,
-    query_set: Annotated[str | None, typer.Option(help="judged (missing queries score 0, trec_eval -c), both, or judged_strict.", rich_help_panel=_SPEC_PANEL)] = None,
-    run_duplicates: Annotated[str | None, typer.Option(help="Duplicate run rows: error, first or last.", rich_help_panel=_SPEC_PANEL)] = None,
-    judgment_duplicates: Annotated[str | None, typer.Option(help="Duplicate judgments: error, first or last.", rich_help_panel=_SPEC_PANEL)] = None,
-    depth: Annotated[str | None, typer.Option(metavar="M", help="Cut each ranking to its first M documents first (trec_eval -M).", rich_help_panel=_SPEC_PANEL)] = None,
-    query_weights: Annotated[
-        Path | None, typer.Option(help="File of `query_id weight` lines: weighted mean (unlisted queries weigh 1).", rich_help_panel=_SPEC_PANEL)
-    ] = None,
+    cutoffs: CutoffsOption = None,
+    measures: MeasuresOption = None,
+    gain: GainOption = None,
+    gain_map: GainMapOption = None,
+    negative_grades: NegativeGradesOption = None,
+    ranking: RankingOption = None,
+    precision: PrecisionOption = None,
+    ties: TiesOption = None,
+    unjudged: UnjudgedOption = None,
+    ideal: IdealOption = None,
+    no_relevant: NoRelevantOption = None,
+    query_set: QuerySetOption = None,
+    run_duplicates: RunDuplicatesOption = None,
+    judgment_duplicates: JudgmentDuplicatesOption = None,
+    depth: DepthOption = None,
+    query_weights: QueryWeightsOption = None,
     output_format: Annotated[str, typer.Option("--format", help="table, json or trec (trec_eval -q lines).")] = "table",
     warehouse: Annotated[
         Path | None,
@@ -361,8 +402,9 @@ def _print_store_report(report: StoreReport, what: str) -> None:
         print(f"{what} {report.id} already in the warehouse: nothing new written")
 
 
-def _nightly_specs(presets: list[str], cutoffs: str | None) -> list[EvaluationSpec]:
-    return [build_spec(name, cutoffs=parse_cutoffs(cutoffs) if cutoffs else None) for name in presets]
+def _nightly_specs(presets: list[str], **spec_options: str | Path | None) -> list[EvaluationSpec]:
+    """One spec per preset, each with the same overrides (spec_from_options' keyword arguments)."""
+    return [spec_from_options(name, **spec_options) for name in presets]
 
 
 @app.command()
@@ -372,14 +414,35 @@ def nightly(
     judgments: Annotated[str, typer.Option(help="Judgment set: a qrels file, an id, or a name (its latest version).")]
     = "trec-dl-2020-passage",
     preset: Annotated[list[str] | None, typer.Option(help="Spec preset, repeatable: one evaluation per spec.")] = None,
-    cutoffs: Annotated[str | None, typer.Option(help="Cutoffs for every spec, e.g. 10,100,1000.")] = None,
+    cutoffs: CutoffsOption = None,
+    measures: MeasuresOption = None,
+    gain: GainOption = None,
+    gain_map: GainMapOption = None,
+    negative_grades: NegativeGradesOption = None,
+    ranking: RankingOption = None,
+    precision: PrecisionOption = None,
+    ties: TiesOption = None,
+    unjudged: UnjudgedOption = None,
+    ideal: IdealOption = None,
+    no_relevant: NoRelevantOption = None,
+    query_set: QuerySetOption = None,
+    run_duplicates: RunDuplicatesOption = None,
+    judgment_duplicates: JudgmentDuplicatesOption = None,
+    depth: DepthOption = None,
+    query_weights: QueryWeightsOption = None,
     warehouse: Annotated[Path, typer.Option(help=_WAREHOUSE_HELP)] = Path("warehouse"),
 ) -> None:
     """Run the nightly job once: ingest and evaluate every run waiting in the inbox."""
     from judged.flows.pipeline import nightly as nightly_flow
 
     try:
-        specs = _nightly_specs(preset or ["trec_eval"], cutoffs)
+        specs = _nightly_specs(
+            preset or ["trec_eval"], cutoffs=cutoffs, measures=measures, gain=gain, gain_map=gain_map,
+            negative_grades=negative_grades, ranking=ranking, precision=precision, ties=ties,
+            unjudged=unjudged, ideal=ideal, no_relevant=no_relevant, query_set=query_set,
+            run_duplicates=run_duplicates, judgment_duplicates=judgment_duplicates, depth=depth,
+            query_weights=query_weights,
+        )
         _announce_inbox(inbox)
         report = nightly_flow(str(inbox), judgments, [s.canonical_json() for s in specs], str(warehouse))
     except SpecError as error:
@@ -419,7 +482,22 @@ def serve(
     judgments: Annotated[str, typer.Option(help="Judgment set: a qrels file, an id, or a name.")]
     = "trec-dl-2020-passage",
     preset: Annotated[list[str] | None, typer.Option(help="Spec preset, repeatable.")] = None,
-    cutoffs: Annotated[str | None, typer.Option(help="Cutoffs for every spec.")] = None,
+    cutoffs: CutoffsOption = None,
+    measures: MeasuresOption = None,
+    gain: GainOption = None,
+    gain_map: GainMapOption = None,
+    negative_grades: NegativeGradesOption = None,
+    ranking: RankingOption = None,
+    precision: PrecisionOption = None,
+    ties: TiesOption = None,
+    unjudged: UnjudgedOption = None,
+    ideal: IdealOption = None,
+    no_relevant: NoRelevantOption = None,
+    query_set: QuerySetOption = None,
+    run_duplicates: RunDuplicatesOption = None,
+    judgment_duplicates: JudgmentDuplicatesOption = None,
+    depth: DepthOption = None,
+    query_weights: QueryWeightsOption = None,
     warehouse: Annotated[Path, typer.Option(help=_WAREHOUSE_HELP)] = Path("warehouse"),
     name: Annotated[str, typer.Option(help="Deployment name.")] = "judged-nightly",
 ) -> None:
@@ -428,9 +506,17 @@ def serve(
     from judged.flows.pipeline import nightly as nightly_flow
 
     try:
-        specs = _nightly_specs(preset or ["trec_eval"], cutoffs)
+        specs = _nightly_specs(
+            preset or ["trec_eval"], cutoffs=cutoffs, measures=measures, gain=gain, gain_map=gain_map,
+            negative_grades=negative_grades, ranking=ranking, precision=precision, ties=ties,
+            unjudged=unjudged, ideal=ideal, no_relevant=no_relevant, query_set=query_set,
+            run_duplicates=run_duplicates, judgment_duplicates=judgment_duplicates, depth=depth,
+            query_weights=query_weights,
+        )
     except SpecError as error:
         raise _fail(str(error), EXIT_USAGE) from None
+    except InputError as error:
+        raise _fail(str(error), EXIT_INPUT) from None
     if not os.environ.get("PREFECT_API_URL"):
         raise _fail("serve needs a Prefect server: start one with `prefect server start` and set PREFECT_API_URL",
                     EXIT_USAGE)

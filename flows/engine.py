@@ -328,3 +328,11 @@ def coverage_warnings(summary: pl.DataFrame, spec: EvaluationSpec) -> list[str]:
         mapped = "counted as gain 0" if spec.unjudged == "zero" else "removed (condensed lists)"
         warnings.append(f"unjudged share of the scored queries' retrieved documents, {mapped}: {', '.join(shares)}")
     return warnings
+
+
+def check_before_storing(run: LoadedTable, judgments: LoadedTable, spec: EvaluationSpec) -> None:
+    """Every check of `evaluate_part` that can refuse these inputs under the spec (duplicates under an `error`
+    policy, then `check_inputs`), without evaluating: a flow runs it before it stores anything of them."""
+    judgment_rows, _ = without_duplicates(judgments, spec.judgment_duplicates, suspected=True)
+    run_rows, _ = without_duplicates(run, spec.run_duplicates, suspected=not run.duplicate_free)
+    check_inputs(run, run_rows, judgments, judgment_rows, spec)

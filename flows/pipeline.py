@@ -7,12 +7,15 @@ without orchestration). Tasks pass paths, identifiers and content hashes, never 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import time
+import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import polars as pl
 from prefect import flow, get_run_logger, task
@@ -20,12 +23,12 @@ from prefect.task_runners import ThreadPoolTaskRunner
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.runtime import flow_run
 
-from judged.flows.engine import EvaluationResult, Part, Plan, assemble, evaluate_part, plan
+from judged.flows.engine import EvaluationResult, Part, Plan, assemble, check_before_storing, evaluate_part, plan
 from judged.flows.hashing import content_hashes
 from judged.flows.io import SIDECAR_SUFFIX, Metadata, load_table, open_stored
 from judged.flows.limits import DEFAULT_LIMITS, Limits
 from judged.flows.versions import implementation_commit, implementation_version, library_versions
-from judged.flows.warehouse import StoreReport, Warehouse, now_utc, write_parquet_atomically
+from judged.flows.warehouse import StoreReport, Warehouse, hold_lock, now_utc, write_parquet_atomically
 from judged.flows.wording import counted
 from judged.schemas.provenance import InputRecord, ProvenanceRecord
 from judged.schemas.spec import EvaluationSpec
@@ -37,6 +40,8 @@ DEFAULT_WAREHOUSE = "warehouse"
 LOCAL_SHARD_WORKERS = 2
 PROCESSED = "processed"
 REJECTED = "rejected"
+# Files a nightly process is handling: <inbox>/.claimed/<claim id>/<file>, held by a lock on <claim id>.lock.
+CLAIMED = ".claimed"
 
 
 # -- plain functions: what the tasks do ---------------------------------------------------------------------------
@@ -51,6 +56,54 @@ def ingest_file(
     started = time.perf_counter()
     loaded = load_table(path, kind, metadata, limits=limits)  # type: ignore[arg-type]
     report = warehouse.store_table(loaded, limits)
+    return replace(report, seconds=time.perf_counter() - started)
+
+
+def check_inputs_before_storing(
+    warehouse: Warehouse, judgments: str, runs: list[str], specs: list[EvaluationSpec],
+    judgments_metadata: Metadata | None = None,
+) -> None:
+    """Every check that could refuse these inputs under these specs, before anything of them is stored: files are
+    read and validated, ids resolved, and each run checked against the judgments as its evaluation would check it.
+    Raises InputError naming the input. When nothing would be stored (every input is already in the warehouse),
+    the evaluation's own checks refuse what is wrong, and these are skipped."""
+    if not _stores_something(warehouse, judgments, runs):
+        return
+    judgment_table = (
+        load_table(judgments, "judgments", judgments_metadata) if Path(judgments).is_file()
+        else warehouse.load_stored("judgments", warehouse.resolve_judgment_set(judgments))
+    )
+    for run in runs:
+        if Path(run).is_file():
+            run_table = load_table(run, "run")
+        elif Path(run).is_dir():
+            run_table = open_stored(Path(run), "run").load()
+        else:
+            run_table = warehouse.load_stored("run", warehouse.require_run(run))
+        for spec in specs:
+            check_before_storing(run_table, judgment_table, spec)
+
+
+def _stores_something(warehouse: Warehouse, judgments: str, runs: list[str]) -> bool:
+    """Whether evaluating these inputs would store any of them: a file, or a stored run from another warehouse."""
+    return Path(judgments).is_file() or any(
+        Path(run).is_file()
+        or (Path(run).is_dir() and not warehouse.run_record(open_stored(Path(run), "run").table_id).exists())
+        for run in runs
+    )
+
+
+def ingest_checked_run(
+    warehouse: Warehouse, path: str | Path, judgment_set_id: str, specs: list[EvaluationSpec]
+) -> StoreReport:
+    """Read and validate a run, check it against a stored judgment set under every spec, and only then store it:
+    a run its evaluation would refuse is never stored."""
+    started = time.perf_counter()
+    run = load_table(path, "run")
+    judgments = warehouse.load_stored("judgments", judgment_set_id)
+    for spec in specs:
+        check_before_storing(run, judgments, spec)
+    report = warehouse.store_table(run)
     return replace(report, seconds=time.perf_counter() - started)
 
 
@@ -253,6 +306,20 @@ def ingest_file_task(
     return report
 
 
+@task(name="check-inputs")
+def check_inputs_task(
+    warehouse_root: str, judgments: str, runs: list[str], spec_jsons: list[str], judgments_metadata: Metadata | None
+) -> None:
+    specs = [EvaluationSpec.from_canonical_json(text) for text in spec_jsons]
+    check_inputs_before_storing(Warehouse(warehouse_root), judgments, runs, specs, judgments_metadata)
+
+
+@task(name="ingest-checked-run")
+def ingest_checked_run_task(warehouse_root: str, path: str, judgment_set_id: str, spec_jsons: list[str]) -> StoreReport:
+    specs = [EvaluationSpec.from_canonical_json(text) for text in spec_jsons]
+    return ingest_checked_run(Warehouse(warehouse_root), path, judgment_set_id, specs)
+
+
 @task(name="plan-evaluation")
 def plan_task(
     warehouse_root: str, run_id: str, judgment_set_id: str, spec: EvaluationSpec, limits: Limits
@@ -386,6 +453,7 @@ def evaluate_flow(
     the warehouse (a judgment set may also be named: its latest version is used)."""
     spec = EvaluationSpec.from_canonical_json(spec_json)
     store = Warehouse(warehouse)
+    check_inputs_task(warehouse, judgments, runs, [spec_json], judgments_metadata)  # before anything is stored
     judgment_set_id = _judgment_set(store, judgments, judgments_metadata)
     run_ids = [_run(store, run) for run in runs]
     reports = evaluate_runs(warehouse, run_ids, judgment_set_id, [spec])
@@ -437,9 +505,79 @@ def prepare_inbox(inbox: Path) -> list[Path]:
 
 
 def inbox_files(inbox: Path) -> list[Path]:
-    """Run files waiting in the inbox (sidecars travel with their file; processed/ and rejected/ are done)."""
+    """Run files waiting in the inbox (sidecars travel with their file; processed/, rejected/ and the claims of
+    running nightlies are folders)."""
     return sorted(p for p in inbox.iterdir() if p.is_file() and not p.name.endswith(SIDECAR_SUFFIX)
                   and not p.name.startswith("."))
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A run file one nightly process has taken from the inbox: `<inbox>/.claimed/<id>/<file>`, held by a lock
+    on `<id>.lock` until it is set aside (or the process ends, however it ends: then another takes it over)."""
+
+    id: str
+    file: Path
+    lock: BinaryIO
+
+    @property
+    def folder(self) -> Path:
+        return self.file.parent
+
+    def release(self) -> None:
+        shutil.rmtree(self.folder, ignore_errors=True)
+        self.folder.with_name(f"{self.id}.lock").unlink(missing_ok=True)
+        self.lock.close()
+
+
+def claimed_files(inbox: Path) -> Iterator[Claim]:
+    """The inbox's files, each claimed by this process just before it is handled: first the claims of nightly
+    processes that died (their lock is free), then waiting files, each taken by renaming it into a claim folder of
+    our own. A file another process renamed first is theirs: it is skipped, never handled twice."""
+    claims = inbox / CLAIMED
+    while True:
+        claim = _take_over_dead_claim(claims) or _claim_waiting_file(inbox, claims)
+        if claim is None:
+            return
+        yield claim
+
+
+def _take_over_dead_claim(claims: Path) -> Claim | None:
+    if not claims.is_dir():
+        return None
+    for folder in sorted(p for p in claims.iterdir() if p.is_dir()):
+        lock = hold_lock(folder.with_name(f"{folder.name}.lock"))
+        if lock is None:
+            continue  # a live nightly is handling it
+        files = sorted(p for p in folder.iterdir() if not p.name.endswith((SIDECAR_SUFFIX, ".error.txt")))
+        if not files:  # its file was already set aside when its process died
+            Claim(folder.name, folder / "-", lock).release()
+            continue
+        return Claim(folder.name, files[0], lock)
+    return None
+
+
+def _claim_waiting_file(inbox: Path, claims: Path) -> Claim | None:
+    for path in inbox_files(inbox):
+        claim_id = uuid.uuid4().hex
+        claims.mkdir(exist_ok=True)
+        lock = hold_lock(claims / f"{claim_id}.lock")
+        if lock is None:
+            continue
+        claim = Claim(claim_id, claims / claim_id / path.name, lock)
+        claim.folder.mkdir()
+        try:
+            os.rename(path, claim.file)
+        except FileNotFoundError:  # another nightly claimed it first
+            claim.release()
+            continue
+        sidecar = path.with_name(path.name + SIDECAR_SUFFIX)
+        try:
+            os.rename(sidecar, claim.file.with_name(sidecar.name))
+        except FileNotFoundError:
+            pass
+        return claim
+    return None
 
 
 def free_target(path: Path, folder: Path) -> Path:
@@ -461,6 +599,39 @@ def set_aside(path: Path, target: Path, error: str | None = None) -> Path:
     if error is not None:
         target.with_name(target.name + ".error.txt").write_text(error + "\n")
     return target
+
+
+def _failure_message(error: BaseException | None) -> str:
+    return str(error) if isinstance(error, InputError) else f"{type(error).__name__}: {error}"
+
+
+def _night_of_one_file(
+    store: Warehouse, path: Path, inbox: Path, judgment_set_id: str, specs: list[EvaluationSpec]
+) -> tuple[dict[str, Any], list[EvaluationReport]]:
+    """Inside the nightly flow: check, store and evaluate one claimed run file. Returns its `nightly` row (with
+    where the file is to be moved) and its evaluations; any failure makes a `rejected` row (a bad file never stops
+    the night)."""
+    warehouse = str(store.root)
+    row: dict[str, Any] = {"file": path.name, "run_id": None, "evaluation_ids": [], "error": None,
+                           "source_sha256": None}
+    spec_jsons = [spec.canonical_json() for spec in specs]
+    state = ingest_checked_run_task(warehouse, str(path), judgment_set_id, spec_jsons, return_state=True)
+    if state.is_failed():
+        message = _failure_message(state.result(raise_on_failure=False))
+        return row | {"outcome": "rejected", "error": message,
+                      "moved_to": str(free_target(path, inbox / REJECTED).absolute())}, []
+    stored: StoreReport = state.result()
+    row["run_id"] = stored.id
+    # Chosen before the evaluation, so that its provenance record names where the file will lie.
+    target = free_target(path, inbox / PROCESSED).absolute()
+    try:
+        reports = evaluate_runs(warehouse, [stored.id], judgment_set_id, specs, moved_to={stored.id: str(target)})
+    except Exception as error:  # checked before storing; whatever still fails is recorded, and the night goes on
+        return row | {"outcome": "rejected", "error": _failure_message(error),
+                      "moved_to": str(free_target(path, inbox / REJECTED).absolute())}, []
+    source_sha256 = store.record("run", stored.id)["source_sha256"] if stored.created else content_hashes(path)[0]
+    return row | {"outcome": "evaluated" if stored.created else "duplicate", "source_sha256": source_sha256,
+                  "evaluation_ids": [r.evaluation_id for r in reports], "moved_to": str(target)}, reports
 
 
 @flow(name="nightly", task_runner=ThreadPoolTaskRunner(max_workers=LOCAL_SHARD_WORKERS))
@@ -486,37 +657,27 @@ def nightly(
                 judgment_set_id, counted(len(specs), "spec"), ", ".join(spec.full_label() for spec in specs))
     evaluated: list[EvaluationReport] = []
     rejected: dict[str, str] = {}
-    rows: list[dict[str, object]] = []
-    for path in waiting:
-        state = ingest_file_task(warehouse, str(path), "run", return_state=True)
-        if state.is_failed():
-            error = state.result(raise_on_failure=False)
-            message = str(error) if isinstance(error, InputError) else f"{type(error).__name__}: {error}"
-            target = set_aside(path, free_target(path, inbox_path / REJECTED).absolute(), message)
-            logger.warning("%s rejected, moved to %s: %s", path.name, target, message)
-            rejected[path.name] = message
-            rows.append({"file": path.name, "outcome": "rejected", "error": message, "moved_to": str(target)})
-            continue
-        stored: StoreReport = state.result()
-        # Chosen before the evaluation, so that its provenance record names where the file will lie.
-        target = free_target(path, inbox_path / PROCESSED).absolute()
-        reports = evaluate_runs(warehouse, [stored.id], judgment_set_id, specs, moved_to={stored.id: str(target)})
-        evaluated += reports
-        source_sha256 = (store.record("run", stored.id)["source_sha256"] if stored.created
-                         else content_hashes(path)[0])
-        set_aside(path, target)
-        logger.info("%s evaluated (%s), moved to %s", path.name, counted(len(reports), "evaluation"), target)
-        rows.append({"file": path.name, "outcome": "evaluated" if stored.created else "duplicate", "run_id": stored.id,
-                     "evaluation_ids": [r.evaluation_id for r in reports], "source_sha256": source_sha256,
-                     "moved_to": str(target)})
-    nightly_rows = pl.DataFrame(
-        [{"flow_run_id": flow_run_id, "started_at": started, "judgment_set_id": judgment_set_id, "run_id": None,
-          "evaluation_ids": [], "error": None, "source_sha256": None, "moved_to": None, **row} for row in rows],
-        schema=NIGHTLY,
-    )
-    store.store_nightly(flow_run_id, nightly_rows)
-    logger.info("night recorded in %s: %s evaluated, %s rejected", store.nightly_record(flow_run_id),
-                counted(len(rows) - len(rejected), "file"), counted(len(rejected), "file"))
+    for claim in claimed_files(inbox_path):
+        # The file's row is written as part of finishing it (keyed by its claim): a night killed after the row
+        # and rerun sets the file aside without a second row.
+        record = store.nightly_record(claim.id)
+        if record.exists():
+            row = pl.read_parquet(record).row(0, named=True)
+            reports = [EvaluationReport(e, False, row["run_id"], judgment_set_id) for e in row["evaluation_ids"]]
+        else:
+            row, reports = _night_of_one_file(store, claim.file, inbox_path, judgment_set_id, specs)
+            row |= {"flow_run_id": flow_run_id, "started_at": started, "judgment_set_id": judgment_set_id}
+            store.store_nightly(claim.id, pl.DataFrame([row], schema=NIGHTLY))
+        target = set_aside(claim.file, Path(row["moved_to"]), row["error"])
+        if row["outcome"] == "rejected":
+            logger.warning("%s rejected, moved to %s: %s", row["file"], target, row["error"])
+            rejected[row["file"]] = row["error"]
+        else:
+            logger.info("%s evaluated (%s), moved to %s", row["file"], counted(len(reports), "evaluation"), target)
+            evaluated += reports
+        claim.release()
+    logger.info("night recorded in %s: %s evaluated, %s rejected", store.root / "nightly",
+                counted(len(evaluated), "evaluation"), counted(len(rejected), "file"))
     refresh_catalog_task(warehouse)
     publish_artifacts_task(warehouse, evaluated)
     return NightlyReport(flow_run_id, evaluated, rejected)

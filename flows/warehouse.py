@@ -313,8 +313,9 @@ class Warehouse:
     def summary_part(self, evaluation_id: str) -> Path:
         return self.root / "summary" / evaluation_id / "part-0.parquet"
 
-    def nightly_record(self, flow_run_id: str) -> Path:
-        return self.root / "nightly" / f"{flow_run_id}.parquet"
+    def nightly_record(self, claim_id: str) -> Path:
+        """The `nightly` row of one inbox file, keyed by the claim that handled it (see pipeline.claimed_files)."""
+        return self.root / "nightly" / f"{claim_id}.parquet"
 
     @property
     def catalog(self) -> Path:
@@ -474,9 +475,9 @@ class Warehouse:
         )
         return record, per_query, pl.read_parquet(self.summary_part(evaluation_id))
 
-    def store_nightly(self, flow_run_id: str, rows: pl.DataFrame) -> None:
+    def store_nightly(self, claim_id: str, rows: pl.DataFrame) -> None:
         write_parquet_atomically(
-            rows.cast(NIGHTLY), self.nightly_record(flow_run_id), {"judged.table": "nightly"}, self.root
+            rows.cast(NIGHTLY), self.nightly_record(claim_id), {"judged.table": "nightly"}, self.root
         )
 
     # -- catalog --------------------------------------------------------------------------------------------------

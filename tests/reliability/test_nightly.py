@@ -1,0 +1,129 @@
+"""A night survives bad runs, and two nightly processes can share one inbox.
+
+Inputs are the seed fixture (data/seed: one query, documents graded 3, 0, 2 in returned order): its NDCG@10 is
+(3 + 0 + 2/log2(4)) / (3 + 2/log2(3) + 0) = 4 / 4.2619 = 0.9386. Runs that differ only by their tag are different
+runs with the same value.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+from judged.flows.cli import app
+from judged.flows.pipeline import CLAIMED, nightly
+from judged.flows.sql import run_query
+from judged.flows.warehouse import Warehouse
+from judged.schemas.spec import PRESETS
+from tests.conftest import REPO
+from tests.helpers import tree_listing
+
+SEED_QRELS = REPO / "data" / "seed" / "qrels.txt"
+SEED_NDCG_10 = 0.9386
+SPEC = PRESETS["trec_eval"].with_options(cutoffs=(10,))
+runner = CliRunner()
+
+
+def seed_run(tag: str) -> str:
+    return f"q1 Q0 d1 1 3.0 {tag}\nq1 Q0 d2 2 2.0 {tag}\nq1 Q0 d3 3 1.0 {tag}\n"
+
+
+REPEATED_DOCUMENT = "q1 Q0 d1 1 3.0 rep\nq1 Q0 d2 2 2.0 rep\nq1 Q0 d1 3 1.0 rep\n"
+
+
+def test_a_run_its_evaluation_refuses_is_rejected_before_storing_and_the_night_goes_on(
+    prefect_harness: str, tmp_path: Path
+) -> None:
+    warehouse, inbox = tmp_path / "warehouse", tmp_path / "inbox"
+    inbox.mkdir()
+    (inbox / "a.run").write_text(seed_run("a"))
+    (inbox / "b-repeated.run").write_text(REPEATED_DOCUMENT)  # run_duplicates = error (the trec_eval preset)
+    (inbox / "c.run").write_text(seed_run("c"))
+    report = nightly(str(inbox), str(SEED_QRELS), [SPEC.canonical_json()], str(warehouse))
+
+    assert set(report.rejected) == {"b-repeated.run"}
+    assert "duplicate" in report.rejected["b-repeated.run"] and "line 3" in report.rejected["b-repeated.run"]
+    assert len(report.evaluated) == 2
+    assert sorted(p.name for p in (inbox / "processed").iterdir()) == ["a.run", "c.run"]
+    assert "line 3" in (inbox / "rejected" / "b-repeated.run.error.txt").read_text()
+    assert not any((inbox / CLAIMED).iterdir())
+    store = Warehouse(warehouse)
+    rows = run_query(store, "SELECT file, outcome, run_id IS NULL FROM nightly ORDER BY file").rows
+    assert rows == [("a.run", "evaluated", False), ("b-repeated.run", "rejected", True), ("c.run", "evaluated", False)]
+    # Nothing of the refused run was stored: only the two good runs are in the warehouse.
+    assert run_query(store, "SELECT count(*) FROM runs").rows == [(2,)]
+    values = run_query(store, "SELECT value FROM summary").rows
+    assert [v for (v,) in values] == pytest.approx([SEED_NDCG_10] * 2, abs=5e-5)
+
+
+def test_evaluate_into_a_warehouse_refuses_before_storing(prefect_harness: str, tmp_path: Path) -> None:
+    warehouse = tmp_path / "warehouse"
+    good, repeated = tmp_path / "good.run", tmp_path / "repeated.run"
+    good.write_text(seed_run("good"))
+    repeated.write_text(REPEATED_DOCUMENT)
+    assert runner.invoke(app, ["evaluate", str(SEED_QRELS), str(good), "--warehouse", str(warehouse)]).exit_code == 0
+    before = tree_listing(warehouse)
+    duplicated_qrels = tmp_path / "qrels.txt"
+    duplicated_qrels.write_text(SEED_QRELS.read_text() + "q1 0 d1 1\n")
+    for arguments in ([str(SEED_QRELS), str(repeated)], [str(duplicated_qrels), str(good)],
+                      [str(SEED_QRELS), str(good), "--query-set", "judged_strict", "--gain-map", "0=0,3=3"]):
+        result = runner.invoke(app, ["evaluate", *arguments, "--warehouse", str(warehouse)])
+        assert result.exit_code == 1, result.output
+        assert result.stderr.startswith("judged: error: ") and len(result.stderr.strip().splitlines()) == 1
+        assert tree_listing(warehouse) == before, arguments
+
+
+TWO_NIGHTLIES = textwrap.dedent(
+    """
+    import sys
+    from judged.flows.pipeline import nightly
+    report = nightly(sys.argv[1], sys.argv[2], [sys.argv[3]], sys.argv[4])
+    print(len(report.evaluated), len(report.rejected))
+    """
+)
+
+
+def test_two_nightly_processes_on_one_inbox_handle_each_file_once(prefect_harness: str, tmp_path: Path) -> None:
+    warehouse, inbox = tmp_path / "warehouse", tmp_path / "inbox"
+    inbox.mkdir()
+    names = [f"run-{i:02d}.txt" for i in range(8)]
+    for name in names:
+        (inbox / name).write_text(seed_run(name))
+    (inbox / "bad.txt").write_text("q1 Q0 d1 one 3.0 bad\n")
+    env = os.environ | {"PREFECT_API_URL": prefect_harness}
+    arguments = [str(inbox), str(SEED_QRELS), SPEC.canonical_json(), str(warehouse)]
+    children = [subprocess.Popen([sys.executable, "-c", TWO_NIGHTLIES, *arguments], env=env,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outputs = [child.communicate(timeout=600) for child in children]
+    assert [child.returncode for child in children] == [0, 0], [err[-2000:] for _, err in outputs]
+    assert sorted(p.name for p in (inbox / "processed").iterdir()) == names
+    assert sorted(p.name for p in (inbox / "rejected").iterdir()) == ["bad.txt", "bad.txt.error.txt"]
+    recorded = run_query(Warehouse(warehouse), "SELECT file, count(*) FROM nightly GROUP BY file ORDER BY file").rows
+    assert recorded == [("bad.txt", 1), *[(name, 1) for name in names]]
+    handled = [tuple(map(int, out.split())) for out, _ in outputs]
+    assert sum(evaluated for evaluated, _ in handled) == len(names)
+    assert pl.read_parquet(warehouse / "summary" / "*" / "*.parquet")["value"].to_list() == pytest.approx(
+        [SEED_NDCG_10] * len(names), abs=5e-5)
+
+
+def test_nightly_takes_the_spec_options_evaluate_takes(prefect_harness: str, tmp_path: Path) -> None:
+    warehouse, inbox = tmp_path / "warehouse", tmp_path / "inbox"
+    inbox.mkdir()
+    (inbox / "repeated.run").write_text(REPEATED_DOCUMENT)
+    result = runner.invoke(app, ["nightly", "--inbox", str(inbox), "--judgments", str(SEED_QRELS), "--warehouse",
+                                 str(warehouse), "--preset", "trec_eval", "--cutoffs", "10", "--run-duplicates", "first"])
+    assert result.exit_code == 0, result.output
+    assert "1 evaluation, 0 files rejected" in result.stdout
+    # The first d1 (rank 1, score 3.0) is kept: d1, d2 graded 3, 0 -> 3 / (3 + 2/log2(3)) = 3 / 4.2619 = 0.7039.
+    (value,) = run_query(Warehouse(warehouse), "SELECT value FROM summary").rows[0]
+    assert value == pytest.approx(0.7039, abs=5e-5)
+    bad = runner.invoke(app, ["nightly", "--inbox", str(inbox), "--judgments", str(SEED_QRELS), "--warehouse",
+                              str(warehouse), "--run-duplicates", "sometimes"])
+    assert bad.exit_code == 2 and "run" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
