@@ -295,7 +295,11 @@ def summary_rows(warehouse: Warehouse, reports: list[EvaluationReport]) -> list[
 def ingest_file_task(
     warehouse_root: str, path: str, kind: str, metadata: Metadata | None = None, limits: Limits = DEFAULT_LIMITS
 ) -> StoreReport:
-    report = ingest_file(Warehouse(warehouse_root), path, kind, metadata, limits)
+    return _logged(path, kind, ingest_file(Warehouse(warehouse_root), path, kind, metadata, limits))
+
+
+def _logged(path: str, kind: str, report: StoreReport) -> StoreReport:
+    """The report, after saying in the task's log what was stored."""
     what = "judgment set" if kind == "judgments" else kind
     if report.created:
         get_run_logger().info("%s: stored %s %s, %s in %.2f s", path, what, report.id, counted(report.n_rows, "row"),
@@ -317,7 +321,7 @@ def check_inputs_task(
 @task(name="ingest-checked-run")
 def ingest_checked_run_task(warehouse_root: str, path: str, judgment_set_id: str, spec_jsons: list[str]) -> StoreReport:
     specs = [EvaluationSpec.from_canonical_json(text) for text in spec_jsons]
-    return ingest_checked_run(Warehouse(warehouse_root), path, judgment_set_id, specs)
+    return _logged(path, "run", ingest_checked_run(Warehouse(warehouse_root), path, judgment_set_id, specs))
 
 
 @task(name="plan-evaluation")

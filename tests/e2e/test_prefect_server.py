@@ -165,7 +165,7 @@ def test_readme_first_night_on_a_real_server(server: tuple[str, dict[str, str]],
     assert run_record["original_name"] == "input.p_bm25.gz"
     assert run_record["moved_to"] == str(moved.absolute())
     assert run_record["source_sha256"] == hashlib.sha256(moved.read_bytes()).hexdigest()
-    night = pl.read_parquet(warehouse / "nightly" / f"{flow_run_id}.parquet")
+    night = pl.read_parquet(warehouse / "nightly" / "*.parquet").filter(pl.col("flow_run_id") == flow_run_id)
     assert night.select("file", "outcome", "moved_to", "source_sha256").rows() == [
         ("input.p_bm25.gz", "evaluated", str(moved.absolute()), run_record["source_sha256"])]
 
