@@ -47,13 +47,17 @@ from judged.schemas.provenance import JudgmentSetMetadata, RunMetadata, canonica
 from judged.schemas.spec import EvaluationSpec
 from judged.schemas.tables import (
     EVALUATIONS,
+    EVALUATIONS_TABLE,
     JUDGMENT_SETS,
     NIGHTLY,
     RUN_ROWS,
     RUNS,
     STORED_JUDGMENTS,
     STORED_PER_QUERY,
+    STORED_PER_QUERY_TABLE,
     STORED_SUMMARY,
+    STORED_SUMMARY_TABLE,
+    comment_statements,
 )
 from judged.transforms.duplicates import duplicate_pairs, may_have_duplicates
 from judged.transforms.errors import InputError
@@ -449,6 +453,12 @@ class Warehouse:
         evaluation_id = str(record["evaluation_id"][0])
         if self.has_evaluation(evaluation_id):
             return False
+        # Checked against their declarations before anything is written: a stored row never breaks its contract.
+        # (A per-query part's key is checked by the tests: on millions of rows the check is not free.)
+        EVALUATIONS_TABLE.validate(record)
+        STORED_SUMMARY_TABLE.validate(summary)
+        for part in per_query:
+            STORED_PER_QUERY_TABLE.validate(part, check_key=False)
         self.ensure()
         metadata = {"judged.provenance": provenance_json, "judged.spec": spec.canonical_json()}
         for shard, part in enumerate(per_query):
@@ -501,10 +511,11 @@ def views_sql(root: Path | None = None) -> str:
     """The catalog's view definitions (transforms/views.sql) with every table's file glob filled in: under `root`,
     or without one relative to the warehouse directory, as the stored catalog has them (a plain DuckDB client then
     runs in the warehouse directory or sets `file_search_path` to it; `judged sql` builds the views for the
-    warehouse's own path each time)."""
+    warehouse's own path each time). Then the comments on each view and column, from their declarations
+    (schemas/tables.py)."""
     template = resources.files("judged.transforms").joinpath("views.sql").read_text()
     globs = {name: _sql_string(str(root / glob) if root else glob) for name, (_, glob) in TABLES.items()}
-    return template.format(**globs)
+    return template.format(**globs) + "\n" + comment_statements()
 
 
 def _sql_string(text: str) -> str:

@@ -77,3 +77,19 @@ def test_unknown_evaluation_is_an_input_error(workspace: Path) -> None:
         warehouse.per_query("0000")
     with pytest.raises(judged.InputError, match="no evaluation with id 0000"):
         warehouse.evaluation("0000")
+
+
+def test_every_stored_table_keeps_its_declared_contract(workspace: Path) -> None:
+    from judged.flows.warehouse import TABLES
+    from judged.schemas.tables import VIEWS
+
+    root = workspace / "warehouse"
+    checked = []
+    for name, (_, glob) in TABLES.items():
+        files = [path for path in sorted(root.glob(glob)) if "_empty" not in path.as_posix()]
+        if not files:
+            continue
+        frame = pl.concat([pl.read_parquet(path) for path in files], how="vertical")
+        assert VIEWS[name].problems(frame) == [], name
+        checked.append(name)
+    assert set(checked) >= {"judgment_sets", "judgments", "runs", "run_rows", "evaluations", "per_query", "summary"}
