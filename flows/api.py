@@ -27,17 +27,16 @@ from judged.flows.hashing import known_hashes
 from judged.flows.io import LoadedTable, TableKind, load_table, open_stored
 from judged.flows.versions import implementation_commit, implementation_version, library_versions
 from judged.flows.warehouse import Warehouse as Store
-from judged.schemas.measures import NDCG
 from judged.schemas.provenance import InputRecord, JudgmentSetMetadata, ProvenanceRecord, RunMetadata
 from judged.schemas.spec import EvaluationSpec, SpecError, build_spec
-from judged.schemas.tables import JUDGMENTS, RUN
+from judged.schemas.tables import JUDGMENTS, PER_QUERY, RUN, STORED_PER_QUERY
 from judged.transforms.errors import InputError
 from judged.transforms.parse import conform_judgments, conform_run, in_contract, raise_first_problem
 
 # What a run name stands for when the run comes as a frame or dict without a `run_tag`.
 UNNAMED_RUN = "run"
 # The columns a stored result carries beside the engine's: its keys and each row's labels.
-STORED_KEYS = ("evaluation_id", "run_id", "judgment_set_id", "spec_hash", "measure", "trec_eval_measure")
+STORED_KEYS = tuple(name for name in STORED_PER_QUERY if name not in PER_QUERY)
 
 
 @dataclass(frozen=True, eq=False)  # holds frames, which have no equality or hash of their own
@@ -48,9 +47,10 @@ class Evaluation:
     evaluation_id: str
     spec: EvaluationSpec
     per_query: pl.DataFrame
-    """One row per query and cutoff: status, value (null where undefined) and the evidence counts."""
+    """One row per query, measure and cutoff: status, value (null where undefined) and the evidence counts."""
     summary: pl.DataFrame
-    """One row per cutoff: the aggregate and how many queries were scored, missing, undefined, unjudged-only."""
+    """One row per measure and cutoff: the aggregate and how many queries were scored, missing, undefined,
+    unjudged-only."""
     warnings: tuple[str, ...]
     provenance: ProvenanceRecord
 
@@ -79,26 +79,18 @@ def evaluate(
     ({query_id: {doc_id: grade}}, {query_id: {doc_id: score}}). Several runs at once: a dict {name: run}; the
     result is then a dict {name: Evaluation} in the same order, otherwise one Evaluation.
 
-    The spec is `preset` ("judged", "trec_eval", "trec_eval9", "sklearn") with `measures` (e.g. ["nDCG@10",
-    "nDCG"]) and any other option of `EvaluationSpec` as a keyword (`gain_map=((0, 0), (1, 0), (2, 2), (3, 3))`,
+    The spec is `preset` ("judged", "trec_eval", "trec_eval9", "sklearn") with `measures` (e.g. ["nDCG@10", "AP",
+    "RR@10", "P@5", "RBP(p=0.8)"]; by default nDCG at the preset's cutoffs) and any other option of `EvaluationSpec` as a keyword (`gain_map=((0, 0), (1, 0), (2, 2), (3, 3))`,
     `ties="average"`, ...), or a ready `spec`. Bad input raises `InputError`, a bad option `SpecError` (both
     ValueErrors with a one-line message)."""
     if spec is None:
         spec = build_spec(preset, measures=measures, **options)
     elif measures is not None or options or preset != "judged":
         raise SpecError("give either spec= or a preset with measures and options, not both")
-    refuse_uncomputed_measures(spec)
     judgments = load_input(qrels, "judgments", "qrels")
     runs = named_runs(run)
     evaluations = {name: _evaluate_one(judgments, value, name, spec) for name, value in runs.items()}
     return evaluations if runs_by_name(run) else evaluations[next(iter(evaluations))]
-
-
-def refuse_uncomputed_measures(spec: EvaluationSpec) -> None:
-    """The engine computes nDCG (at the spec's cutoffs): any other declared measure is refused, not approximated."""
-    others = [m.canonical for m in spec.measures if not isinstance(m, NDCG)]
-    if others:
-        raise SpecError(f"measure(s) {', '.join(others)} cannot be evaluated yet: the engine computes nDCG only")
 
 
 def runs_by_name(run: Any) -> bool:

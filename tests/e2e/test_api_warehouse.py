@@ -55,9 +55,10 @@ def test_stored_results_match_the_api(workspace: Path) -> None:
     assert evaluations["evaluation_id"].to_list() == [computed.evaluation_id]
     summary = warehouse.summary(computed.evaluation_id)
     assert summary["value"].to_list() == computed.summary["value"].to_list()
-    assert summary["measure"].to_list() == ["nDCG@10[trec_eval:gain=linear]", "nDCG@100[trec_eval:gain=linear]"]
+    assert summary["label"].to_list() == ["nDCG@10[trec_eval:gain=linear]", "nDCG@100[trec_eval:gain=linear]"]
     per_query = warehouse.per_query(computed.evaluation_id)
-    assert per_query.select("query_id", "cutoff", "value").equals(computed.per_query.select("query_id", "cutoff", "value"))
+    columns = ["query_id", "measure", "cutoff", "value"]
+    assert per_query.select(columns).equals(computed.per_query.select(columns))
 
     stored = warehouse.evaluation(computed.evaluation_id)
     assert stored.spec == computed.spec and stored.label == computed.label

@@ -124,7 +124,8 @@ def test_bad_input_raises_one_line_input_error(qrels: object, run: object, messa
     ("arguments", "message"),
     [
         ({"measures": ["nDCG@ten"]}, "cutoff 'ten' is not a positive integer"),
-        ({"measures": ["AP", "nDCG@10"]}, "AP cannot be evaluated yet"),
+        ({"measures": ["AP", "AP"]}, "AP is given twice"),
+        ({"measures": ["ERR@10"]}, "unknown measure 'ERR'"),
         ({"preset": "galago"}, "galago"),
         ({"ties": "random"}, "ties"),
         ({"spec": judged.EvaluationSpec(), "preset": "trec_eval"}, "either spec= or a preset"),
@@ -134,6 +135,16 @@ def test_bad_options_raise_spec_error(arguments: dict[str, object], message: str
     with pytest.raises(judged.SpecError) as error:
         judged.evaluate(SEED_QRELS, SEED_RUN, **arguments)  # type: ignore[arg-type]
     assert message in str(error.value)
+
+
+def test_measures_other_than_ndcg() -> None:
+    ev = judged.evaluate(SEED_QRELS, SEED_RUN, measures=["nDCG@3", "AP", "RR@10", "P@2", "R@2"], preset="trec_eval")
+    values = {(row["measure"], row["cutoff"]): row["value"] for row in ev.summary.iter_rows(named=True)}
+    # Relevant (grade >= 1): d1 at rank 1, d3 at rank 3, R = 2. AP = (1/1 + 2/3) / 2; RR = 1/1; P@2 = 1/2; R@2 = 1/2.
+    assert values == pytest.approx(
+        {("nDCG", 3): 4 / IDCG_2, ("AP", None): 5 / 6, ("RR", 10): 1.0, ("P", 2): 0.5, ("R", 2): 0.5}, abs=1e-15
+    )
+    assert ev.label == "nDCG@3,AP,RR@10,P@2,R@2[trec_eval:gain=linear]"
 
 
 def test_a_ready_spec_is_used_as_given() -> None:
