@@ -11,7 +11,6 @@ import gc
 import os
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -231,10 +230,9 @@ def evaluate(
     # trec_eval-style lines show no evaluation id, so for them the inputs are hashed only if something asks.
     hashing = hashes_on_demand if output_format == "trec" else hash_in_background
     hashes = hashing([qrels, *runs]) if warehouse is None else {}
-    with _collector_paused():
-        from judged.flows.engine import evaluate as evaluate_tables
-        from judged.flows.io import load_table, open_stored
-        from judged.flows.report import as_json, as_trec, print_tables
+    from judged.flows.engine import evaluate as evaluate_tables
+    from judged.flows.io import load_table, open_stored
+    from judged.flows.report import as_json, as_trec, print_tables
 
     if output_format not in ("table", "json", "trec"):
         raise _fail(f"--format must be table, json or trec, not {output_format!r}", EXIT_USAGE)
@@ -274,17 +272,6 @@ def evaluate(
         print(as_trec(results))
     else:
         print_tables(results)
-
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """No cyclic collection while modules are imported: the collector's passes over the many long-lived objects
-    that imports create (Polars, the engine) find nothing to free and cost 20-30 ms of a 1.2 s evaluation at M."""
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 def _tracked(items: list[Path], description: str) -> Iterator[Path]:
@@ -653,20 +640,28 @@ def sample_data(name: str) -> Path:
 
 def allocator_options(current: str, cores: int) -> str:
     """Polars' jemalloc options (`_RJEM_MALLOC_CONF`) with one arena per core, unless an arena count is set.
-    jemalloc's default, 4 arenas per core, each keeps the memory its threads freed; one per core reuses more of it:
-    at M the text evaluation peaks at ~510 MiB instead of ~545, as fast. Polars puts its own options in front of
-    these (and a parent process that imported Polars passes them down, so they may be here already)."""
+    jemalloc's default, 4 arenas per core, each keeps the memory its threads freed; one per core reuses more of it,
+    for a lower peak at the same speed. Polars puts its own options in front of these (and a parent process that
+    imported Polars passes them down, so they may be here already)."""
     if "narenas" in current:
         return current
     return ",".join(filter(None, [current, f"narenas:{cores}"]))
 
 
-def main() -> None:
-    # Polars reads its allocator's options when it loads, which is later.
+def tune_process() -> None:
+    """The command line's process-wide tunings, each kept because it measurably pays at M (the figures and the
+    commands that measure them: benchmarks/README.md, "The command line's tunings"):
+    - one jemalloc arena per core (`allocator_options`): a lower peak memory. Set before Polars loads, which
+      reads its allocator's options once.
+    - at exit, whatever is still alive is frozen (`gc.freeze`), so the interpreter's last cyclic collection does
+      not walk the many long-lived objects of the imports and the results, which it could not free anyway.
+    The inputs' hashes, started before the engine's imports, are the evaluate command's own (see `evaluate`)."""
     os.environ["_RJEM_MALLOC_CONF"] = allocator_options(os.environ.get("_RJEM_MALLOC_CONF", ""), os.cpu_count() or 1)
-    # At exit, whatever is still alive is frozen, so the interpreter's last collection does not walk it (20-30 ms
-    # of a 1.2 s evaluation at M).
     atexit.register(gc.freeze)
+
+
+def main() -> None:
+    tune_process()
     app()
 
 

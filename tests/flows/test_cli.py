@@ -449,6 +449,19 @@ def test_the_command_line_sets_the_arenas_before_polars_loads() -> None:
     assert printed.stdout.strip().splitlines()[-1].split(",")[-1] == f"narenas:{os.cpu_count()}"
 
 
+def test_the_command_line_freezes_what_is_alive_at_exit() -> None:
+    """`main` registers `gc.freeze` at exit: a handler registered before it runs after it and finds objects
+    frozen, so the interpreter's last collection has nothing left to walk."""
+    script = (
+        "import atexit, gc, sys\natexit.register(lambda: print('frozen', gc.get_freeze_count() > 0))\n"
+        "from judged.flows.cli import main\nsys.argv = ['judged', '--help']\nmain()\n"
+    )
+    printed = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, cwd=Path(__file__).resolve().parents[2]
+    )
+    assert printed.stdout.strip().splitlines()[-1] == "frozen True"
+
+
 def test_trec_lines_never_hash_the_inputs(monkeypatch: pytest.MonkeyPatch) -> None:
     """trec_eval-style lines show no evaluation id, so the inputs are not hashed for them; JSON shows the id, made
     from both files' hashes."""
