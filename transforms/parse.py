@@ -29,6 +29,19 @@ def _token_count() -> pl.Expr:
     return pl.col("line").str.count_matches(r"\S+")
 
 
+# Arguments given in the wrong order are the likeliest reason for a line with the other kind's column count.
+SWAPPED_HINT = "the order is QRELS RUN"
+
+
+def _looks_like(other_kind: str, columns: int) -> pl.Expr:
+    """`: this looks like a run; the order is QRELS RUN` when the line has the other kind's column count."""
+    return (
+        pl.when(_token_count() == columns)
+        .then(pl.lit(f": this looks like {other_kind}; {SWAPPED_HINT}"))
+        .otherwise(pl.lit(""))
+    )
+
+
 def parse_trec_qrels(lines: pl.LazyFrame, unresolved_token: str | None = None) -> pl.LazyFrame:
     """`qid iter docid grade` lines -> the judgments table plus `problem`. Blank and `#` lines are skipped.
     A grade equal to `unresolved_token` (if given) is an unresolved judgment: kept, with a null grade."""
@@ -37,7 +50,7 @@ def parse_trec_qrels(lines: pl.LazyFrame, unresolved_token: str | None = None) -
     unresolved = pl.lit(False) if unresolved_token is None else grade_text == unresolved_token
     problem = (
         pl.when(pl.col("_f").struct.field("1").is_null())
-        .then(pl.format("expected 4 columns `qid iter docid grade`, found {}", _token_count()))
+        .then(pl.format("expected 4 columns `qid iter docid grade`, found {}{}", _token_count(), _looks_like("a run", 6)))
         .when(unresolved)
         .then(pl.lit(None, pl.String))
         .when(~grade_text.str.contains(_INTEGER))
@@ -68,7 +81,8 @@ def parse_trec_run(lines: pl.LazyFrame) -> pl.LazyFrame:
     score = score_text.cast(pl.Float64, strict=False)
     problem = (
         pl.when(pl.col("_f").struct.field("1").is_null())
-        .then(pl.format("expected 6 columns `qid Q0 docid rank score tag`, found {}", _token_count()))
+        .then(pl.format("expected 6 columns `qid Q0 docid rank score tag`, found {}{}", _token_count(),
+                        _looks_like("qrels", 4)))
         .when(~q0.is_in(["Q0", "0"]))
         .then(pl.format("second column must be Q0 or 0, found '{}' (columns shifted?)", q0))
         .when(~rank_text.str.contains(_INTEGER) | rank_text.cast(pl.Int64, strict=False).is_null())
@@ -102,10 +116,12 @@ def in_contract(rows: pl.LazyFrame, contract: dict[str, pl.DataType], *extra: st
     return selected.cast(differing) if differing else selected
 
 
-def _require_columns(schema: pl.Schema, required: tuple[str, ...], source: str) -> None:
+def _require_columns(schema: pl.Schema, required: tuple[str, ...], source: str, other_kind: str = "",
+                     other_kind_column: str = "") -> None:
     missing = [name for name in required if name not in schema]
     if missing:
-        raise InputError(source, f"missing column(s) {missing}; found {list(schema.names())}")
+        hint = f": this looks like {other_kind}; {SWAPPED_HINT}" if other_kind_column in schema else ""
+        raise InputError(source, f"missing column(s) {missing}; found {list(schema.names())}{hint}")
     for name in ("query_id", "doc_id"):
         if schema[name] != pl.String:
             raise InputError(
@@ -116,7 +132,7 @@ def _require_columns(schema: pl.Schema, required: tuple[str, ...], source: str) 
 def conform_judgments(table: pl.LazyFrame, source: str) -> pl.LazyFrame:
     """A Parquet judgments table (query_id, doc_id, relevance[, iteration]) -> the contract plus `problem`."""
     schema = table.collect_schema()
-    _require_columns(schema, PARQUET_JUDGMENTS_REQUIRED, source)
+    _require_columns(schema, PARQUET_JUDGMENTS_REQUIRED, source, "a run", "score")
     if not schema["relevance"].is_integer() and schema["relevance"] != pl.Null:
         raise InputError(source, f"column 'relevance' has type {schema['relevance']}; grades must be integers")
     iteration = pl.col("iteration").cast(pl.String) if "iteration" in schema else pl.lit("0")
@@ -139,7 +155,7 @@ def conform_judgments(table: pl.LazyFrame, source: str) -> pl.LazyFrame:
 def conform_run(table: pl.LazyFrame, source: str) -> pl.LazyFrame:
     """A Parquet run table (query_id, doc_id, score[, source_rank or rank][, run_tag]) -> the contract plus `problem`."""
     schema = table.collect_schema()
-    _require_columns(schema, PARQUET_RUN_REQUIRED, source)
+    _require_columns(schema, PARQUET_RUN_REQUIRED, source, "qrels", "relevance")
     if not schema["score"].is_numeric():
         raise InputError(source, f"column 'score' has type {schema['score']}; scores must be numbers")
     rank_column = next((name for name in ("source_rank", "rank") if name in schema), None)

@@ -483,3 +483,9 @@ def test_version_prints_the_installed_version() -> None:
     result = judged("--version")
     assert result.exit_code == 0
     assert result.stdout == f"judged {version('judged')}\n"
+
+
+def test_swapped_arguments_say_the_order() -> None:
+    result = judged("evaluate", SEED_RUN, SEED_QRELS)
+    assert_one_line_error(result, 1, f"{SEED_RUN}, line 1: expected 4 columns `qid iter docid grade`, found 6: this "
+                                     "looks like a run; the order is QRELS RUN (2 more bad lines)")

@@ -291,3 +291,16 @@ def test_raise_first_problem_single_bad_line_has_no_count() -> None:
 def test_raise_first_problem_is_silent_on_good_input() -> None:
     frame = qrels("q1 0 d1 1\n\n# c\nq1 0 d2 0\n")
     raise_first_problem(frame.select("source_line", "problem"), "qrels.txt")
+
+
+def test_swapped_arguments_get_a_hint() -> None:
+    from judged.transforms.parse import SWAPPED_HINT
+
+    run_line = pl.LazyFrame({"line_number": [1], "line": ["q1 Q0 d1 1 3.0 seed"]})
+    (problem,) = parse_trec_qrels(run_line).collect()["problem"]
+    assert problem == f"expected 4 columns `qid iter docid grade`, found 6: this looks like a run; {SWAPPED_HINT}"
+    qrels_line = pl.LazyFrame({"line_number": [1], "line": ["q1 0 d1 3"]})
+    (problem,) = parse_trec_run(qrels_line).collect()["problem"]
+    assert problem == f"expected 6 columns `qid Q0 docid rank score tag`, found 4: this looks like qrels; {SWAPPED_HINT}"
+    five = pl.LazyFrame({"line_number": [1], "line": ["q1 0 d1 3 x"]})
+    assert parse_trec_qrels(five).collect()["problem"][0] == "expected 4 columns `qid iter docid grade`, found 5"
