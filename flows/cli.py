@@ -11,6 +11,7 @@ import gc
 import os
 import sys
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -187,7 +188,9 @@ QueryWeightsOption = Annotated[
 
 @app.command()
 def evaluate(
-    qrels: Annotated[Path, typer.Argument(help="Judgments: TREC qrels `qid iter docid grade` (.gz ok) or Parquet.")],
+    context: typer.Context,
+    qrels: Annotated[Path, typer.Argument(help="Judgments: TREC qrels `qid iter docid grade` (.gz ok) or Parquet; "
+                                               "`-` reads standard input (as may one RUN instead).")],
     runs: Annotated[list[Path], typer.Argument(help="One or more runs: TREC `qid Q0 docid rank score tag`, Parquet, "
                                                      "or a stored run's folder (warehouse/run_rows/<run_id>, "
                                                      "evaluated shard by shard in bounded memory).")],
@@ -211,6 +214,10 @@ def evaluate(
     depth: DepthOption = None,
     query_weights: QueryWeightsOption = None,
     output_format: Annotated[str, typer.Option("--format", help="table, json or trec (trec_eval -q lines).")] = "table",
+    tie_warning_share: Annotated[
+        str, typer.Option(metavar="SHARE", help="Warn when tie groups straddle a cutoff in more than this share of "
+                                                "the scored queries, with the mean under every tie rule (1 = never).")
+    ] = "0.1",
     warehouse: Annotated[
         Path | None,
         typer.Option(help="Go through the Prefect flow: ingest the inputs into this warehouse, store the results "
@@ -225,7 +232,12 @@ def evaluate(
 ) -> None:
     """Evaluate RUN(s) against QRELS and print the summary (table), everything (json) or trec_eval-style lines."""
     from judged.flows.hashing import hash_in_background, hashes_on_demand
+    from judged.flows.streams import materialized, shown
 
+    try:  # a stream (`-`, a pipe, `<(zcat run.gz)`) is read once, into a file kept until the command ends
+        (qrels, *runs), names = context.with_resource(materialized([qrels, *runs]))
+    except InputError as error:
+        raise _fail(str(error), EXIT_INPUT) from None
     # Started before the engine's imports: hashing a large run then uses the core the imports leave idle. The
     # trec_eval-style lines show no evaluation id, so for them the inputs are hashed only if something asks.
     hashing = hashes_on_demand if output_format == "trec" else hash_in_background
@@ -233,11 +245,18 @@ def evaluate(
     from judged.flows.engine import evaluate as evaluate_tables
     from judged.flows.io import load_table, open_stored
     from judged.flows.report import as_json, as_trec, print_tables
+    from judged.flows.ties import with_tie_warning
 
     if output_format not in ("table", "json", "trec"):
         raise _fail(f"--format must be table, json or trec, not {output_format!r}", EXIT_USAGE)
     if dask is not None and warehouse is None:
         raise _fail("--dask runs the flow's shard tasks: give --warehouse too", EXIT_USAGE)
+    try:
+        tie_share = float(tie_warning_share)
+        if not 0 <= tie_share <= 1:
+            raise ValueError
+    except ValueError:
+        raise _fail(f"--tie-warning-share must be a number from 0 to 1, not {tie_warning_share!r}", EXIT_USAGE) from None
     try:
         spec = spec_from_options(
             preset, cutoffs, gain, gain_map, negative_grades, ranking, precision, ties, unjudged, ideal,
@@ -253,7 +272,8 @@ def evaluate(
             results = []
             for run in _tracked(runs, "evaluating"):
                 table = open_stored(run, "run") if run.is_dir() else load_table(run, "run", hashes=hashes.get(run))
-                results.append(evaluate_tables(table, judgments, spec))
+                evaluate_under = partial(evaluate_tables, table, judgments)
+                results.append(with_tie_warning(evaluate_under(spec), evaluate_under, tie_share))
         else:
             from judged.flows.pipeline import evaluate_flow, load_result, task_runner
             from judged.flows.warehouse import Warehouse
@@ -265,7 +285,7 @@ def evaluate(
                 state = "stored" if report.created else "already stored, reused"
                 print(f"evaluation {report.evaluation_id} ({state})", file=sys.stderr)
     except InputError as error:
-        raise _fail(str(error), EXIT_INPUT) from None
+        raise _fail(shown(str(error), names), EXIT_INPUT) from None
     if output_format == "json":
         print(as_json(results))
     elif output_format == "trec":
@@ -573,7 +593,9 @@ def _print_rows(columns: list[str], rows: list[tuple], output_format: str) -> No
         from rich.markup import escape
         from rich.table import Table
 
-        table = Table(*columns)
+        table = Table()
+        for column in columns:  # long values (hashes, paths, JSON) fold onto more lines instead of being cut
+            table.add_column(escape(column), overflow="fold")
         for row in rows:
             table.add_row(*("NULL" if value is None else escape(str(value)) for value in row))
         Console().print(table)
@@ -581,7 +603,8 @@ def _print_rows(columns: list[str], rows: list[tuple], output_format: str) -> No
 
 @app.command()
 def show(
-    evaluation_id: Annotated[str, typer.Argument(help="An evaluation id (see `judged sql \"SELECT * FROM evaluations\"`).")],
+    evaluation_id: Annotated[str, typer.Argument(help="An evaluation id, or a unique start of one (see `judged sql "
+                                                      "\"SELECT * FROM evaluations\"`).")],
     warehouse: Annotated[Path, typer.Option(help=_WAREHOUSE_HELP)] = Path("warehouse"),
 ) -> None:
     """Print one stored evaluation's summary and its provenance record."""
@@ -593,6 +616,7 @@ def show(
 
     try:
         store = Warehouse(warehouse)
+        evaluation_id = store.resolve_evaluation(evaluation_id)
         result = load_result(store, evaluation_id)
         record, _, _ = store.load_evaluation(evaluation_id)
     except InputError as error:

@@ -92,21 +92,27 @@ def _residual_name(name: str) -> str:
 
 
 def print_tables(results: Sequence[EvaluationResult], console: Console | None = None) -> None:
-    """The summary table of each result, then its warnings (rich is imported here only: the other formats never
-    load it)."""
+    """The summary table of each result, then its warnings; a warning that every one of several results has is
+    printed once, after them all (rich is imported here only: the other formats never load it). Tables fit the
+    terminal: headers wrap between words, and long values fold onto more lines rather than being cut."""
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
 
     console = console or Console()
+    shared = set(results[0].warnings).intersection(*(r.warnings for r in results[1:])) if len(results) > 1 else set()
     for result in results:
         spec = result.spec
         table = Table(
             title=escape(f"{result.run_name}: {spec.full_label()}"),
             caption=f"evaluation {result.evaluation_id} · spec {spec.spec_hash[:16]}",
+            pad_edge=False,
         )
-        for column in ("measure", "value", "scored", "missing", "undefined", "no judgments", "unjudged@k"):
-            table.add_column(column, justify="left" if column == "measure" else "right", no_wrap=column == "measure")
+        # Measure names stay whole; the other columns wrap (rich never breaks a header's word while the table's
+        # narrowest form fits the terminal, which it does at 80 columns).
+        for column in ("measure", "value", "scored", "missing", "undefined", "no judgments", "unjudged share"):
+            table.add_column(column, justify="left" if column == "measure" else "right", no_wrap=column == "measure",
+                             overflow="fold")
         declared = _declared(result)
         for row in result.summary.iter_rows(named=True):
             value = "undefined" if row["value"] is None else f"{row['value']:.4f}"
@@ -123,4 +129,7 @@ def print_tables(results: Sequence[EvaluationResult], console: Console | None = 
             )
         console.print(table)
         for warning in result.warnings:
-            console.print(f"[yellow]warning:[/yellow] {escape(warning)}", highlight=False)
+            if warning not in shared:
+                console.print(f"[yellow]warning:[/yellow] {escape(warning)}", highlight=False)
+    for warning in (w for w in results[0].warnings if w in shared) if results else ():
+        console.print(f"[yellow]warning (all {len(results)} runs):[/yellow] {escape(warning)}", highlight=False)

@@ -441,6 +441,21 @@ class Warehouse:
     def has_evaluation(self, evaluation_id: str) -> bool:
         return self.evaluation_record(evaluation_id).exists()
 
+    def resolve_evaluation(self, prefix: str) -> str:
+        """The stored evaluation whose id is `prefix` or starts with it; an unknown or ambiguous prefix is an
+        InputError (the ambiguous one lists the candidates)."""
+        if prefix and self.has_evaluation(prefix):
+            return prefix
+        folder = self.root / "evaluations"
+        found = sorted(path.stem for path in folder.glob("*.parquet")
+                       if path.stem.startswith(prefix) and not path.stem.startswith("_") and TEMP_MARK not in path.name)
+        if not prefix or not found:
+            raise InputError(str(self.root), f"no evaluation with id or id prefix {prefix!r} in the warehouse")
+        if len(found) > 1:
+            raise InputError(str(self.root), f"the prefix {prefix!r} matches {len(found)} evaluations: "
+                                             f"{', '.join(found)}; give more of the id")
+        return found[0]
+
     def store_evaluation(
         self,
         record: pl.DataFrame,

@@ -191,6 +191,13 @@ def test_show_prints_summary_and_provenance(evaluated: dict) -> None:
     assert "0.4796" in result.stdout and '"flow_run_id"' in result.stdout
 
 
+def test_show_accepts_a_unique_id_prefix(evaluated: dict) -> None:
+    identifier = evaluated["report"].evaluation_id
+    result = runner.invoke(app, ["show", identifier[:8], "--warehouse", str(evaluated["warehouse"])])
+    assert result.exit_code == 0, result.output
+    assert identifier in result.stdout and "0.4796" in result.stdout
+
+
 def test_nightly_sets_bad_files_aside_and_analysts_see_new_results(evaluated: dict, tmp_path: Path) -> None:
     warehouse: Path = evaluated["warehouse"]
     inbox = tmp_path / "inbox"
