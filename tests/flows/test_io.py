@@ -245,7 +245,8 @@ def test_a_bad_second_column_in_a_well_formed_run_is_named(tmp_path: Path) -> No
 
 def test_judgments_read_as_run_fail_on_column_count(tmp_path: Path) -> None:
     path = write(tmp_path / "qrels.txt", "q1 0 d1 1\n")
-    assert str(input_error(path, "run")) == f"{path}, line 1: expected 6 columns `qid Q0 docid rank score tag`, found 4"
+    assert str(input_error(path, "run")) == (f"{path}, line 1: expected 6 columns `qid Q0 docid rank score tag`, found 4: "
+                                             "this looks like qrels; the order is QRELS RUN")
 
 
 def test_missing_file_is_an_input_error(tmp_path: Path) -> None:
