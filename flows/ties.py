@@ -22,19 +22,18 @@ TIE_RULES: tuple[str, ...] = get_args(Ties)
 
 
 def straddled_cutoffs(per_query: pl.DataFrame, share: float) -> pl.DataFrame:
-    """Cutoffs where more than `share` of the scored queries have a tie group straddling k: `cutoff`, `n_scored`,
-    `n_straddling`, in cutoff order."""
+    """(measure, cutoff) pairs where more than `share` of the scored queries have a tie group straddling k:
+    `measure`, `cutoff`, `n_scored`, `n_straddling`, in the order of the per-query table."""
     return (
         per_query.filter(pl.col("status") == "scored", pl.col("cutoff").is_not_null())
-        .group_by("cutoff")
+        .group_by("measure", "cutoff", maintain_order=True)
         .agg(n_scored=pl.len(), n_straddling=(pl.col("ties_straddling_k") > 0).sum().cast(pl.Int64))
         .filter(pl.col("n_straddling") > share * pl.col("n_scored"))
-        .sort("cutoff")
     )
 
 
-def _mean_at(result: EvaluationResult, cutoff: int) -> float | None:
-    values = result.summary.filter(pl.col("cutoff") == cutoff)["value"]
+def _mean_at(result: EvaluationResult, measure: str, cutoff: int) -> float | None:
+    values = result.summary.filter(pl.col("measure") == measure, pl.col("cutoff") == cutoff)["value"]
     return values[0] if len(values) else None
 
 
@@ -56,13 +55,13 @@ def tie_warning(
             except SpecError:
                 continue  # a rule the spec's measures do not allow (average is defined for nDCG only)
     parts = []
-    for cutoff, n_scored, n_straddling in straddled.select("cutoff", "n_scored", "n_straddling").iter_rows():
-        means = {rule: _mean_at(other, cutoff) for rule, other in results.items()}
+    for measure, cutoff, n_scored, n_straddling in straddled.iter_rows():
+        means = {rule: _mean_at(other, measure, cutoff) for rule, other in results.items()}
         known = [value for value in means.values() if value is not None]
         spread = (f"mean {min(known):.4f} to {max(known):.4f}" if known else "mean undefined")
         each = ", ".join(f"{rule} {'undefined' if value is None else format(value, '.4f')}"
                          for rule, value in means.items())
-        parts.append(f"@{cutoff} in {n_straddling} of {n_scored} scored queries ({n_straddling / n_scored:.0%}), "
+        parts.append(f"{measure}@{cutoff} in {n_straddling} of {n_scored} scored queries ({n_straddling / n_scored:.0%}), "
                      f"{spread} ({each})")
     return (f"ties straddle the cutoff in more than {share:.0%} of the scored queries, so the tie rule moves the "
             f"result: {'; '.join(parts)}")

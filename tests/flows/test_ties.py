@@ -29,7 +29,7 @@ def test_dora_large_ties_decide_ndcg_at_10() -> None:
     # docid_asc 0.0365, average 0.0376 (`judged evaluate ... --ties RULE`).
     (tie,) = [w for w in warnings_of() if w.startswith("ties straddle")]
     assert tie == ("ties straddle the cutoff in more than 10% of the scored queries, so the tie rule moves the "
-                   "result: @10 in 34 of 54 scored queries (63%), mean 0.0365 to 0.0414 "
+                   "result: nDCG@10 in 34 of 54 scored queries (63%), mean 0.0365 to 0.0414 "
                    "(docid_desc 0.0414, docid_asc 0.0365, average 0.0376)")
 
 
@@ -43,10 +43,11 @@ def test_the_share_is_declared() -> None:
 def test_straddled_cutoffs_count_scored_queries_only() -> None:
     per_query = pl.DataFrame({
         "query_id": ["a", "b", "c", "d", "a", "b", "c", "d"],
+        "measure": ["nDCG"] * 8,
         "cutoff": [1, 1, 1, 1, 5, 5, 5, 5],
         "status": ["scored", "scored", "scored", "no_judgments"] * 2,
         "ties_straddling_k": [1, 0, 0, 3, 0, 0, 0, 2],
     })
     # @1: 1 of the 3 scored queries (33%) > 10%; @5: none of the scored ones (d has no judgments).
-    assert straddled_cutoffs(per_query, 0.10).rows() == [(1, 3, 1)]
+    assert straddled_cutoffs(per_query, 0.10).rows() == [("nDCG", 1, 3, 1)]
     assert straddled_cutoffs(per_query, 0.40).height == 0
