@@ -448,7 +448,7 @@ class Warehouse:
             return prefix
         folder = self.root / "evaluations"
         found = sorted(path.stem for path in folder.glob("*.parquet")
-                       if path.stem.startswith(prefix) and not path.stem.startswith("_") and TEMP_MARK not in path.name)
+                       if path.stem.startswith(prefix) and not path.stem.startswith("_"))
         if not prefix or not found:
             raise InputError(str(self.root), f"no evaluation with id or id prefix {prefix!r} in the warehouse")
         if len(found) > 1:

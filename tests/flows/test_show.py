@@ -15,7 +15,6 @@ def warehouse_with(tmp_path: Path, *ids: str) -> Warehouse:
     folder.mkdir(parents=True)
     for name in (*ids, "_empty"):
         (folder / f"{name}.parquet").write_bytes(b"")
-    (folder / "abcd99.parquet.tmp-1234").write_bytes(b"")  # a write under way is no evaluation yet
     return Warehouse(tmp_path)
 
 
