@@ -689,5 +689,8 @@ def main() -> None:
     app()
 
 
+# Registers `compare` and `report` on `app` (their module imports this one, so it comes last).
+from judged.flows import cli_compare  # noqa: E402,F401
+
 if __name__ == "__main__":
     main()

@@ -44,6 +44,7 @@ from judged.flows.io import DUPLICATE_PAIRS_KEY, LoadedTable, StoredTable, store
 from judged.flows.limits import DEFAULT_LIMITS, Limits
 from judged.flows.versions import implementation_version
 from judged.schemas.provenance import JudgmentSetMetadata, RunMetadata, canonical_json
+from judged.schemas.comparison import COMPARISON_PER_QUERY, COMPARISON_RECORDS, COMPARISONS
 from judged.schemas.spec import EvaluationSpec
 from judged.schemas.tables import (
     EVALUATIONS,
@@ -80,6 +81,10 @@ TABLES: dict[str, tuple[dict[str, pl.DataType], str]] = {
     "per_query": (STORED_PER_QUERY, "per_query/*/*.parquet"),
     "summary": (STORED_SUMMARY, "summary/*/*.parquet"),
     "nightly": (NIGHTLY, "nightly/*.parquet"),
+    # comparisons of evaluations (flows/compare.py): the record makes its statistics and per-query rows visible
+    "comparison_records": (COMPARISON_RECORDS, "comparison_records/*.parquet"),
+    "comparisons": (COMPARISONS, "comparisons/*/*.parquet"),
+    "comparison_per_query": (COMPARISON_PER_QUERY, "comparison_per_query/*/*.parquet"),
 }
 # An empty file per table so every view resolves before anything is stored.
 _EMPTY = {

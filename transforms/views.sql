@@ -30,6 +30,19 @@ SEMI JOIN evaluations USING (evaluation_id);
 CREATE VIEW nightly AS
 SELECT * FROM read_parquet({nightly}, union_by_name = true);
 
+-- Comparisons of runs on one judgment basis: one record per comparison (evaluations, settings, provenance), its
+-- statistics per pair (baseline, run) x measure x cutoff, and its per-query differences.
+CREATE VIEW comparison_records AS
+SELECT * FROM read_parquet({comparison_records}, union_by_name = true);
+
+CREATE VIEW comparisons AS
+SELECT c.* FROM read_parquet({comparisons}, union_by_name = true) AS c
+SEMI JOIN comparison_records USING (comparison_id);
+
+CREATE VIEW comparison_per_query AS
+SELECT q.* FROM read_parquet({comparison_per_query}, union_by_name = true) AS q
+SEMI JOIN comparison_records USING (comparison_id);
+
 -- Each row of each evaluated run with its grade under each judgment set it was evaluated against: relevance is
 -- NULL when the document is unjudged (or its judgment unresolved). `rank` is trec_eval's order (score descending,
 -- then doc_id descending by byte order): the stored `position`, in which ingest wrote the rows, not ranked again.

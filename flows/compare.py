@@ -1,0 +1,387 @@
+"""Comparing evaluations of runs on one judgment basis: the orchestration-free sequence and the comparison store.
+
+Belongs here: gathering the evaluations to compare (evaluated directly, or stored), refusing those whose judgment
+set or spec differ, the loop over pairs, measures and cutoffs that calls the pure tests of `transforms/compare.py`,
+the correction over the whole family, the content-derived comparison id, and writing and reading stored
+comparisons. The Prefect flow around it is in `flows/compare_flow.py`; printing is in `flows/compare_output.py`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from judged.flows.engine import EvaluationResult
+from judged.flows.warehouse import Warehouse, now_utc, write_parquet_atomically
+from judged.schemas.comparison import (
+    COMPARISON_PER_QUERY,
+    COMPARISON_RECORDS,
+    COMPARISONS,
+    ComparisonSettings,
+    comparison_id,
+)
+from judged.flows.versions import implementation_commit, implementation_version, library_versions
+from judged.schemas.provenance import canonical_json
+from judged.schemas.spec import EvaluationSpec
+from judged.transforms.compare import (
+    adjusted_p_values,
+    bootstrap_interval,
+    cohens_d_z,
+    paired_per_query,
+    paired_t_test,
+    randomised_tukey_hsd,
+    randomization_test,
+    sample_matrix,
+    wins_ties_losses,
+    with_measure,
+)
+from judged.transforms.errors import InputError
+
+NO_INTERVALS_NOTE = (
+    "robustness and unresolved are null: these evaluations carry no per-query value_min/value_max intervals over "
+    "their unjudged documents, so whether a difference's sign survives the missing judgments is not known"
+)
+
+
+class IncomparableError(ValueError):
+    """Evaluations that are not on one basis (judgment set, spec), or not enough of them to compare."""
+
+
+@dataclass(frozen=True)
+class ComparedEvaluation:
+    """One evaluation taking part in a comparison: its run, identity, basis and result tables."""
+
+    run_name: str
+    evaluation_id: str
+    spec: EvaluationSpec
+    judgment_set_id: str
+    judgments_label: str  # `name version` of the judgment set, for messages and the report
+    per_query: pl.DataFrame
+    summary: pl.DataFrame
+    provenance: dict
+
+
+@dataclass(frozen=True)
+class ComparisonResult:
+    comparison_id: str
+    baseline: str
+    settings: ComparisonSettings
+    evaluations: tuple[ComparedEvaluation, ...]
+    pairs: pl.DataFrame  # COMPARISONS: one row per pair, measure and cutoff
+    per_query: pl.DataFrame  # COMPARISON_PER_QUERY
+    notes: tuple[str, ...]
+
+    def provenance(self, flow_run_id: str | None = None) -> dict:
+        """What the comparison was made from and by: each evaluation's identity and inputs, the settings, the
+        implementation and its libraries."""
+        first = self.evaluations[0]
+        return {
+            "comparison_id": self.comparison_id,
+            "baseline": self.baseline,
+            "settings": self.settings.model_dump(mode="json"),
+            "judgment_set_id": first.judgment_set_id,
+            "judgments": first.judgments_label,
+            "spec_hash": first.spec.spec_hash,
+            "label": first.spec.full_label(),
+            "evaluations": [
+                {"evaluation_id": e.evaluation_id, "run_name": e.run_name, **e.provenance} for e in self.evaluations
+            ],
+            "implementation_version": implementation_version(),
+            "implementation_commit": implementation_commit(),
+            "libraries": {**library_versions(), **{name: _version(name) for name in ("numpy", "scipy")}},
+            "flow_run_id": flow_run_id,
+            "notes": list(self.notes),
+        }
+
+
+def _version(package: str) -> str:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def from_result(result: EvaluationResult, judgments_id: str, judgments_label: str, inputs: dict) -> ComparedEvaluation:
+    """An evaluation made directly (not stored) as a comparison takes it."""
+    return ComparedEvaluation(
+        run_name=result.run_name, evaluation_id=result.evaluation_id, spec=result.spec,
+        judgment_set_id=judgments_id, judgments_label=judgments_label, per_query=result.per_query,
+        summary=result.summary, provenance=inputs,
+    )
+
+
+def from_warehouse(warehouse: Warehouse, evaluation_id: str) -> ComparedEvaluation:
+    """A stored evaluation as a comparison takes it."""
+    record, per_query, summary = warehouse.load_evaluation(evaluation_id)
+    judgments = warehouse.record("judgments", record["judgment_set_id"])
+    provenance = json.loads(record["provenance_json"])
+    return ComparedEvaluation(
+        run_name=record["run_name"], evaluation_id=evaluation_id,
+        spec=EvaluationSpec.from_canonical_json(record["spec_json"]), judgment_set_id=record["judgment_set_id"],
+        judgments_label=judgments_label(judgments["name"], judgments["version"]),
+        per_query=per_query, summary=summary,
+        provenance={"run": provenance.get("run"), "judgments": provenance.get("judgments"),
+                    "spec_hash": record["spec_hash"], "label": record["label"]},
+    )
+
+
+def judgments_label(name: str | None, version: str | None) -> str:
+    return f"{name or '(unnamed judgment set)'} version {version or '(none)'}"
+
+
+def check_basis(evaluations: Sequence[ComparedEvaluation]) -> None:
+    """Refuse evaluations that differ in judgment set or spec, naming what differs in each."""
+    if len(evaluations) < 2:
+        raise IncomparableError(f"a comparison needs at least two evaluations, got {len(evaluations)}")
+    judgment_sets = {e.judgment_set_id for e in evaluations}
+    if len(judgment_sets) > 1:
+        which = "; ".join(f"{e.run_name}: {e.judgments_label} ({e.judgment_set_id})" for e in evaluations)
+        raise IncomparableError(
+            f"the evaluations use different judgment sets ({which}); compare them on one basis with --rebase "
+            "(re-evaluates every run on the newest judgment version under one spec)"
+        )
+    specs = {e.spec.spec_hash for e in evaluations}
+    if len(specs) > 1:
+        which = "; ".join(f"{e.run_name}: {e.spec.full_label()} (spec {e.spec.spec_hash[:12]})" for e in evaluations)
+        raise IncomparableError(
+            f"the evaluations use different specs ({which}); compare them on one basis with --rebase"
+        )
+
+
+def _unique_names(evaluations: Sequence[ComparedEvaluation]) -> list[str]:
+    """Run names, with the evaluation id's first digits added where two runs share a name."""
+    names = [e.run_name for e in evaluations]
+    return [f"{name} [{e.evaluation_id[:8]}]" if names.count(name) > 1 else name
+            for name, e in zip(names, evaluations, strict=True)]
+
+
+def compare_evaluations(
+    evaluations: Sequence[ComparedEvaluation], settings: ComparisonSettings, baseline: str | None = None
+) -> ComparisonResult:
+    """The baseline (the first evaluation, or the one whose run is named `baseline`) against each other run, per
+    measure and cutoff: the paired per-query table and the statistics, corrected over the whole family."""
+    check_basis(evaluations)
+    names = _unique_names(evaluations)
+    if baseline is None:
+        base_index = 0
+    elif baseline in names:
+        base_index = names.index(baseline)
+    else:
+        raise IncomparableError(f"--baseline {baseline!r} is none of the runs compared: {', '.join(names)}")
+    base_name = names[base_index]
+    frames = [(name, with_measure(e.per_query.lazy(), e.spec)) for name, e in zip(names, evaluations, strict=True)]
+    paired = paired_per_query(frames, base_name, settings.query_set, settings.tie_tolerance).collect()
+    has_intervals = paired["robustness"].null_count() < paired.height
+    tukey = _tukey_p_values(frames, base_name, settings) if len(frames) > 2 else {}
+    keys = frames[base_index][1].select("measure", "cutoff").unique().sort("cutoff", "measure", nulls_last=True)
+    measures = keys.collect().rows()
+    ids = {name: e.evaluation_id for name, e in zip(names, evaluations, strict=True)}
+    groups = {key: frame for key, frame in paired.group_by(["run", "measure", "cutoff"])}
+    rows = []
+    for name in names:
+        if name == base_name:
+            continue
+        for measure, cutoff in measures:
+            group = groups.get((name, measure, cutoff), paired.clear())
+            rows.append({
+                "baseline": base_name, "run": name, "baseline_evaluation_id": ids[base_name],
+                "run_evaluation_id": ids[name], "measure": measure, "cutoff": cutoff,
+                **_pair_statistics(group, settings, has_intervals),
+                "p_tukey_hsd": tukey.get((name, measure, cutoff)),
+            })
+    adjusted = adjusted_p_values([row["p_randomization"] for row in rows], settings.correction)
+    identifier = comparison_id(
+        [e.evaluation_id for e in evaluations], ids[base_name], settings, implementation_version()
+    )
+    first = evaluations[0]
+    pairs = pl.DataFrame(
+        [
+            {**row, "comparison_id": identifier, "p_adjusted": p, "correction": settings.correction,
+             "judgment_set_id": first.judgment_set_id, "spec_hash": first.spec.spec_hash,
+             "query_set": settings.query_set, "effect_size_kind": "d_z", "seed": settings.seed,
+             "permutations": settings.permutations, "bootstrap_resamples": settings.bootstrap_resamples,
+             "confidence_level": settings.confidence_level, "tie_tolerance": settings.tie_tolerance}
+            for row, p in zip(rows, adjusted, strict=True)
+        ],
+        schema=COMPARISONS,
+    )
+    per_query = (
+        paired.join(pl.DataFrame({"run": list(ids), "run_evaluation_id": list(ids.values())}), on="run", how="left")
+        .with_columns(comparison_id=pl.lit(identifier), baseline_evaluation_id=pl.lit(ids[base_name]))
+        .select(list(COMPARISON_PER_QUERY))
+        .cast(COMPARISON_PER_QUERY)
+    )
+    notes = () if has_intervals else (NO_INTERVALS_NOTE,)
+    return ComparisonResult(identifier, base_name, settings, tuple(evaluations), pairs, per_query, notes)
+
+
+def _pair_statistics(group: pl.DataFrame, settings: ComparisonSettings, has_intervals: bool) -> dict[str, object]:
+    differences = group["difference"].to_numpy().astype(np.float64)
+    t_test = paired_t_test(differences)
+    randomization = randomization_test(differences, settings.permutations, settings.seed)
+    ci_low, ci_high = bootstrap_interval(
+        differences, settings.bootstrap_resamples, settings.confidence_level, settings.seed
+    )
+    wins, ties, losses = wins_ties_losses(differences, settings.tie_tolerance)
+    n = group.height
+    return {
+        "n_queries": n,
+        "baseline_mean": float(group["baseline_value"].mean()) if n else None,
+        "run_mean": float(group["run_value"].mean()) if n else None,
+        "mean_difference": float(differences.mean()) if n else None,
+        "ci_low": ci_low, "ci_high": ci_high,
+        "t_statistic": t_test.statistic, "p_t": t_test.p_value,
+        "p_randomization": randomization.p_value, "randomization": randomization.method,
+        "effect_size": cohens_d_z(differences),
+        "wins": wins, "ties": ties, "losses": losses,
+        "unresolved": int((group["robustness"] == "unresolved").sum()) if has_intervals else None,
+    }
+
+
+def _tukey_p_values(
+    frames: list[tuple[str, pl.LazyFrame]], base_name: str, settings: ComparisonSettings
+) -> dict[tuple[str, str, int | None], float]:
+    """The randomised Tukey HSD p-value of the baseline against each run, per measure and cutoff."""
+    names = [name for name, _ in frames]
+    matrix = sample_matrix(frames, settings.query_set).collect()
+    p_values: dict[tuple[str, str, int | None], float] = {}
+    for (measure, cutoff), block in matrix.group_by(["measure", "cutoff"]):
+        if block.height == 0:
+            continue
+        p = randomised_tukey_hsd(block.select(names).to_numpy(), settings.permutations, settings.seed)
+        base = names.index(base_name)
+        for index, name in enumerate(names):
+            if name != base_name:
+                p_values[(name, measure, cutoff)] = float(p[base, index])
+    return p_values
+
+
+# -- direct comparison (no warehouse) -----------------------------------------------------------------------------
+
+
+def compare(
+    qrels: str | Path,
+    runs: Sequence[str | Path],
+    spec: EvaluationSpec | None = None,
+    settings: ComparisonSettings | None = None,
+    baseline: str | None = None,
+) -> ComparisonResult:
+    """Evaluate each run against the judgments under one spec (default: the `judged` preset) and compare them:
+    the Python API of `judged compare QRELS RUN_A RUN_B ...` (no warehouse, no Prefect)."""
+    return compare_files(qrels, runs, spec or EvaluationSpec(), settings or ComparisonSettings(), baseline)
+
+
+def compare_files(
+    qrels: str | Path, runs: Sequence[str | Path], spec: EvaluationSpec, settings: ComparisonSettings,
+    baseline: str | None, hashes: dict | None = None,
+) -> ComparisonResult:
+    from judged.flows.engine import evaluate, evaluate_sharded
+    from judged.flows.io import load_table, open_stored
+
+    hashes = hashes or {}
+    judgments = load_table(Path(qrels), "judgments", hashes=hashes.get(Path(qrels)))
+    label = judgments_label(getattr(judgments.metadata, "name", ""), getattr(judgments.metadata, "version", ""))
+    evaluations = []
+    for run in map(Path, runs):
+        if run.is_dir():
+            stored = open_stored(run, "run")
+            result = evaluate_sharded(stored, judgments, spec)
+            run_identity = {"id": stored.table_id, "source": str(run)}
+        else:
+            table = load_table(run, "run", hashes=hashes.get(run))
+            result = evaluate(table, judgments, spec)
+            run_identity = {"id": table.table_id, "source": str(run), "source_sha256": table.source_sha256}
+        inputs = {
+            "run": run_identity,
+            "judgments": {"id": judgments.table_id, "source": str(qrels), "source_sha256": judgments.source_sha256,
+                          "metadata": judgments.metadata.model_dump(mode="json")},
+            "spec_hash": spec.spec_hash, "label": spec.full_label(),
+        }
+        evaluations.append(from_result(result, judgments.table_id, label, inputs))
+    return compare_evaluations(evaluations, settings, baseline)
+
+
+# -- stored comparisons -------------------------------------------------------------------------------------------
+
+
+def comparison_record(warehouse: Warehouse, identifier: str) -> Path:
+    return warehouse.root / "comparison_records" / f"{identifier}.parquet"
+
+
+def store_comparison(warehouse: Warehouse, result: ComparisonResult, flow_run_id: str | None = None) -> bool:
+    """Write the per-query differences, the statistics, then the record that makes both visible. False when the
+    comparison is already stored (same id: same evaluations, baseline, settings and implementation)."""
+    record_path = comparison_record(warehouse, result.comparison_id)
+    if record_path.exists():
+        return False
+    warehouse.ensure()
+    provenance = canonical_json(result.provenance(flow_run_id))
+    metadata = {"judged.provenance": provenance}
+    folder = result.comparison_id
+    write_parquet_atomically(result.per_query, warehouse.root / "comparison_per_query" / folder / "part-0.parquet",
+                             metadata | {"judged.table": "comparison_per_query"})
+    write_parquet_atomically(result.pairs, warehouse.root / "comparisons" / folder / "part-0.parquet",
+                             metadata | {"judged.table": "comparisons"})
+    first = result.evaluations[0]
+    record = pl.DataFrame(
+        [{
+            "comparison_id": result.comparison_id,
+            "evaluation_ids": [e.evaluation_id for e in result.evaluations],
+            "run_names": [e.run_name for e in result.evaluations],
+            "baseline": result.baseline,
+            "judgment_set_id": first.judgment_set_id,
+            "spec_hash": first.spec.spec_hash,
+            "label": first.spec.full_label(),
+            "settings_json": result.settings.canonical_json(),
+            "implementation_version": implementation_version(),
+            "implementation_commit": implementation_commit(),
+            "created_at": now_utc(),
+            "notes": list(result.notes),
+            "provenance_json": provenance,
+        }],
+        schema=COMPARISON_RECORDS,
+    )
+    write_parquet_atomically(record, record_path, metadata | {"judged.table": "comparison_records"})
+    return True
+
+
+def load_comparison(warehouse: Warehouse, identifier: str) -> ComparisonResult:
+    """A stored comparison, with its evaluations read back from the warehouse."""
+    record_path = comparison_record(warehouse, identifier)
+    if not record_path.exists():
+        raise InputError(str(warehouse.root), f"no comparison with id {identifier} in the warehouse")
+    record = pl.read_parquet(record_path).row(0, named=True)
+    pairs = pl.read_parquet(warehouse.root / "comparisons" / identifier / "part-0.parquet")
+    per_query = pl.read_parquet(warehouse.root / "comparison_per_query" / identifier / "part-0.parquet")
+    return ComparisonResult(
+        comparison_id=identifier,
+        baseline=record["baseline"],
+        settings=ComparisonSettings.model_validate_json(record["settings_json"]),
+        evaluations=tuple(from_warehouse(warehouse, e) for e in record["evaluation_ids"]),
+        pairs=pairs,
+        per_query=per_query,
+        notes=tuple(record["notes"]),
+    )
+
+
+def is_comparison(warehouse: Warehouse, identifier: str) -> bool:
+    return comparison_record(warehouse, identifier).exists()
+
+
+def rebase_basis(warehouse: Warehouse, evaluation_ids: Sequence[str], spec: EvaluationSpec | None
+                 ) -> tuple[str, list[str], EvaluationSpec]:
+    """The one basis `--rebase` re-evaluates on: the newest judgment version (the latest ingested set with the name
+    of the evaluations' most recently ingested judgment set), the given spec or else the first evaluation's, and
+    the run of each evaluation."""
+    records = [warehouse.load_evaluation(e)[0] for e in evaluation_ids]
+    sets = [warehouse.record("judgments", r["judgment_set_id"]) for r in records]
+    newest = max(sets, key=lambda s: s["ingested_at"])
+    judgment_set_id = warehouse.resolve_judgment_set(newest["name"]) if newest["name"] else newest["judgment_set_id"]
+    chosen = spec or EvaluationSpec.from_canonical_json(records[0]["spec_json"])
+    return judgment_set_id, [r["run_id"] for r in records], chosen

@@ -1,0 +1,169 @@
+"""`judged compare` without a warehouse (flows/compare.py, flows/cli_compare.py) on the bundled TREC DL 2020 sample:
+every field of the JSON output, the numbers against independent computations (scipy on the per-query values that
+`judged evaluate` prints, NIST's published p_bm25 NDCG@10, ranx's t-test), the table, seeds and refusals."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+
+import numpy as np
+import pytest
+from scipy import stats
+from typer.testing import CliRunner, Result
+
+from judged.flows.cli import app
+from judged.flows.compare import IncomparableError, compare, compare_evaluations, from_result
+from judged.schemas.comparison import ComparisonSettings
+from judged.schemas.spec import build_spec
+from judged.transforms.compare import holm
+from tests.conftest import SAMPLE
+
+QRELS = SAMPLE / "qrels.dl20-passage.txt"
+RUNS = [SAMPLE / "runs" / f"input.{name}.gz" for name in ("p_bm25", "pash_r3", "DoRA_Large")]
+FIELDS = {"baseline", "run", "measure", "cutoff", "n_queries", "mean_difference", "ci_low", "ci_high", "p_t",
+          "p_randomization", "p_adjusted", "correction", "effect_size", "wins", "ties", "losses", "unresolved"}
+ENV = {"COLUMNS": "200", "NO_COLOR": "1"}
+
+
+def judged(*args: object) -> Result:
+    return CliRunner().invoke(app, [str(arg) for arg in args], env=ENV)
+
+
+@cache
+def compared_json() -> dict:
+    result = judged("compare", QRELS, *RUNS, "--preset", "trec_eval", "--cutoffs", "10,100", "--format", "json",
+                    "--permutations", "2000", "--resamples", "2000")
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+@cache
+def per_query_values() -> dict[str, dict[tuple[str, int], float]]:
+    """Each run's per-query NDCG as `judged evaluate --format json` prints it (scored queries)."""
+    result = judged("evaluate", QRELS, *RUNS, "--preset", "trec_eval", "--cutoffs", "10,100", "--format", "json")
+    assert result.exit_code == 0, result.output
+    return {
+        evaluation["run"]: {(row["query_id"], row["cutoff"]): row["value"] for row in evaluation["per_query"]
+                            if row["status"] == "scored"}
+        for evaluation in json.loads(result.stdout)["evaluations"]
+    }
+
+
+def test_json_has_one_object_per_pair_measure_and_cutoff() -> None:
+    output = compared_json()
+    rows = output["comparisons"]
+    assert [(r["run"], r["cutoff"]) for r in rows] == [
+        ("pash_r3", 10), ("pash_r3", 100), ("DoRA_Large", 10), ("DoRA_Large", 100)
+    ]
+    for row in rows:
+        assert FIELDS <= set(row)
+        assert row["baseline"] == "p_bm25" and row["correction"] == "holm" and row["effect_size_kind"] == "d_z"
+        assert row["n_queries"] == 54 and row["wins"] + row["ties"] + row["losses"] == 54
+        assert row["ci_low"] < row["mean_difference"] < row["ci_high"]
+        assert row["unresolved"] is None  # no intervals yet: null, with the note saying why
+        assert row["p_tukey_hsd"] is not None  # three runs
+    assert any("value_min/value_max" in note for note in output["notes"])
+    assert len(output["per_query"]) == 2 * 2 * 54
+
+
+def test_numbers_against_independent_computations() -> None:
+    rows = compared_json()["comparisons"]
+    values = per_query_values()
+    for row in rows:
+        base, run = values["p_bm25"], values[row["run"]]
+        queries = sorted(q for q in base if q[1] == row["cutoff"] and q in run)
+        a = np.array([base[q] for q in queries])
+        b = np.array([run[q] for q in queries])
+        assert row["n_queries"] == len(queries)
+        assert row["mean_difference"] == pytest.approx(float((b - a).mean()), abs=1e-12)
+        assert row["p_t"] == pytest.approx(float(stats.ttest_rel(b, a).pvalue), abs=1e-12)
+        assert row["effect_size"] == pytest.approx(float((b - a).mean() / (b - a).std(ddof=1)), abs=1e-12)
+    # NIST's published mean NDCG@10 of p_bm25 under trec_eval -c: 0.4796 (README); every judged query is scored
+    assert rows[0]["baseline_mean"] == pytest.approx(0.4796, abs=5e-5)
+    assert [r["p_adjusted"] for r in rows] == pytest.approx(list(holm(np.array([r["p_randomization"] for r in rows]))))
+
+
+def test_ranx_student_t_agrees() -> None:
+    ranx = pytest.importorskip("ranx", reason="ranx is in the `bench` extra, not installed here")
+    from ranx.statistical_tests import paired_student_t_test
+
+    row = compared_json()["comparisons"][0]  # pash_r3 against p_bm25 at 10
+    values = per_query_values()
+    queries = sorted(q for q in values["p_bm25"] if q[1] == 10 and q in values["pash_r3"])
+    control = np.array([values["p_bm25"][q] for q in queries])
+    treatment = np.array([values["pash_r3"][q] for q in queries])
+    p_value, _ = paired_student_t_test(control, treatment, 0.05)
+    assert ranx is not None and row["p_t"] == pytest.approx(float(p_value), abs=1e-9)
+
+
+def test_table_names_the_corrected_p_values_intervals_and_effect_sizes() -> None:
+    result = judged("compare", QRELS, *RUNS, "--preset", "trec_eval", "--cutoffs", "10", "--permutations", "500",
+                    "--resamples", "500")
+    assert result.exit_code == 0, result.output
+    for text in ("nDCG@10: each run - p_bm25", "95% CI", "p holm", "p HSD", "d_z", "pash_r3", "DoRA_Large",
+                 "note: robustness and unresolved are null"):
+        assert text in result.stdout
+
+
+def test_same_seed_same_numbers_and_settings_in_the_id() -> None:
+    spec = build_spec("trec_eval", cutoffs=(10,))
+    settings = ComparisonSettings(permutations=500, bootstrap_resamples=500, seed=3)
+    first = compare(QRELS, RUNS[:2], spec, settings)
+    again = compare(QRELS, RUNS[:2], spec, settings)
+    assert first.comparison_id == again.comparison_id and first.pairs.equals(again.pairs)
+    other = compare(QRELS, RUNS[:2], spec, settings.model_copy(update={"seed": 4}))
+    assert other.comparison_id != first.comparison_id
+    assert other.pairs["p_t"].equals(first.pairs["p_t"])  # the t-test draws nothing
+
+
+def test_judged_query_set_scores_missing_queries_zero(tmp_path) -> None:
+    """A run that lost one judged query: `common` leaves it out, `judged` scores it 0 there."""
+    text = (QRELS.parent / "runs" / "input.p_bm25.gz")
+    import gzip
+
+    lines = gzip.decompress(text.read_bytes()).decode().splitlines()
+    dropped = QRELS.read_text().split()[0]  # a judged query
+    partial = tmp_path / "partial.txt"
+    partial.write_text("\n".join(line for line in lines if line.split()[0] != dropped) + "\n")
+    spec = build_spec("judged", cutoffs=(10,))
+    settings = ComparisonSettings(permutations=200, bootstrap_resamples=200)
+    common = compare(QRELS, [RUNS[0], partial], spec, settings)
+    judged_set = compare(QRELS, [RUNS[0], partial], spec, settings.model_copy(update={"query_set": "judged"}))
+    assert common.pairs["n_queries"].item() == 53 and judged_set.pairs["n_queries"].item() == 54
+    row = judged_set.per_query.filter(judged_set.per_query["query_id"] == dropped).row(0, named=True)
+    assert row["run_value"] == 0.0 and row["difference"] == -row["baseline_value"]
+
+
+def test_refuses_different_specs_naming_both() -> None:
+    from judged.flows.engine import evaluate
+    from judged.flows.io import load_table
+
+    judgments = load_table(QRELS, "judgments")
+    run = load_table(RUNS[0], "run")
+    a = evaluate(run, judgments, build_spec("trec_eval", cutoffs=(10,)))
+    b = evaluate(run, judgments, build_spec("judged", cutoffs=(10,)))
+    label = "trec-dl-2020-passage version nist-final"
+    with pytest.raises(IncomparableError, match=r"different specs.*trec_eval.*judged"):
+        compare_evaluations([from_result(a, "j", label, {}), from_result(b, "j", label, {})], ComparisonSettings())
+    with pytest.raises(IncomparableError, match="version nist-final.*version nist-2"):
+        compare_evaluations([from_result(a, "j1", label, {}), from_result(a, "j2", label.replace("final", "2"), {})],
+                            ComparisonSettings())
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "message"),
+    [
+        (["--correction", "bonferroni"], 2, "--correction"),
+        (["--queries", "some"], 2, "--queries"),
+        (["--permutations", "5"], 2, "--permutations"),
+        (["--rebase"], 2, "--rebase re-evaluates stored evaluations"),
+        (["--baseline", "nope"], 1, "--baseline 'nope' is none of the runs"),
+    ],
+)
+def test_bad_options_are_one_line_errors(args: list[str], code: int, message: str) -> None:
+    result = judged("compare", QRELS, *RUNS[:2], "--cutoffs", "10", "--permutations", "200", "--resamples", "200",
+                    *args)
+    assert result.exit_code == code, result.output
+    assert result.stderr.startswith("judged: error: ") and message in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and not result.stdout
