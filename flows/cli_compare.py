@@ -92,7 +92,7 @@ def compared(
             paths = [Path(item) for item in inputs]
             return compare_files(paths[0], paths[1:], spec or EvaluationSpec(), settings, baseline,
                                  hash_in_background(paths))
-        from judged.flows.compare_flow import compare_flow
+        from judged.flows.pipeline import compare_flow
         from judged.flows.warehouse import Warehouse
 
         store = Warehouse(warehouse)

@@ -3,7 +3,8 @@
 Belongs here: gathering the evaluations to compare (evaluated directly, or stored), refusing those whose judgment
 set or spec differ, the loop over pairs, measures and cutoffs that calls the pure tests of `transforms/compare.py`,
 the correction over the whole family, the content-derived comparison id, and writing and reading stored
-comparisons. The Prefect flow around it is in `flows/compare_flow.py`; printing is in `flows/compare_output.py`.
+comparisons. The Prefect flow around it (`compare_flow`) is in `flows/pipeline.py`; printing is in
+`flows/compare_output.py`.
 """
 
 from __future__ import annotations

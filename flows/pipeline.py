@@ -685,3 +685,43 @@ def nightly(
     refresh_catalog_task(warehouse)
     publish_artifacts_task(warehouse, evaluated)
     return NightlyReport(flow_run_id, evaluated, rejected)
+
+
+# -- comparisons (flows/compare.py holds what they do; imported when used: the statistics load scipy) -------------
+
+
+@task(name="compare-evaluations")
+def compare_task(warehouse_root: str, evaluation_ids: list[str], settings_json: str, baseline: str | None) -> str:
+    """Compare stored evaluations and store the comparison (nothing new if it is stored already); its id."""
+    from judged.flows.compare import compare_evaluations, from_warehouse, store_comparison
+    from judged.schemas.comparison import ComparisonSettings
+
+    store = Warehouse(warehouse_root)
+    evaluations = [from_warehouse(store, identifier) for identifier in evaluation_ids]
+    result = compare_evaluations(evaluations, ComparisonSettings.model_validate_json(settings_json), baseline)
+    store_comparison(store, result, _current_flow_run_id())
+    return result.comparison_id
+
+
+@flow(name="compare", task_runner=ThreadPoolTaskRunner(max_workers=LOCAL_SHARD_WORKERS))
+def compare_flow(
+    evaluation_ids: list[str],
+    settings_json: str,
+    warehouse: str = DEFAULT_WAREHOUSE,
+    baseline: str | None = None,
+    rebase: bool = False,
+    spec_json: str | None = None,
+) -> str:
+    """Compare stored evaluations of runs on one judgment basis and store the comparison. With `rebase`, every run
+    is first evaluated (or its stored evaluation reused) against the newest version of the judgment set under one
+    spec (`spec_json`, or the first evaluation's)."""
+    from judged.flows.compare import rebase_basis
+
+    if rebase:
+        spec = EvaluationSpec.from_canonical_json(spec_json) if spec_json else None
+        judgment_set_id, run_ids, chosen = rebase_basis(Warehouse(warehouse), evaluation_ids, spec)
+        reports = evaluate_runs(warehouse, run_ids, judgment_set_id, [chosen.canonical_json()])
+        evaluation_ids = [report.evaluation_id for report in reports]
+    identifier = compare_task(warehouse, evaluation_ids, settings_json, baseline)
+    refresh_catalog_task(warehouse)
+    return identifier
