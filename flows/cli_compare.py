@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from judged.flows.cli import EXIT_INPUT, EXIT_USAGE, _SPEC_PANEL, _fail, app, spec_from_options
 from judged.schemas.spec import PRESETS, EvaluationSpec, SpecError
 from judged.transforms.errors import InputError
+
+if TYPE_CHECKING:  # the statistics load scipy: only the commands that compare import them
+    from judged.flows.compare import ComparedEvaluation, ComparisonResult
 
 _COMPARE_PANEL = "Comparison options"
 
@@ -55,14 +58,18 @@ def _spec(options: dict[str, object]) -> EvaluationSpec | None:
     return spec_from_options(str(preset), **options)  # type: ignore[arg-type]
 
 
-def compared(
+def gathered(
     inputs: list[str], spec_options: dict[str, object], baseline: str | None, queries: str, permutations: int,
     resamples: int, seed: int, correction: str, tie_tolerance: float, warehouse: Path | None, rebase: bool,
-):
-    """The comparison the command line asks for (a ComparisonResult); raises typer.Exit with a one-line error."""
+    minimum_runs: int = 2,
+) -> tuple[list[ComparedEvaluation], ComparisonResult | None]:
+    """The evaluations the command line names and their comparison (None for a single evaluation); raises
+    typer.Exit with a one-line error."""
     from pydantic import ValidationError
 
-    from judged.flows.compare import IncomparableError, compare_files, is_comparison, load_comparison
+    from judged.flows.compare import (
+        IncomparableError, compare_evaluations, evaluate_files, is_comparison, load_comparison,
+    )
     from judged.schemas.comparison import ComparisonSettings
 
     try:
@@ -82,37 +89,46 @@ def compared(
         raise _fail(str(error), EXIT_INPUT) from None
     if rebase and warehouse is None:
         raise _fail("--rebase re-evaluates stored evaluations: give --warehouse too", EXIT_USAGE)
+    runs_wanted = "a run" if minimum_runs == 1 else "at least two runs"
     try:
         if warehouse is None:
-            if len(inputs) < 3:
-                raise _fail("compare needs QRELS and at least two runs (or evaluation ids with --warehouse)",
-                            EXIT_USAGE)
+            if len(inputs) < 1 + minimum_runs:
+                raise _fail(f"give QRELS and {runs_wanted} (or evaluation ids with --warehouse)", EXIT_USAGE)
             from judged.flows.hashing import hash_in_background
 
             paths = [Path(item) for item in inputs]
-            return compare_files(paths[0], paths[1:], spec or EvaluationSpec(), settings, baseline,
-                                 hash_in_background(paths))
+            evaluations = evaluate_files(paths[0], paths[1:], spec or EvaluationSpec(), hash_in_background(paths))
+            if len(evaluations) < 2:
+                return evaluations, None
+            return evaluations, compare_evaluations(evaluations, settings, baseline)
+        from judged.flows.compare import from_warehouse
         from judged.flows.pipeline import compare_flow
         from judged.flows.warehouse import Warehouse
 
         store = Warehouse(warehouse)
         if len(inputs) == 1 and is_comparison(store, inputs[0]):
-            return load_comparison(store, inputs[0])
+            comparison = load_comparison(store, inputs[0])
+            return list(comparison.evaluations), comparison
         if all(store.has_evaluation(item) for item in inputs):
             evaluation_ids = inputs
         else:
             from judged.flows.pipeline import evaluate_flow
 
-            if len(inputs) < 3:
-                raise _fail(f"{inputs[-1]!r} is no evaluation id in {warehouse}; to evaluate files give QRELS and "
-                            "at least two runs", EXIT_INPUT)
+            if len(inputs) < 1 + minimum_runs:
+                raise _fail(f"{inputs[-1]!r} is no evaluation or comparison id in {warehouse}; to evaluate files "
+                            f"give QRELS and {runs_wanted}", EXIT_INPUT)
             reports = evaluate_flow(inputs[0], inputs[1:], (spec or EvaluationSpec()).canonical_json(),
                                     str(warehouse))
             evaluation_ids = [report.evaluation_id for report in reports]
+        if len(evaluation_ids) < 2:
+            if len(evaluation_ids) < minimum_runs:
+                raise _fail("a comparison needs at least two evaluations", EXIT_USAGE)
+            return [from_warehouse(store, evaluation_ids[0])], None
         identifier = compare_flow(evaluation_ids, settings.canonical_json(), str(warehouse), baseline, rebase,
                                   spec.canonical_json() if spec else None)
         print(f"comparison {identifier} (stored in {warehouse})", file=sys.stderr)
-        return load_comparison(store, identifier)
+        comparison = load_comparison(store, identifier)
+        return list(comparison.evaluations), comparison
     except (IncomparableError, InputError) as error:
         raise _fail(str(error), EXIT_INPUT) from None
 
@@ -149,9 +165,51 @@ def compare(
         query_set=query_set, run_duplicates=run_duplicates, judgment_duplicates=judgment_duplicates, depth=depth,
         query_weights=query_weights,
     )
-    result = compared(inputs, spec_options, baseline, queries, permutations, resamples, seed, correction,
-                      tie_tolerance, warehouse, rebase)
+    _, result = gathered(inputs, spec_options, baseline, queries, permutations, resamples, seed, correction,
+                         tie_tolerance, warehouse, rebase)
+    if result is None:
+        raise _fail("a comparison needs at least two evaluations", EXIT_USAGE)
     if output_format == "json":
         print(as_json(result))
     else:
         print_table(result)
+
+
+@app.command()
+def report(
+    inputs: Annotated[list[str], typer.Argument(
+        help="QRELS RUN [RUN ...] (files), or with --warehouse one comparison id or evaluation ids (or files).")],
+    out: Annotated[Path, typer.Option(help="The HTML file to write (self-contained: plots inlined as SVG).")],
+    baseline: Baseline = None,
+    queries: Queries = "common",
+    permutations: Permutations = 10_000,
+    resamples: Resamples = 10_000,
+    seed: Seed = 0,
+    correction: Correction = "holm",
+    tie_tolerance: TieTolerance = 1e-9,
+    warehouse: Warehouse_ = None,
+    rebase: Rebase = False,
+    preset: Preset = None, cutoffs: SpecText = None, gain: SpecText = None, gain_map: SpecText = None,
+    negative_grades: SpecText = None, ranking: SpecText = None, precision: SpecText = None, ties: SpecText = None,
+    unjudged: SpecText = None, ideal: SpecText = None, no_relevant: SpecText = None, query_set: SpecText = None,
+    run_duplicates: SpecText = None, judgment_duplicates: SpecText = None, depth: SpecText = None,
+    query_weights: Weights = None,
+) -> None:
+    """Write one self-contained HTML report: summary with intervals, per-query differences coloured by robustness,
+    unjudged coverage by cutoff, per-query value distributions, the significance table and the provenance. With
+    two or more runs they are compared as `judged compare` does."""
+    from judged.flows.html_report import write_report
+
+    spec_options = dict(
+        preset=preset, cutoffs=cutoffs, gain=gain, gain_map=gain_map, negative_grades=negative_grades,
+        ranking=ranking, precision=precision, ties=ties, unjudged=unjudged, ideal=ideal, no_relevant=no_relevant,
+        query_set=query_set, run_duplicates=run_duplicates, judgment_duplicates=judgment_duplicates, depth=depth,
+        query_weights=query_weights,
+    )
+    evaluations, comparison = gathered(inputs, spec_options, baseline, queries, permutations, resamples, seed,
+                                       correction, tie_tolerance, warehouse, rebase, minimum_runs=1)
+    try:
+        written = write_report(out, evaluations, comparison)
+    except OSError as error:
+        raise _fail(f"{out}: cannot write the report: {error.strerror or error}", EXIT_INPUT) from None
+    print(f"wrote {written}")

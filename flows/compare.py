@@ -282,6 +282,13 @@ def compare_files(
     qrels: str | Path, runs: Sequence[str | Path], spec: EvaluationSpec, settings: ComparisonSettings,
     baseline: str | None, hashes: dict | None = None,
 ) -> ComparisonResult:
+    return compare_evaluations(evaluate_files(qrels, runs, spec, hashes), settings, baseline)
+
+
+def evaluate_files(
+    qrels: str | Path, runs: Sequence[str | Path], spec: EvaluationSpec, hashes: dict | None = None
+) -> list[ComparedEvaluation]:
+    """Each run (a file, or a stored run's folder) evaluated directly against the judgments under the spec."""
     from judged.flows.engine import evaluate, evaluate_sharded
     from judged.flows.io import load_table, open_stored
 
@@ -305,7 +312,7 @@ def compare_files(
             "spec_hash": spec.spec_hash, "label": spec.full_label(),
         }
         evaluations.append(from_result(result, judgments.table_id, label, inputs))
-    return compare_evaluations(evaluations, settings, baseline)
+    return evaluations
 
 
 # -- stored comparisons -------------------------------------------------------------------------------------------

@@ -404,12 +404,13 @@ def refresh_catalog_task(warehouse_root: str) -> str:
 
 
 @task(name="publish-artifacts")
-def publish_artifacts_task(warehouse_root: str, reports: list[EvaluationReport]) -> None:
+def publish_artifacts_task(warehouse_root: str, reports: list[EvaluationReport], report: str | None = None) -> None:
     warehouse = Warehouse(warehouse_root)
     if reports:
         create_table_artifact(key="judged-summary", table=summary_rows(warehouse, reports),
                               description="Summary per run, measure and cutoff")
-    create_markdown_artifact(key="judged-evaluation", markdown=evaluation_markdown(warehouse, reports),
+    link = f"\n[HTML report: runs compared, plots, provenance]({Path(report).as_uri()})\n" if report else ""
+    create_markdown_artifact(key="judged-evaluation", markdown=evaluation_markdown(warehouse, reports) + link,
                              description="What was evaluated, unjudged coverage, warnings")
     get_run_logger().info("published the artifacts judged-summary and judged-evaluation (%s)",
                           counted(len(reports), "evaluation"))
@@ -682,8 +683,10 @@ def nightly(
         claim.release()
     logger.info("night recorded in %s: %s evaluated, %s rejected", store.root / "nightly",
                 counted(len(evaluated), "evaluation"), counted(len(rejected), "file"))
+    # the night's report: its runs under the first spec (evaluate_runs lists each file's evaluations spec by spec)
+    report = nightly_report_task(warehouse, [r.evaluation_id for r in evaluated[:: len(specs) or 1]], flow_run_id)
     refresh_catalog_task(warehouse)
-    publish_artifacts_task(warehouse, evaluated)
+    publish_artifacts_task(warehouse, evaluated, report)
     return NightlyReport(flow_run_id, evaluated, rejected)
 
 
@@ -720,8 +723,19 @@ def compare_flow(
     if rebase:
         spec = EvaluationSpec.from_canonical_json(spec_json) if spec_json else None
         judgment_set_id, run_ids, chosen = rebase_basis(Warehouse(warehouse), evaluation_ids, spec)
-        reports = evaluate_runs(warehouse, run_ids, judgment_set_id, [chosen.canonical_json()])
+        reports = evaluate_runs(warehouse, run_ids, judgment_set_id, [chosen])
         evaluation_ids = [report.evaluation_id for report in reports]
     identifier = compare_task(warehouse, evaluation_ids, settings_json, baseline)
     refresh_catalog_task(warehouse)
     return identifier
+
+
+@task(name="nightly-report")
+def nightly_report_task(warehouse_root: str, evaluation_ids: list[str], flow_run_id: str) -> str | None:
+    """The night's HTML report (warehouse/reports/<flow run id>.html), its runs compared when there are several;
+    None when nothing was evaluated."""
+    if not evaluation_ids:
+        return None
+    from judged.flows.html_report import nightly_report
+
+    return str(nightly_report(Warehouse(warehouse_root), evaluation_ids, flow_run_id))

@@ -106,3 +106,23 @@ def test_different_judgment_versions_are_refused_naming_both_then_rebased(stored
     output = json.loads(rebased.stdout)
     assert output["judgments"] == "trec-dl-2020-passage version revised-2026"
     assert output["runs"][1]["evaluation_id"] == revised_id  # reused; p_bm25 evaluated on the newest version
+
+
+def test_nightly_writes_a_report_and_stores_the_comparison(stored: dict, tmp_path: Path) -> None:
+    warehouse = stored["warehouse"]
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    for run in RUNS[:2]:
+        (inbox / run.name).write_bytes(run.read_bytes())
+    result = judged("nightly", "--inbox", inbox, "--judgments", QRELS, "--preset", "trec_eval", "--cutoffs", "10",
+                    "--warehouse", warehouse)
+    assert result.exit_code == 0, result.output
+    (night,) = sql(warehouse, "SELECT DISTINCT flow_run_id FROM nightly WHERE file = 'input.pash_r3.gz' "
+                              "AND started_at = (SELECT max(started_at) FROM nightly)")
+    report = warehouse / "reports" / f"{night['flow_run_id']}.html"
+    text = report.read_text()
+    assert "id='difference-plot'><svg" in text and "p_bm25" in text and "pash_r3" in text
+    compared = sql(warehouse, "SELECT r.run_names FROM comparison_records r "
+                              "WHERE json_extract_string(r.provenance_json, '$.flow_run_id') = "
+                              f"'{night['flow_run_id']}'")
+    assert compared == [{"run_names": ["p_bm25", "pash_r3"]}]

@@ -1,0 +1,102 @@
+"""`judged report` as a person sees it: the HTML file on the bundled TREC DL 2020 sample is self-contained (no
+network, no script), holds its three plots as SVG with drawn paths, and renders in headless Chromium (Debian's
+`chromium`, installed by .ci/setup when it can be) without errors to a PNG that is not blank.
+
+Skips with the reason when chromium is not installed. Chromium runs in its own session and is killed with it, so
+no browser outlives the test.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from judged.flows.cli import app
+from tests.conftest import SAMPLE
+
+QRELS = SAMPLE / "qrels.dl20-passage.txt"
+RUNS = [SAMPLE / "runs" / f"input.{name}.gz" for name in ("p_bm25", "pash_r3", "DoRA_Large")]
+PLOTS = ("difference-plot", "coverage-plot", "distribution-plot")
+
+
+@cache
+def report(folder: str) -> Path:
+    out = Path(folder) / "report.html"
+    result = CliRunner().invoke(app, ["report", str(QRELS), *map(str, RUNS), "--preset", "trec_eval", "--cutoffs",
+                                      "10,100,1000", "--permutations", "1000", "--resamples", "1000",
+                                      "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    return out
+
+
+@pytest.fixture(scope="module")
+def report_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return report(str(tmp_path_factory.mktemp("report")))
+
+
+def test_report_is_self_contained_with_three_drawn_plots(report_file: Path) -> None:
+    text = report_file.read_text()
+    assert "<script" not in text and "<link" not in text and "<img" not in text
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:|//)""", text)  # nothing fetched
+    for plot in PLOTS:
+        block = text.split(f"id='{plot}'>", 1)[1].split("</div>", 1)[0]
+        assert block.startswith("<svg") and block.count("<path") >= 10, plot
+    for heading in ("Summary", "Significance", "Provenance", "Unjudged coverage by cutoff"):
+        assert heading in text
+    assert "trec-dl-2020-passage version nist-final" in text and "pash_r3" in text
+
+
+def _chromium(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """Headless chromium in its own session, whose every process is killed afterwards whatever happened."""
+    browser = shutil.which("chromium")
+    if browser is None:
+        pytest.skip("chromium is not installed (.ci/setup installs Debian's chromium when run as root with apt)")
+    process = subprocess.Popen(
+        [browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
+         f"--user-data-dir={cwd / 'profile'}", "--enable-logging=stderr", "--v=0", *args],
+        cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )
+    try:
+        stdout, stderr = process.communicate(timeout=120)
+    finally:
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        process.wait()
+    return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
+
+
+def test_chromium_renders_the_report_without_errors(report_file: Path, tmp_path: Path) -> None:
+    url = report_file.resolve().as_uri()
+    dom = _chromium("--dump-dom", url, cwd=tmp_path)
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    for plot in PLOTS:
+        assert f'id="{plot}"' in dom.stdout
+    assert dom.stdout.count("<svg") >= 3 and "<path" in dom.stdout
+    page_errors = [line for line in dom.stderr.splitlines()
+                   if "CONSOLE" in line or "Failed to load" in line or "ERR_" in line and "report.html" in line]
+    assert page_errors == []
+
+    png = tmp_path / "report.png"
+    shot = _chromium(f"--screenshot={png}", "--window-size=1200,2600", url, cwd=tmp_path)
+    assert shot.returncode == 0 and png.is_file(), shot.stderr[-2000:]
+    from matplotlib.image import imread
+
+    pixels = imread(png)[..., :3]
+    assert pixels.shape[:2] == (2600, 1200)
+    not_white = (pixels < 0.95).any(axis=2)
+    assert not_white.mean() > 0.05  # tables, axes, bars: far from a blank page
+    red, green, blue = pixels[..., 0], pixels[..., 1], pixels[..., 2]
+    assert np.count_nonzero((green > red + 0.1) & (green > blue)) > 1000  # the difference plot's green bars
+    if os.environ.get("JUDGED_REPORT_SCREENSHOT"):  # refreshes the README's screenshot (docs/report.png)
+        shutil.copy(png, os.environ["JUDGED_REPORT_SCREENSHOT"])
