@@ -50,6 +50,11 @@ Rebase = Annotated[bool, typer.Option(
          "the first evaluation's spec) instead of refusing evaluations whose judgments or spec differ.")]
 
 
+# The spec options both commands take, as `judged evaluate` names them (spec_from_options' parameters).
+SPEC_OPTIONS = ("preset", "cutoffs", "gain", "gain_map", "negative_grades", "ranking", "precision", "ties", "unjudged",
+                "ideal", "no_relevant", "query_set", "run_duplicates", "judgment_duplicates", "depth", "query_weights")
+
+
 def _spec(options: dict[str, object]) -> EvaluationSpec | None:
     """The spec the options give, or None when none was given (stored evaluations keep theirs)."""
     if all(value is None for value in options.values()):
@@ -159,12 +164,7 @@ def compare(
 
     if output_format not in ("table", "json"):
         raise _fail(f"--format must be table or json, not {output_format!r}", EXIT_USAGE)
-    spec_options = dict(
-        preset=preset, cutoffs=cutoffs, gain=gain, gain_map=gain_map, negative_grades=negative_grades,
-        ranking=ranking, precision=precision, ties=ties, unjudged=unjudged, ideal=ideal, no_relevant=no_relevant,
-        query_set=query_set, run_duplicates=run_duplicates, judgment_duplicates=judgment_duplicates, depth=depth,
-        query_weights=query_weights,
-    )
+    spec_options = {name: value for name, value in locals().items() if name in SPEC_OPTIONS}
     _, result = gathered(inputs, spec_options, baseline, queries, permutations, resamples, seed, correction,
                          tie_tolerance, warehouse, rebase)
     if result is None:
@@ -200,12 +200,7 @@ def report(
     two or more runs they are compared as `judged compare` does."""
     from judged.flows.html_report import write_report
 
-    spec_options = dict(
-        preset=preset, cutoffs=cutoffs, gain=gain, gain_map=gain_map, negative_grades=negative_grades,
-        ranking=ranking, precision=precision, ties=ties, unjudged=unjudged, ideal=ideal, no_relevant=no_relevant,
-        query_set=query_set, run_duplicates=run_duplicates, judgment_duplicates=judgment_duplicates, depth=depth,
-        query_weights=query_weights,
-    )
+    spec_options = {name: value for name, value in locals().items() if name in SPEC_OPTIONS}
     evaluations, comparison = gathered(inputs, spec_options, baseline, queries, permutations, resamples, seed,
                                        correction, tie_tolerance, warehouse, rebase, minimum_runs=1)
     try:
