@@ -289,7 +289,7 @@ def evaluate_files(
     qrels: str | Path, runs: Sequence[str | Path], spec: EvaluationSpec, hashes: dict | None = None
 ) -> list[ComparedEvaluation]:
     """Each run (a file, or a stored run's folder) evaluated directly against the judgments under the spec."""
-    from judged.flows.engine import evaluate, evaluate_sharded
+    from judged.flows.engine import evaluate
     from judged.flows.io import load_table, open_stored
 
     hashes = hashes or {}
@@ -299,8 +299,9 @@ def evaluate_files(
     for run in map(Path, runs):
         if run.is_dir():
             stored = open_stored(run, "run")
-            result = evaluate_sharded(stored, judgments, spec)
-            run_identity = {"id": stored.table_id, "source": str(run)}
+            result = evaluate(stored, judgments, spec)
+            run_identity = {"id": stored.table_id, "source": str(run),
+                            "source_sha256": stored.record["source_sha256"]}
         else:
             table = load_table(run, "run", hashes=hashes.get(run))
             result = evaluate(table, judgments, spec)

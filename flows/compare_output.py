@@ -10,6 +10,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from judged.flows.compare import ComparisonResult
+from judged.schemas.comparison import measure_at
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -67,8 +68,8 @@ def print_table(result: ComparisonResult, console: Console | None = None) -> Non
     has_unresolved = result.pairs["unresolved"].null_count() < result.pairs.height
     columns = ["run", "n", "diff", f"{settings.confidence_level:.0%} CI", "p t", "p rand", f"p {settings.correction}",
                *(["p HSD"] if has_tukey else []), "d_z", "W/T/L", *(["unres."] if has_unresolved else [])]
-    for (measure,), rows in result.pairs.group_by(["measure"], maintain_order=True):
-        table = Table(title=escape(f"{measure.split('[')[0]}: each run - {result.baseline}"), box=box.SIMPLE_HEAD,
+    for (measure, cutoff), rows in result.pairs.group_by(["measure", "cutoff"], maintain_order=True):
+        table = Table(title=escape(f"{measure_at(measure, cutoff)}: each run - {result.baseline}"), box=box.SIMPLE_HEAD,
                       title_justify="left", pad_edge=False, padding=(0, 1, 0, 0))
         for column in columns:
             table.add_column(column, justify="left" if column == "run" else "right", no_wrap=column != "run")

@@ -31,7 +31,7 @@ from judged.flows.compare import (
 )
 from judged.flows.versions import implementation_commit, implementation_version, library_versions
 from judged.flows.warehouse import Warehouse
-from judged.schemas.comparison import ComparisonSettings
+from judged.schemas.comparison import ComparisonSettings, measure_at
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -69,21 +69,20 @@ def _svg(figure: Figure) -> str:
 
 
 def _primary_measure(evaluation: ComparedEvaluation) -> tuple[str, int | None]:
-    """The measure and cutoff the plots show: the first cutoff of the spec (nDCG@10 for 10,100,1000)."""
-    cutoff = evaluation.spec.cutoffs[0]
-    return evaluation.spec.label(cutoff), cutoff
+    """The measure and cutoff the plots show: the summary's first (nDCG@10 for cutoffs 10,100,1000)."""
+    first = evaluation.summary.row(0, named=True)
+    return first.get("measure") or evaluation.spec.label(first["cutoff"]), first["cutoff"]
 
 
 def _measure_rows(frame: pl.DataFrame, measure: str, cutoff: int | None) -> pl.DataFrame:
-    if "measure" in frame.columns:
-        return frame.filter(pl.col("measure") == measure)
-    return frame.filter(pl.col("cutoff").eq_missing(cutoff))
+    at_cutoff = frame.filter(pl.col("cutoff").eq_missing(cutoff))
+    return at_cutoff.filter(pl.col("measure") == measure) if "measure" in frame.columns else at_cutoff
 
 
-def difference_plot(comparison: ComparisonResult, measure: str) -> str:
+def difference_plot(comparison: ComparisonResult, measure: str, cutoff: int | None) -> str:
     """Per run against the baseline: each query's difference as a bar, sorted, coloured by robustness (or, without
     intervals, by sign in lighter colours)."""
-    rows = comparison.per_query.filter(pl.col("measure") == measure)
+    rows = _measure_rows(comparison.per_query, measure, cutoff)
     runs = [name for name in rows["run"].unique(maintain_order=True)]
     figure = _figure()
     figure.set_size_inches(10, 2.8 * max(len(runs), 1))
@@ -146,7 +145,7 @@ def distribution_plot(evaluations: Sequence[ComparedEvaluation], measure: str, c
         offsets = [index + 0.25 * ((i * 0.618) % 1 - 0.5) for i in range(len(run_values))]
         ax.scatter(offsets, run_values, s=8, alpha=0.5, color="#0969da")
     ax.set_xticks(range(1, len(evaluations) + 1), [e.run_name for e in evaluations])
-    ax.set_ylabel(measure.split("[")[0])
+    ax.set_ylabel(measure_at(measure, cutoff))
     ax.grid(alpha=0.3, axis="y")
     return _svg(figure)
 
@@ -176,17 +175,15 @@ def summary_table(evaluations: Sequence[ComparedEvaluation]) -> str:
     rows = []
     for evaluation in evaluations:
         per_query = evaluation.per_query
-        with_intervals = "value_min" in per_query.columns
         for row in evaluation.summary.iter_rows(named=True):
-            label = row.get("measure") or evaluation.spec.label(row["cutoff"])
-            interval = "-"
-            if with_intervals:
-                scored = _measure_rows(per_query, label, row["cutoff"]).filter(pl.col("value").is_not_null())
+            measure = row.get("measure") or evaluation.spec.label(row["cutoff"])
+            low, high = row.get("value_min"), row.get("value_max")
+            if "value_min" not in row and "value_min" in per_query.columns:
+                scored = _measure_rows(per_query, measure, row["cutoff"]).filter(pl.col("value").is_not_null())
                 low, high = scored["value_min"].mean(), scored["value_max"].mean()
-                if low is not None and high is not None:
-                    interval = f"[{low:.4f}, {high:.4f}]"
-            rows.append([evaluation.run_name, label.split("[")[0], row["value"], interval, row["n_scored"],
-                         row["n_missing"], row["mean_unjudged_fraction"]])
+            interval = "-" if low is None or high is None else f"[{low:.4f}, {high:.4f}]"
+            rows.append([evaluation.run_name, measure_at(measure, row["cutoff"]), row["value"], interval,
+                         row["n_scored"], row["n_missing"], row["mean_unjudged_fraction"]])
     return _table(["run", "measure", "value", "interval over unjudged", "scored", "missing", "unjudged share"], rows,
                   text_columns=2)
 
@@ -194,7 +191,7 @@ def summary_table(evaluations: Sequence[ComparedEvaluation]) -> str:
 def significance_table(comparison: ComparisonResult) -> str:
     settings = comparison.settings
     rows = [
-        [r["run"], r["measure"].split("[")[0], r["n_queries"], r["mean_difference"], r["ci_low"], r["ci_high"],
+        [r["run"], measure_at(r["measure"], r["cutoff"]), r["n_queries"], r["mean_difference"], r["ci_low"], r["ci_high"],
          r["p_t"], r["p_randomization"], r["p_adjusted"], r["p_tukey_hsd"], r["effect_size"],
          f"{r['wins']}/{r['ties']}/{r['losses']}", r["unresolved"]]
         for r in comparison.pairs.iter_rows(named=True)
@@ -231,7 +228,7 @@ def render_report(evaluations: Sequence[ComparedEvaluation], comparison: Compari
     matplotlib.use("Agg")
     first = evaluations[0]
     measure, cutoff = _primary_measure(first)
-    short = measure.split("[")[0]
+    short = measure_at(measure, cutoff)
     parts = [
         f"<h1>judged report: {html.escape(', '.join(e.run_name for e in evaluations))}</h1>",
         f"<p class='muted'>{html.escape(first.judgments_label)} · <code>{html.escape(first.spec.full_label())}</code>"
@@ -245,7 +242,7 @@ def render_report(evaluations: Sequence[ComparedEvaluation], comparison: Compari
         parts += [
             f"<h2 id='differences'>Per-query differences, {html.escape(short)}</h2>",
             *[f"<p class='note'>{html.escape(note)}</p>" for note in comparison.notes if note == NO_INTERVALS_NOTE],
-            f"<div class='plot' id='difference-plot'>{difference_plot(comparison, measure)}</div>",
+            f"<div class='plot' id='difference-plot'>{difference_plot(comparison, measure, cutoff)}</div>",
         ]
     parts += [
         "<h2 id='coverage'>Unjudged coverage by cutoff</h2>",

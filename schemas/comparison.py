@@ -125,3 +125,11 @@ COMPARISON_RECORDS: dict[str, pl.DataType] = {
     "notes": pl.List(pl.String()),
     "provenance_json": pl.String(),
 }
+
+
+def measure_at(measure: str, cutoff: int | None) -> str:
+    """How a measure at a cutoff is named in tables and plots: `nDCG@10`; the whole list is the measure's name. A
+    spec label (`nDCG@10[trec_eval:...]`, which names its cutoff already) is shortened to its name and cutoff."""
+    if "[" in measure:
+        return measure.split("[")[0]
+    return measure if cutoff is None else f"{measure}@{cutoff}"
