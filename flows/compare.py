@@ -334,9 +334,9 @@ def store_comparison(warehouse: Warehouse, result: ComparisonResult, flow_run_id
     metadata = {"judged.provenance": provenance}
     folder = result.comparison_id
     write_parquet_atomically(result.per_query, warehouse.root / "comparison_per_query" / folder / "part-0.parquet",
-                             metadata | {"judged.table": "comparison_per_query"})
+                             metadata | {"judged.table": "comparison_per_query"}, warehouse.root)
     write_parquet_atomically(result.pairs, warehouse.root / "comparisons" / folder / "part-0.parquet",
-                             metadata | {"judged.table": "comparisons"})
+                             metadata | {"judged.table": "comparisons"}, warehouse.root)
     first = result.evaluations[0]
     record = pl.DataFrame(
         [{
@@ -356,7 +356,7 @@ def store_comparison(warehouse: Warehouse, result: ComparisonResult, flow_run_id
         }],
         schema=COMPARISON_RECORDS,
     )
-    write_parquet_atomically(record, record_path, metadata | {"judged.table": "comparison_records"})
+    write_parquet_atomically(record, record_path, metadata | {"judged.table": "comparison_records"}, warehouse.root)
     return True
 
 
