@@ -36,7 +36,7 @@ from judged.schemas.comparison import ComparisonSettings, measure_at
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-ROBUSTNESS_COLOURS = {"robust_win": "#1a7f37", "robust_loss": "#cf222e", "unresolved": "#8c959f"}
+ROBUSTNESS_COLOURS = {"robust_win": "#1a7f37", "robust_loss": "#cf222e", "robust_tie": "#0969da", "unresolved": "#8c959f"}
 SIGN_COLOURS = {"win": "#7fbf8f", "loss": "#e6949a", "tie": "#8c959f"}  # when robustness is unknown
 STYLE = """
 body { font-family: system-ui, -apple-system, 'Segoe UI', sans-serif; margin: 2em auto; max-width: 1100px;

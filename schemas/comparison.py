@@ -21,9 +21,10 @@ left out in both."""
 
 Correction = Literal["holm", "bh"]
 
-ROBUSTNESS: tuple[str, ...] = ("robust_win", "robust_loss", "unresolved")
+ROBUSTNESS: tuple[str, ...] = ("robust_win", "robust_loss", "robust_tie", "unresolved")
 """Whether the sign of a per-query difference survives the missing judgments: the run's lowest possible value above
-the baseline's highest (`robust_win`), its highest below the baseline's lowest (`robust_loss`), or overlapping
+the baseline's highest (`robust_win`), its highest below the baseline's lowest (`robust_loss`), both values fixed
+and equal whatever the missing judgments are (`robust_tie`, every bound within the tie tolerance), or overlapping
 intervals (`unresolved`). Null when the evaluations carry no intervals."""
 
 

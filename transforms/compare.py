@@ -95,6 +95,7 @@ def paired_per_query(
         *keys, "run", pl.col("value").alias("run_value"),
         pl.col("value_min").alias("run_value_min"), pl.col("value_max").alias("run_value_max"),
     )
+    bounds = ["run_value_min", "run_value_max", "baseline_value_min", "baseline_value_max"]
     robustness = (
         pl.when(pl.col("run_value_min").is_null() | pl.col("baseline_value_max").is_null())
         .then(pl.lit(None, pl.String))
@@ -102,6 +103,10 @@ def paired_per_query(
         .then(pl.lit("robust_win"))
         .when(pl.col("run_value_max") < pl.col("baseline_value_min") - tie_tolerance)
         .then(pl.lit("robust_loss"))
+        .when(
+            pl.max_horizontal(bounds) - pl.min_horizontal(bounds) <= tie_tolerance
+        )
+        .then(pl.lit("robust_tie"))
         .otherwise(pl.lit("unresolved"))
     )
     run_order = pl.DataFrame({"run": names, "run_order": list(range(len(names)))}).lazy()

@@ -171,8 +171,13 @@ def test_paired_table_robustness_from_intervals() -> None:
             orient="row",
         ).lazy()
 
-    base = frame([("q1", 0.3, 0.3, 0.4), ("q2", 0.6, 0.5, 0.7), ("q3", 0.5, 0.4, 0.6)])
-    run = frame([("q1", 0.6, 0.5, 0.6), ("q2", 0.4, 0.3, 0.45), ("q3", 0.55, 0.55, 0.9)])
+    base = frame([("q1", 0.3, 0.3, 0.4), ("q2", 0.6, 0.5, 0.7), ("q3", 0.5, 0.4, 0.6), ("q4", 0.7, 0.7, 0.7),
+                  ("q5", 0.7, 0.7, 0.7)])
+    run = frame([("q1", 0.6, 0.5, 0.6), ("q2", 0.4, 0.3, 0.45), ("q3", 0.55, 0.55, 0.9), ("q4", 0.7, 0.7, 0.7),
+                 ("q5", 0.7, 0.7, 0.75)])
     table = paired_per_query([("base", base), ("run", run)], "base", "common", 1e-9).collect()
-    # q1: run's min 0.5 > base's max 0.4; q2: run's max 0.45 < base's min 0.5; q3: [0.55, 0.9] meets [0.4, 0.6]
-    assert table["robustness"].cast(pl.String).to_list() == ["robust_win", "robust_loss", "unresolved"]
+    # q1: run's min 0.5 > base's max 0.4; q2: run's max 0.45 < base's min 0.5; q3: [0.55, 0.9] meets [0.4, 0.6];
+    # q4: both fixed at 0.7 whatever the missing judgments; q5: equal values, but the run could reach 0.75
+    assert table["robustness"].cast(pl.String).to_list() == [
+        "robust_win", "robust_loss", "unresolved", "robust_tie", "unresolved"
+    ]
