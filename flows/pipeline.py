@@ -14,6 +14,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -23,10 +24,13 @@ from prefect.task_runners import ThreadPoolTaskRunner
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.runtime import flow_run
 
-from judged.flows.engine import EvaluationResult, Part, Plan, assemble, check_before_storing, evaluate_part, plan
+from judged.flows.engine import (
+    EvaluationResult, Part, Plan, assemble, check_before_storing, evaluate, evaluate_part, plan,
+)
 from judged.flows.hashing import content_hashes
 from judged.flows.io import SIDECAR_SUFFIX, Metadata, load_table, open_stored
 from judged.flows.limits import DEFAULT_LIMITS, Limits
+from judged.flows.ties import with_tie_warning
 from judged.flows.versions import implementation_commit, implementation_version, library_versions
 from judged.flows.warehouse import StoreReport, Warehouse, hold_lock, now_utc, write_parquet_atomically
 from judged.flows.wording import counted
@@ -193,7 +197,10 @@ def finish_evaluation(
     run_id, judgment_set_id = str(run_record["run_id"]), str(judgments_record["judgment_set_id"])
     parts = [pl.read_parquet(path) for path in staged]
     shard_warnings = [w for path in staged for w in json.loads(pl.read_parquet_metadata(path)["judged.warnings"])]
-    result = assemble(planned, parts, shard_warnings)
+    # The tie warning evaluates the stored inputs again under the other tie rules, here in the finishing task, and
+    # only when the share of queries with ties across a cutoff calls for it.
+    result = with_tie_warning(assemble(planned, parts, shard_warnings),
+                              partial(evaluate, planned.run, planned.judgments, limits=planned.limits))
     finished = now_utc()
     provenance = ProvenanceRecord(
         evaluation_id=identifier,
