@@ -1,0 +1,154 @@
+"""Fault injection: each writer (ingest-run, ingest-judgments, evaluate, nightly) is killed with SIGKILL at a
+random point, the warehouse is checked (every view answers, no partial table), the write is run again, and at the end
+the warehouse's content equals that of a clean warehouse that ran the same writes without faults. Analysts query
+the warehouse in a loop all along (0 errors allowed), and every nightly file has exactly one `nightly` row.
+
+Short by default (one kill per writer, for CI). The long run, whose figures are in the README:
+
+    JUDGED_FAULTS=long .venv/bin/python -m pytest -s tests/reliability/test_faults.py
+
+(30 kills per writer; `JUDGED_FAULTS=N` for N kills per writer.) The killed writers are the Prefect flows
+themselves, each in a child process that talks to the session's one test server (`prefect_harness`) rather than
+starting a temporary server of its own: the flows' code paths are what is killed, at the cost of a child's start-up.
+Each child says when its imports are done; the kill comes at a uniformly random time within the flow's duration
+as measured on a clean run of the same writer (trial 0, in this process).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from judged.flows.pipeline import CLAIMED, ingest_judgments, ingest_run
+from judged.flows.sql import open_readonly
+from judged.flows.warehouse import STAGING, Warehouse
+from tests.conftest import REPO
+from tests.reliability.faults import QRELS, RUN, WRITERS, content, make_inbox, problems, write
+
+
+def kills_per_writer() -> int:
+    setting = os.environ.get("JUDGED_FAULTS", "short")
+    return 30 if setting == "long" else 1 if setting == "short" else int(setting)
+
+
+CHILD = """
+import json, sys, time
+from pathlib import Path
+from tests.reliability.faults import write
+writer, warehouse, trial, judgment_set_id, run_id, inbox = json.loads(sys.argv[1])
+print("ready", flush=True)
+started = time.perf_counter()
+write(writer, Path(warehouse), trial, judgment_set_id, run_id, Path(inbox))
+print(time.perf_counter() - started, flush=True)
+"""
+
+
+@dataclass
+class Analysts:
+    """Queries every view in a loop on one held read-only connection, counting queries and errors."""
+
+    warehouse: Path
+    queries: int = 0
+    errors: list[str] = field(default_factory=list)
+    stop: threading.Event = field(default_factory=threading.Event)
+
+    def run(self) -> None:
+        connection = open_readonly(Warehouse(self.warehouse))
+        query = ("SELECT (SELECT count(*) FROM run_rows), (SELECT count(*) FROM judgments), "
+                 "(SELECT count(*) FROM per_query), (SELECT count(*) FROM summary), (SELECT count(*) FROM nightly)")
+        try:
+            while not self.stop.is_set():
+                try:
+                    connection.execute(query).fetchall()
+                except Exception as error:  # any failure an analyst would see counts
+                    self.errors.append(str(error).splitlines()[0])
+                self.queries += 1
+                time.sleep(0.05)
+        finally:
+            connection.close()
+
+
+def _start_child(args: list, env: dict[str, str]) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-c", CHILD, json.dumps(args)], cwd=REPO, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def _wait_ready(child: subprocess.Popen[str]) -> None:
+    line = child.stdout.readline()  # type: ignore[union-attr]
+    if line.strip() != "ready":
+        raise AssertionError(f"child failed before its write: {child.stderr.read()[-2000:]}")  # type: ignore[union-attr]
+
+
+def test_killed_writers_leave_a_warehouse_equal_to_a_clean_one(prefect_harness: str, tmp_path: Path) -> None:
+    kills = kills_per_writer()
+    rng = random.Random(15)
+    env = os.environ | {"PREFECT_API_URL": prefect_harness}
+    faulted, clean = tmp_path / "faulted", tmp_path / "clean"
+    base = {}
+    for root in (faulted, clean):
+        base = {"judgments": ingest_judgments(str(QRELS), str(root)).id, "run": ingest_run(str(RUN), str(root)).id}
+
+    analysts = Analysts(faulted)
+    thread = threading.Thread(target=analysts.run, daemon=True)
+    thread.start()
+    figures: dict[str, dict[str, int]] = {}
+    nightly_files: list[str] = []
+    try:
+        for writer in WRITERS:
+            # A clean run of the writer (trial 0) in both warehouses, timed, then the killed trials.
+            durations = []
+            for trial in range(kills + 1):
+                inboxes = {root: root.parent / f"inbox-{root.name}-{writer}-{trial}" for root in (faulted, clean)}
+                if writer == "nightly":
+                    nightly_files += make_inbox(inboxes[faulted], trial)
+                    make_inbox(inboxes[clean], trial)
+                args = [writer, str(faulted), trial, base["judgments"], base["run"], str(inboxes[faulted])]
+                if trial == 0:  # a clean run, in this process, timed
+                    started = time.perf_counter()
+                    write(writer, faulted, trial, base["judgments"], base["run"], inboxes[faulted])
+                    durations.append(time.perf_counter() - started)
+                else:
+                    child = _start_child(args, env)
+                    try:
+                        _wait_ready(child)
+                        time.sleep(rng.uniform(0, max(durations)))
+                    finally:
+                        child.send_signal(signal.SIGKILL)
+                        child.communicate(timeout=60)
+                    found = problems(faulted)
+                    assert found == [], f"{writer} trial {trial}, after the kill: {found}"
+                    # The rerun, in this process: it must succeed whatever the kill left.
+                    write(writer, faulted, trial, base["judgments"], base["run"], inboxes[faulted])
+                    found = problems(faulted)
+                    assert found == [], f"{writer} trial {trial}, after the rerun: {found}"
+                write(writer, clean, trial, base["judgments"], base["run"], inboxes[clean])
+            figures[writer] = {"kills": kills}
+    finally:
+        analysts.stop.set()
+        thread.join(timeout=60)
+
+    assert content(faulted) == content(clean)
+    recorded = content(faulted)["nightly"]
+    assert sorted(row[0] for row in recorded) == sorted(nightly_files)  # each file once
+    assert all(row[-1] == 1 for row in recorded)
+    # Nothing left behind: no staging, no claims (every writer that started after a kill removed what it found).
+    Warehouse(faulted).ensure()
+    assert list((faulted / STAGING).iterdir()) == []
+    for inbox in faulted.parent.glob("inbox-faulted-nightly-*"):
+        assert not (inbox / CLAIMED).exists() or list((inbox / CLAIMED).iterdir()) == []
+        assert [p.name for p in inbox.iterdir() if p.is_file()] == []
+    assert analysts.errors == []
+    assert analysts.queries > 0
+    print(f"\nfault injection: {json.dumps(figures)}; analysts: {analysts.queries} queries, "
+          f"{len(analysts.errors)} errors; nightly rows: {len(recorded)} files, each once; "
+          f"0 wedged, 0 partial, content equal to the clean warehouse")
