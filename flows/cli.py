@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import atexit
 import gc
+import math
 import os
 import sys
 from collections.abc import Iterator
@@ -74,9 +75,11 @@ def _fail(message: str, code: int) -> typer.Exit:
 
 
 def _read_weights(path: Path) -> tuple[tuple[str, float], ...]:
+    from judged.flows.io import QUERY_WEIGHTS_BYTES, read_bounded_text
+
     try:
-        text = path.read_text()
-    except (OSError, UnicodeDecodeError) as error:
+        text = read_bounded_text(path, "query weights file", QUERY_WEIGHTS_BYTES)
+    except OSError as error:
         raise InputError(str(path), f"cannot read the query weights: {error.strerror or error}") from None
     pairs = []
     for number, line in enumerate(text.splitlines(), start=1):
@@ -86,7 +89,10 @@ def _read_weights(path: Path) -> tuple[tuple[str, float], ...]:
         try:
             if len(parts) != 2:
                 raise ValueError
-            pairs.append((parts[0], float(parts[1])))
+            weight = float(parts[1])
+            if not math.isfinite(weight):
+                raise ValueError
+            pairs.append((parts[0], weight))
         except ValueError:
             raise InputError(str(path), "expected `query_id weight`", number) from None
     return tuple(pairs)
@@ -251,6 +257,11 @@ def evaluate(
         raise _fail(f"--format must be table, json or trec, not {output_format!r}", EXIT_USAGE)
     if dask is not None and warehouse is None:
         raise _fail("--dask runs the flow's shard tasks: give --warehouse too", EXIT_USAGE)
+    if dask is not None and not _valid_dask(dask):
+        raise _fail(f"--dask must be local:N (N workers, N >= 1) or a scheduler address such as tcp://host:8786, "
+                    f"not {dask!r}", EXIT_USAGE)
+    if warehouse is not None:
+        _require_writable_warehouse(warehouse)
     try:
         tie_share = float(tie_warning_share)
         if not 0 <= tie_share <= 1:
@@ -322,6 +333,25 @@ def _quiet_prefect(serving: bool = False) -> None:
 
 
 _WAREHOUSE_HELP = "Warehouse directory (Parquet files and catalog.duckdb)."
+_DASK_SCHEMES = ("tcp://", "tls://", "ucx://", "inproc://", "ws://", "wss://")
+
+
+def _valid_dask(dask: str) -> bool:
+    if dask.startswith("local:"):
+        workers = dask.removeprefix("local:")
+        return workers.isdigit() and 1 <= int(workers) <= 1024
+    return dask.startswith(_DASK_SCHEMES) and len(dask) > dask.index("//") + 2
+
+
+def _require_writable_warehouse(warehouse: Path) -> None:
+    """Exit 2 with one line unless `warehouse` is a folder (or can become one) that this user can write."""
+    if warehouse.exists() and not warehouse.is_dir():
+        raise _fail(f"{warehouse}: --warehouse must be a folder, and this is a file", EXIT_USAGE)
+    existing = warehouse
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
+        raise _fail(f"{warehouse}: --warehouse cannot be written here ({existing} is not writable)", EXIT_USAGE)
 
 
 def _metadata_overrides(**fields: str | None) -> dict[str, str]:
@@ -357,6 +387,7 @@ def ingest_judgments_command(
 ) -> None:
     """Validate a judgment set and store it, content-addressed, with its metadata. Metadata comes from the sidecar
     `<qrels>.meta.toml` when present; options given here override it."""
+    _require_writable_warehouse(warehouse)
     from judged.flows.io import read_sidecar
     from judged.flows.pipeline import ingest_judgments
     from judged.schemas.provenance import JudgmentSetMetadata
@@ -387,6 +418,7 @@ def ingest_run_command(
     tag: Annotated[str | None, typer.Option(help="The run tag.")] = None,
 ) -> None:
     """Validate a run and store it, content-addressed, with its metadata (sidecar `<run>.meta.toml` or options)."""
+    _require_writable_warehouse(warehouse)
     from judged.flows.io import read_sidecar
     from judged.flows.pipeline import ingest_run
     from judged.schemas.provenance import RunMetadata
@@ -440,6 +472,7 @@ def nightly(
     warehouse: Annotated[Path, typer.Option(help=_WAREHOUSE_HELP)] = Path("warehouse"),
 ) -> None:
     """Run the nightly job once: ingest and evaluate every run waiting in the inbox."""
+    _require_writable_warehouse(warehouse)
     from judged.flows.pipeline import nightly as nightly_flow
 
     try:
@@ -510,6 +543,7 @@ def serve(
 ) -> None:
     """Register the nightly deployment with its schedule on the Prefect server in PREFECT_API_URL and serve it
     (runs until stopped). Needs a real server: `prefect server start`."""
+    _require_writable_warehouse(warehouse)
     from judged.flows.pipeline import nightly as nightly_flow
 
     try:
@@ -635,6 +669,7 @@ def demo(
 ) -> None:
     """The main job on bundled sample data: NIST's TREC DL 2020 passage judgments and three official runs are put
     into an inbox, and the nightly flow ingests and evaluates them (preset trec_eval) into the warehouse."""
+    _require_writable_warehouse(warehouse)
     import shutil
 
     from judged.flows.pipeline import nightly as nightly_flow

@@ -109,7 +109,7 @@ def read_sidecar(path: Path, kind: TableKind) -> Metadata:
     if not sidecar.is_file():
         return model()
     try:
-        return model.model_validate(tomllib.loads(sidecar.read_text()))
+        return model.model_validate(tomllib.loads(read_bounded_text(sidecar, "sidecar", SIDECAR_BYTES)))
     except tomllib.TOMLDecodeError as error:
         raise InputError(str(sidecar), f"not valid TOML: {error}") from None
     except ValidationError as error:
@@ -180,7 +180,10 @@ def read_trec_fast(
     (one byte a row instead of a string); a run with another tag anywhere (or that this
     first read turns down for any reason) is read again with plain strings."""
     columns = _FAST_COLUMNS[kind]
-    first_line = _first_line(path, gzipped)
+    try:
+        first_line = _first_line(path, gzipped)
+    except (OSError, EOFError):  # a damaged gzip stream: the exact parser names the problem
+        return None
     separator = "\t" if "\t" in first_line else " "
     fields = first_line.rstrip("\r\n").split(separator)
     attempts = [columns]
@@ -252,7 +255,8 @@ def _read_fast(
             pl.col("query_id").str.starts_with("#").any().alias("comment"),
         ]
         if kind == "run":
-            checks += [pl.col("score").is_nan().any().alias("nan"), *_tag_summary()]
+            # NaN and non-finite scores (inf, -inf, 1e999) are left to the exact parser, which names the line.
+            checks += [(~pl.col("score").is_finite()).any().alias("nan"), *_tag_summary()]
         found = rows.select(checks).collect(engine=engine).row(0, named=True)
     except (pl.exceptions.PolarsError, OSError, UnicodeDecodeError):
         return None
@@ -279,10 +283,56 @@ def read_lines(path: Path, gzipped: bool) -> pl.LazyFrame:
     except pa.ArrowInvalid as error:
         if "Empty CSV file" in str(error):  # no bytes at all: an empty table, like a file of blank lines
             return pl.LazyFrame(schema={"line_number": pl.UInt32, "line": pl.String})
+        if "invalid UTF8" in str(error):
+            line = first_invalid_utf8_line(path, gzipped)
+            raise InputError(str(path), "is not UTF-8 text (a byte sequence that is not UTF-8)", line) from None
         raise InputError(str(path), f"cannot be read as text: {str(error).splitlines()[0]}") from None
     except (OSError, EOFError) as error:
         raise InputError(str(path), f"cannot be read as text: {str(error).splitlines()[0]}") from None
     return pl.from_arrow(table).lazy().with_row_index("line_number", offset=1)  # type: ignore[union-attr]
+
+
+def first_invalid_utf8_line(path: Path, gzipped: bool) -> int | None:
+    """The number of the first line of the file that is not valid UTF-8 (None if every line is)."""
+    opener = gzip.open if gzipped else open
+    with opener(path, "rb") as handle:  # type: ignore[operator]
+        for number, line in enumerate(handle, start=1):
+            try:
+                line.decode("utf-8")
+            except UnicodeDecodeError:
+                return number
+    return None
+
+
+def require_regular_file(path: Path, what: str = "file") -> None:
+    """InputError unless `path` is a regular file: a directory, a FIFO, a device or a socket is named as such."""
+    if path.is_file():
+        return
+    if path.is_dir():
+        raise InputError(str(path), f"is a directory, not a {what}")
+    if path.exists():
+        raise InputError(str(path), f"is not a regular file (a FIFO, device or socket), not a {what}")
+    raise InputError(str(path), "no such file")
+
+
+def read_bounded_text(path: Path, what: str, limit: int) -> str:
+    """A small user file read whole as UTF-8 text, refused (InputError) when it is not a regular file, larger than
+    `limit` bytes for its role (`what`), or not UTF-8."""
+    require_regular_file(path, what)
+    with path.open("rb") as handle:
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise InputError(str(path), f"is larger than {limit:,} bytes, the limit for a {what}")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = data[: error.start].count(b"\n") + 1
+        raise InputError(str(path), f"is not UTF-8 text (a {what})", line) from None
+
+
+# Sidecars and query weight files are small by nature; reading them is bounded by these limits.
+SIDECAR_BYTES = 1 << 20
+QUERY_WEIGHTS_BYTES = 64 << 20
 
 
 def load_table(
@@ -297,8 +347,7 @@ def load_table(
     `content_hashes` already under way (flows.hashing); otherwise they are computed beside the parsing. `limits`
     says which text is parsed in memory, and in what pieces."""
     path = Path(path)
-    if not path.is_file():
-        raise InputError(str(path), "no such file")
+    require_regular_file(path, "judgments file" if kind == "judgments" else "run file")
     if metadata is None:
         metadata = read_sidecar(path, kind)
     source_format = sniff_format(path)

@@ -292,6 +292,10 @@ def preset(name: str) -> EvaluationSpec:
 # -- option values given as text (CLI, sidecar files) -----------------------------------------------------------
 
 
+# Ranks, cutoffs and depths are 32-bit: no run holds more documents per query.
+LARGEST_COUNT = 2**31 - 1
+
+
 def parse_positive_int(text: str, what: str, alternative: str = "") -> int:
     """`10` -> 10; anything else is a SpecError naming `what` (and the accepted `alternative`, if any)."""
     try:
@@ -300,6 +304,8 @@ def parse_positive_int(text: str, what: str, alternative: str = "") -> int:
         raise SpecError(f"{what} {text!r} is not a positive integer{alternative}") from None
     if value <= 0:
         raise SpecError(f"{what} {value} must be positive")
+    if value > LARGEST_COUNT:
+        raise SpecError(f"{what} {value} is beyond {LARGEST_COUNT:,}, the largest rank a run can hold")
     return value
 
 

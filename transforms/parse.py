@@ -91,6 +91,8 @@ def parse_trec_run(lines: pl.LazyFrame) -> pl.LazyFrame:
         .then(pl.format("score '{}' is not a number", score_text))
         .when(score.is_nan())
         .then(pl.format("score '{}' is NaN", score_text))
+        .when(score.is_infinite())
+        .then(pl.format("score '{}' is not finite (inf, -inf, or beyond float64)", score_text))
     )
     return (
         lines.filter(pl.col("line").str.strip_chars(" \t\r") != "")
@@ -169,6 +171,8 @@ def conform_run(table: pl.LazyFrame, source: str) -> pl.LazyFrame:
         .then(pl.lit("score is null"))
         .when(score.is_nan())
         .then(pl.lit("score is NaN"))
+        .when(score.is_infinite())
+        .then(pl.lit("score is not finite (inf or -inf)"))
         .otherwise(_missing_id_problem())
     )
     return table.with_row_index("source_line", offset=1).select(

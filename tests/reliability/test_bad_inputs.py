@@ -1,0 +1,246 @@
+"""The bad-input catalogue: malformed files and bad option values through the CLI, each refused with one line
+`judged: error: ...` naming the file (or the option), exit 1 (bad input) or 2 (bad option value), never a
+traceback; refused before anything is stored, so a warehouse is left byte for byte as it was.
+
+Most cases run in-process (typer's CliRunner) through `judged evaluate` without a warehouse; the file cases run
+again through `judged evaluate --warehouse` against a warehouse that already holds the seed, compared before and
+after with a tree listing and hashes; a few run through a real subprocess.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+from judged.flows.cli import app
+from tests.conftest import REPO
+from tests.helpers import tree_listing
+
+runner = CliRunner()
+SEED_QRELS = REPO / "data" / "seed" / "qrels.txt"
+SEED_RUN = REPO / "data" / "seed" / "run.txt"
+GOOD_RUN = "q1 Q0 d1 1 3.0 t\nq1 Q0 d2 2 2.0 t\n"
+
+
+def text(content: str | bytes) -> Callable[[Path], Path]:
+    def make(folder: Path) -> Path:
+        path = folder / "input.txt"
+        path.write_bytes(content if isinstance(content, bytes) else content.encode())
+        return path
+    return make
+
+
+def gz(content: bytes) -> Callable[[Path], Path]:
+    def make(folder: Path) -> Path:
+        path = folder / "input.gz"
+        path.write_bytes(content)
+        return path
+    return make
+
+
+def parquet(frame: pl.DataFrame) -> Callable[[Path], Path]:
+    def make(folder: Path) -> Path:
+        path = folder / "input.parquet"
+        frame.write_parquet(path)
+        return path
+    return make
+
+
+def directory(folder: Path) -> Path:
+    (folder / "a-folder").mkdir()
+    return folder / "a-folder"
+
+
+def fifo(folder: Path) -> Path:
+    os.mkfifo(folder / "a-fifo")
+    return folder / "a-fifo"
+
+
+def with_sidecar(content: bytes) -> Callable[[Path], Path]:
+    def make(folder: Path) -> Path:
+        path = folder / "input.txt"
+        path.write_text(GOOD_RUN)
+        (folder / "input.txt.meta.toml").write_bytes(content)
+        return path
+    return make
+
+
+# (case id, how to make the bad run file, words the message must hold)
+BAD_RUNS: list[tuple[str, Callable[[Path], Path], str]] = [
+    ("inf score", text("q1 Q0 d1 1 inf t\n"), "line 1: score 'inf' is not finite"),
+    ("-inf score", text(GOOD_RUN + "q1 Q0 d3 3 -inf t\n"), "line 3: score '-inf' is not finite"),
+    ("1e999 score", text("q1 Q0 d1 1 1e999 t\n"), "line 1: score '1e999' is not finite"),
+    ("Infinity score", text("q1 Q0 d1 1 Infinity t\n"), "is not finite"),
+    ("nan score", text("q1 Q0 d1 1 nan t\n"), "line 1: score 'nan' is NaN"),
+    ("text score", text("q1 Q0 d1 1 high t\n"), "line 1: score 'high' is not a number"),
+    ("empty score field", text("q1\tQ0\td1\t1\t\tt\n"), "line 1"),
+    ("rank not integer", text("q1 Q0 d1 one 1.0 t\n"), "line 1: rank 'one' is not an integer"),
+    ("rank float", text("q1 Q0 d1 1.5 1.0 t\n"), "rank '1.5' is not an integer"),
+    ("rank beyond int64", text("q1 Q0 d1 99999999999999999999 1.0 t\n"), "is not an integer"),
+    ("five columns", text("q1 Q0 d1 1 1.0\n"), "line 1: expected 6 columns"),
+    ("one column", text("hello\n"), "expected 6 columns"),
+    ("bad Q0", text("q1 X d1 1 1.0 t\n"), "second column must be Q0 or 0"),
+    ("qrels given as run", text("q1 0 d1 1\n"), "expected 6 columns"),
+    ("comment line", text("# a comment\n" + GOOD_RUN), "line 1"),
+    ("bad line after good", text(GOOD_RUN * 50 + "q1 Q0 d9 9\n"), "line 101"),
+    ("invalid UTF-8", text(GOOD_RUN.encode() + b"q1 Q0 d\xff 3 1.0 t\n"), "line 3: is not UTF-8 text"),
+    ("latin-1 file", text("q1 Q0 caf\xe9 1 1.0 t\n".encode("latin-1")), "line 1: is not UTF-8 text"),
+    ("binary junk", text(bytes(range(256)) * 4), "input.txt"),
+    ("NUL bytes", text(b"\x00" * 100), "input.txt"),
+    ("truncated gzip", gz(gzip.compress(GOOD_RUN.encode() * 100)[:40]), "cannot be read as text"),
+    ("gzip of junk", gz(gzip.compress(bytes(range(256)))), "input.gz"),
+    ("gzip header only", gz(b"\x1f\x8b"), "input.gz"),
+    ("parquet without score", parquet(pl.DataFrame({"query_id": ["q1"], "doc_id": ["d1"]})), "missing column"),
+    ("parquet integer ids", parquet(pl.DataFrame({"query_id": [1], "doc_id": ["d1"], "score": [1.0]})),
+     "identifiers must be strings"),
+    ("parquet text score", parquet(pl.DataFrame({"query_id": ["q1"], "doc_id": ["d1"], "score": ["x"]})),
+     "scores must be numbers"),
+    ("parquet null score", parquet(pl.DataFrame({"query_id": ["q1"], "doc_id": ["d1"], "score": [None]},
+                                                schema={"query_id": pl.String, "doc_id": pl.String, "score": pl.Float64})),
+     "row 1: score is null"),
+    ("parquet inf score", parquet(pl.DataFrame({"query_id": ["q1"], "doc_id": ["d1"], "score": [float("inf")]})),
+     "row 1: score is not finite"),
+    ("parquet nan score", parquet(pl.DataFrame({"query_id": ["q1"], "doc_id": ["d1"], "score": [float("nan")]})),
+     "row 1: score is NaN"),
+    ("parquet null doc", parquet(pl.DataFrame({"query_id": ["q1"], "doc_id": [None], "score": [1.0]},
+                                              schema={"query_id": pl.String, "doc_id": pl.String, "score": pl.Float64})),
+     "doc_id is null"),
+    ("parquet float rank", parquet(pl.DataFrame({"query_id": ["q1"], "doc_id": ["d1"], "score": [1.0], "rank": [1.5]})),
+     "ranks must be integers"),
+    ("truncated parquet", text(b"PAR1" + b"\x00" * 64), "cannot be read as Parquet"),
+    ("duplicate document", text(GOOD_RUN + "q1 Q0 d1 3 1.0 t\n"), "duplicate"),
+    ("a directory", directory, "not a stored table"),  # a folder names a stored run
+    ("a FIFO", fifo, "is not a regular file"),
+    ("sidecar not UTF-8", with_sidecar(b'tag = "caf\xe9"\n'), "is not UTF-8 text (a sidecar)"),
+    ("sidecar not TOML", with_sidecar(b"tag = \n"), "not valid TOML"),
+    ("sidecar unknown field", with_sidecar(b'colour = "blue"\n'), "colour"),
+    ("sidecar too large", with_sidecar(b"# " + b"x" * (1 << 20) + b"\n"), "the limit for a sidecar"),
+]
+
+
+@pytest.mark.parametrize("make, message", [case[1:] for case in BAD_RUNS], ids=[case[0] for case in BAD_RUNS])
+def test_a_bad_run_file_is_one_line_naming_it(tmp_path: Path, make: Callable[[Path], Path], message: str) -> None:
+    path = make(tmp_path)
+    result = runner.invoke(app, ["evaluate", str(SEED_QRELS), str(path), "--preset", "trec_eval"])
+    _assert_refused(result, 1, message, path.name)
+
+
+BAD_OPTIONS: list[tuple[str, list[str], int, str]] = [
+    ("cutoff beyond int64", ["--cutoffs", "99999999999999999999"], 2, "cutoff 99999999999999999999 is beyond"),
+    ("cutoff beyond int32", ["--cutoffs", "4294967296"], 2, "is beyond 2,147,483,647"),
+    ("cutoff zero", ["--cutoffs", "0"], 2, "cutoff 0 must be positive"),
+    ("cutoff negative", ["--cutoffs", "-5"], 2, "must be positive"),
+    ("cutoff text", ["--cutoffs", "ten"], 2, "cutoff 'ten' is not a positive integer"),
+    ("cutoffs empty", ["--cutoffs", ""], 2, "no cutoff given"),
+    ("depth beyond int32", ["--depth", "9999999999"], 2, "--depth 9999999999 is beyond"),
+    ("depth zero", ["--depth", "0"], 2, "--depth 0 must be positive"),
+    ("depth text", ["--depth", "deep"], 2, "--depth 'deep'"),
+    ("unknown preset", ["--preset", "nope"], 2, "nope"),
+    ("unknown gain", ["--gain", "cubic"], 2, "gain: Input should be"),
+    ("gain map not pairs", ["--gain-map", "1:2"], 2, "1:2"),
+    ("unknown ties", ["--ties", "random"], 2, "ties: Input should be"),
+    ("unknown duplicates policy", ["--run-duplicates", "sometimes"], 2, "run_duplicates: Input should be"),
+    ("unknown query set", ["--query-set", "every"], 2, "query_set: Input should be"),
+    ("unknown format", ["--format", "xml"], 2, "--format must be"),
+    ("dask without warehouse", ["--dask", "local:2"], 2, "give --warehouse too"),
+    ("dask local:abc", ["--dask", "local:abc", "--warehouse", "{tmp}/w"], 2, "--dask must be local:N"),
+    ("dask local:0", ["--dask", "local:0", "--warehouse", "{tmp}/w"], 2, "--dask must be local:N"),
+    ("dask unknown scheme", ["--dask", "ftp://host", "--warehouse", "{tmp}/w"], 2, "--dask must be"),
+    ("warehouse is a file", ["--warehouse", str(SEED_RUN)], 2, "--warehouse must be a folder"),
+    ("query weights missing", ["--query-weights", "{tmp}/missing.txt"], 1, "missing.txt: no such file"),
+    ("query weights /dev/zero", ["--query-weights", "/dev/zero"], 1, "/dev/zero: is not a regular file"),
+    ("query weights a folder", ["--query-weights", "{tmp}"], 1, "is a directory"),
+    ("query weights bad line", ["--query-weights", "{tmp}/weights.txt"], 1, "weights.txt, line 1"),
+    ("query weights inf", ["--query-weights", "{tmp}/inf-weights.txt"], 1, "inf-weights.txt, line 1"),
+]
+
+
+@pytest.mark.parametrize("options, code, message", [case[1:] for case in BAD_OPTIONS],
+                         ids=[case[0] for case in BAD_OPTIONS])
+def test_a_bad_option_value_is_one_line(tmp_path: Path, options: list[str], code: int, message: str) -> None:
+    (tmp_path / "weights.txt").write_text("q1\n")
+    (tmp_path / "inf-weights.txt").write_text("q1 inf\n")
+    options = [option.replace("{tmp}", str(tmp_path)) for option in options]
+    result = runner.invoke(app, ["evaluate", str(SEED_QRELS), str(SEED_RUN), *options])
+    _assert_refused(result, code, message)
+    assert not (tmp_path / "w").exists()
+
+
+BAD_QRELS: list[tuple[str, Callable[[Path], Path], str]] = [
+    ("grade not integer", text("q1 0 d1 high\n"), "line 1: grade 'high' is not an integer"),
+    ("grade beyond int32", text("q1 0 d1 99999999999\n"), "out of range"),
+    ("three columns", text("q1 0 d1\n"), "expected 4 columns"),
+    ("run given as qrels", text(GOOD_RUN), "expected 4 columns"),
+    ("qrels not UTF-8", text(b"q1 0 d\xff 1\n"), "line 1: is not UTF-8 text"),
+    ("qrels a directory", directory, "is a directory"),
+    ("qrels a FIFO", fifo, "is not a regular file"),
+    ("qrels duplicate judgment", text("q1 0 d1 1\nq1 0 d1 2\n"), "duplicate"),
+]
+
+
+@pytest.mark.parametrize("make, message", [case[1:] for case in BAD_QRELS], ids=[case[0] for case in BAD_QRELS])
+def test_bad_judgments_are_one_line_naming_the_file(tmp_path: Path, make: Callable[[Path], Path], message: str) -> None:
+    path = make(tmp_path)
+    result = runner.invoke(app, ["evaluate", str(path), str(SEED_RUN), "--preset", "trec_eval"])
+    _assert_refused(result, 1, message, path.name)
+
+
+def test_the_catalogue_has_at_least_60_cases() -> None:
+    assert len(BAD_RUNS) + len(BAD_OPTIONS) + len(BAD_QRELS) >= 60
+
+
+@pytest.fixture(scope="module")
+def seeded_warehouse(prefect_harness: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    warehouse = tmp_path_factory.mktemp("bad-inputs") / "warehouse"
+    result = runner.invoke(app, ["evaluate", str(SEED_QRELS), str(SEED_RUN), "--warehouse", str(warehouse)])
+    assert result.exit_code == 0, result.output
+    return warehouse
+
+
+STORED_CASES = [case for case in BAD_RUNS if case[0] in {
+    "inf score", "1e999 score", "invalid UTF-8", "truncated gzip", "duplicate document", "parquet inf score",
+    "a directory", "sidecar not UTF-8", "rank not integer", "bad line after good"}]
+
+
+@pytest.mark.parametrize("make, message", [case[1:] for case in STORED_CASES], ids=[case[0] for case in STORED_CASES])
+def test_a_refused_run_leaves_the_warehouse_unchanged(
+    seeded_warehouse: Path, tmp_path: Path, make: Callable[[Path], Path], message: str
+) -> None:
+    before = tree_listing(seeded_warehouse)
+    path = make(tmp_path)
+    result = runner.invoke(app, ["evaluate", str(SEED_QRELS), str(path), "--preset", "trec_eval",
+                                 "--warehouse", str(seeded_warehouse)])
+    _assert_refused(result, 1, message, path.name)
+    assert tree_listing(seeded_warehouse) == before
+
+
+@pytest.mark.parametrize("arguments, code, message", [
+    (["evaluate", str(SEED_QRELS), "/dev/zero"], 1, "/dev/zero: is not a regular file"),
+    (["evaluate", str(SEED_QRELS), str(SEED_RUN), "--cutoffs", "99999999999999999999"], 2, "is beyond"),
+    (["sql", "EXPLAIN ANALYZE COPY (SELECT 1) TO 'x.parquet'", "--warehouse", str(REPO / "data")], 1, "no catalog"),
+])
+def test_through_a_real_process(arguments: list[str], code: int, message: str) -> None:
+    judged = Path(sys.executable).with_name("judged")
+    done = subprocess.run([str(judged), *arguments], capture_output=True, text=True, timeout=300)
+    assert done.returncode == code
+    assert done.stderr.startswith("judged: error: ") and message in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr + done.stdout
+
+
+def _assert_refused(result, code: int, message: str, names: str | None = None) -> None:  # type: ignore[no-untyped-def]
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
+    assert result.exit_code == code, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("judged: error: "), result.stderr
+    assert message in lines[0], lines[0]
+    if names is not None:
+        assert names in lines[0]
+    assert "Traceback" not in result.output
