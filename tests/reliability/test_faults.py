@@ -7,7 +7,8 @@ Short by default (one kill per writer, for CI). The long run, whose figures are 
 
     JUDGED_FAULTS=long .venv/bin/python -m pytest -s tests/reliability/test_faults.py
 
-(30 kills per writer; `JUDGED_FAULTS=N` for N kills per writer.) The killed writers are the Prefect flows
+(30 kills per writer; `JUDGED_FAULTS=N` for N kills per writer; `JUDGED_FAULTS_WRITERS=evaluate,nightly` for some
+writers only, e.g. to run them in parallel processes.) The killed writers are the Prefect flows
 themselves, each in a child process that talks to the session's one test server (`prefect_harness`) rather than
 starting a temporary server of its own: the flows' code paths are what is killed, at the cost of a child's start-up.
 Each child says when its imports are done; the kill comes at a uniformly random time within the flow's duration
@@ -34,6 +35,11 @@ from judged.flows.sql import open_readonly
 from judged.flows.warehouse import STAGING, Warehouse
 from tests.conftest import REPO
 from tests.reliability.faults import QRELS, RUN, WRITERS, content, make_inbox, problems, write
+
+
+def writers() -> list[str]:
+    chosen = os.environ.get("JUDGED_FAULTS_WRITERS")
+    return [w for w in WRITERS if w in chosen.split(",")] if chosen else list(WRITERS)
 
 
 def kills_per_writer() -> int:
@@ -104,7 +110,7 @@ def test_killed_writers_leave_a_warehouse_equal_to_a_clean_one(prefect_harness: 
     figures: dict[str, dict[str, int]] = {}
     nightly_files: list[str] = []
     try:
-        for writer in WRITERS:
+        for writer in writers():
             # A clean run of the writer (trial 0) in both warehouses, timed, then the killed trials.
             durations = []
             for trial in range(kills + 1):
