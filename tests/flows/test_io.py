@@ -257,12 +257,12 @@ def test_missing_file_is_an_input_error(tmp_path: Path) -> None:
 
 
 def test_directory_is_an_input_error(tmp_path: Path) -> None:
-    assert str(input_error(tmp_path, "judgments")) == f"{tmp_path}: no such file"
+    assert str(input_error(tmp_path, "judgments")) == f"{tmp_path}: is a directory, not a judgments file"
 
 
 def test_non_utf8_text_is_an_input_error(tmp_path: Path) -> None:
     path = write(tmp_path / "qrels.txt", b"q1 0 d\xe91 1\n")  # latin-1 e-acute
-    assert str(input_error(path, "judgments")).startswith(f"{path}: cannot be read as text: ")
+    assert str(input_error(path, "judgments")) == f"{path}, line 1: is not UTF-8 text (a byte sequence that is not UTF-8)"
 
 
 def test_truncated_gzip_is_an_input_error(tmp_path: Path) -> None:
