@@ -116,6 +116,7 @@ def spec_from_options(
     depth: str | None = None,
     query_weights: Path | None = None,
     measures: str | None = None,
+    interval_width: str | None = None,
 ) -> EvaluationSpec:
     """The spec the options describe: a preset, then each given override. Raises SpecError or InputError."""
     weights = _read_weights(query_weights) if query_weights else None
@@ -138,7 +139,18 @@ def spec_from_options(
         depth=parse_positive_int(depth, "--depth") if depth is not None else None,
         query_weights=weights,
         aggregation="weighted_mean" if weights else None,
+        interval_width=_positive_number(interval_width, "--interval-width") if interval_width is not None else None,
     )
+
+
+def _positive_number(text: str, what: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise SpecError(f"{what} {text!r} is not a number") from None
+    if not 0 < value < float("inf"):
+        raise SpecError(f"{what} {text} must be a positive, finite number")
+    return value
 
 
 # The spec options, declared once: `evaluate`, `nightly` and `serve` take the same ones (spec_from_options).
@@ -219,6 +231,11 @@ def evaluate(
     judgment_duplicates: JudgmentDuplicatesOption = None,
     depth: DepthOption = None,
     query_weights: QueryWeightsOption = None,
+    interval_width: Annotated[
+        str | None,
+        typer.Option(help="The summary counts queries whose interval over unjudged documents is wider (default 0.1).",
+                     rich_help_panel=_SPEC_PANEL),
+    ] = None,
     output_format: Annotated[str, typer.Option("--format", help="table, json or trec (trec_eval -q lines).")] = "table",
     tie_warning_share: Annotated[
         str, typer.Option(metavar="SHARE", help="Warn when tie groups straddle a cutoff in more than this share of "
@@ -272,6 +289,7 @@ def evaluate(
         spec = spec_from_options(
             preset, cutoffs, gain, gain_map, negative_grades, ranking, precision, ties, unjudged, ideal,
             no_relevant, query_set, run_duplicates, judgment_duplicates, depth, query_weights, measures,
+            interval_width,
         )
     except SpecError as error:
         raise _fail(str(error), EXIT_USAGE) from None
@@ -384,10 +402,25 @@ def ingest_judgments_command(
     unresolved_token: Annotated[
         str | None, typer.Option(help="Grade text marking an unresolved judgment (kept as a null grade).")
     ] = None,
+    extends: Annotated[
+        str | None,
+        typer.Option(help="Make a new version of this stored judgment set (NAME = its newest version, NAME@VERSION, "
+                          "or an id): its judgments plus these answers, with lineage. Needs --version."),
+    ] = None,
+    revise: Annotated[
+        bool, typer.Option("--revise", help="With --extends: a new grade for a judged pair replaces it (a revision).")
+    ] = False,
+    worklist: Annotated[str | None, typer.Option(help="With --extends: the worklist id the answers reply to.")] = None,
 ) -> None:
     """Validate a judgment set and store it, content-addressed, with its metadata. Metadata comes from the sidecar
-    `<qrels>.meta.toml` when present; options given here override it."""
+    `<qrels>.meta.toml` when present; options given here override it. With --extends, the file holds new answers
+    for a stored judgment set, and a new version is stored (see `judgment_lineage` in `judged sql`)."""
     _require_writable_warehouse(warehouse)
+    if extends is not None:
+        _extend_judgments(qrels, warehouse, extends, version, revise, assessors, worklist)
+        return
+    if revise or worklist is not None:
+        raise _fail("--revise and --worklist go with --extends", EXIT_USAGE)
     from judged.flows.io import read_sidecar
     from judged.flows.pipeline import ingest_judgments
     from judged.schemas.provenance import JudgmentSetMetadata
@@ -407,6 +440,74 @@ def ingest_judgments_command(
     except InputError as error:
         raise _fail(str(error), EXIT_INPUT) from None
     _print_store_report(report, "judgment set")
+
+
+def _extend_judgments(
+    answers: Path, warehouse: Path, parent: str, version: str | None, revise: bool, assessors: str | None,
+    worklist: str | None,
+) -> None:
+    from judged.flows.judging import extend_judgments
+    from judged.flows.warehouse import Warehouse
+
+    if not version:
+        raise _fail("--extends needs --version (the new version's label)", EXIT_USAGE)
+    try:
+        store = Warehouse(warehouse)
+        report = extend_judgments(store, str(answers), parent, version, revise, assessors, worklist)
+        store.refresh_catalog()
+    except InputError as error:
+        raise _fail(str(error), EXIT_INPUT) from None
+    _print_store_report(report.store, "judgment set")
+    print(f"extends {report.parent_id}: {counted(report.n_added, 'pair')} added, {report.n_revised} revised, "
+          f"{report.n_confirmed} confirmed")
+
+
+@app.command()
+def worklist(
+    judgments: Annotated[str, typer.Option(help="Judgment set: NAME (newest version), NAME@VERSION or an id.")],
+    warehouse: Annotated[Path, typer.Option(help=_WAREHOUSE_HELP)] = Path("warehouse"),
+    evaluations: Annotated[
+        list[str] | None, typer.Option(help="Rank the documents these stored evaluations' runs retrieved (repeatable).")
+    ] = None,
+    runs: Annotated[list[str] | None, typer.Option(help="Or these stored runs (tag, system or id; repeatable).")] = None,
+    cutoff: Annotated[int, typer.Option(help="k: documents in the runs' top k, intervals of nDCG@k.")] = 10,
+    budget: Annotated[int, typer.Option(help="How many pairs to list.")] = 500,
+    preset_name: Annotated[str, typer.Option("--preset", help="The spec of the intervals.")] = "judged",
+    query_weights: Annotated[
+        Path | None, typer.Option(help="File of `query_id weight` lines (e.g. log frequency); unlisted queries weigh 1.")
+    ] = None,
+    topics: Annotated[Path | None, typer.Option(help="query_id<TAB>text lines: the query text goes in each row.")] = None,
+    out: Annotated[Path | None, typer.Option(help="Write the assessor file here (default: print it).")] = None,
+    output_format: Annotated[str, typer.Option("--format", help="qrels (grade column empty) or csv.")] = "qrels",
+) -> None:
+    """Rank unjudged (query, document) pairs by how much judging each is expected to narrow the nDCG@k intervals of
+    the runs that retrieved it in their top k; store the worklist (view `worklists`) and write the assessor file."""
+    from judged.flows.judging import assessor_file, make_worklist
+    from judged.flows.warehouse import Warehouse
+
+    if output_format not in ("qrels", "csv"):
+        raise _fail(f"--format must be qrels or csv, not {output_format!r}", EXIT_USAGE)
+    if budget <= 0:
+        raise _fail(f"--budget must be a positive number of judgments, not {budget}", EXIT_USAGE)
+    try:
+        spec = build_spec(preset_name, cutoffs=(parse_positive_int(str(cutoff), "--cutoff"),))
+    except SpecError as error:
+        raise _fail(str(error), EXIT_USAGE) from None
+    try:
+        weights = _read_weights(query_weights) if query_weights else ()
+        store = Warehouse(warehouse)
+        report = make_worklist(store, judgments, spec, budget, evaluations or [], runs or [], weights, topics)
+        store.refresh_catalog()
+    except InputError as error:
+        raise _fail(str(error), EXIT_INPUT) from None
+    text = assessor_file(report.rows, output_format)
+    if out is None:
+        sys.stdout.write(text)
+    else:
+        out.write_text(text)
+    state = "stored" if report.created else "already stored"
+    print(f"worklist {report.worklist_id} ({state}): {counted(report.rows.height, 'pair')} for judgment set "
+          f"{report.judgment_set_id}", file=sys.stderr)
 
 
 @app.command("ingest-run")

@@ -20,7 +20,7 @@ import polars as pl
 from judged.flows.io import LoadedTable, StoredTable
 from judged.flows.limits import DEFAULT_LIMITS, Limits
 from judged.flows.versions import implementation_version
-from judged.schemas.provenance import RunMetadata, evaluation_id
+from judged.schemas.provenance import JudgmentSetMetadata, RunMetadata, evaluation_id
 from judged.schemas.spec import EvaluationSpec
 from judged.transforms.duplicates import duplicate_pairs, keep_one_per_pair, may_have_duplicates, raise_on_duplicates
 from judged.transforms.errors import InputError
@@ -97,6 +97,11 @@ class Plan:
         of = self.parts[0].of
         buckets = with_bucket(self.judgments.frame.lazy().select("query_id"))  # type: ignore[union-attr]
         return buckets.select(pl.col("bucket") % of).collect().to_series()
+
+    @cached_property
+    def grades(self) -> tuple[int, ...]:
+        """The grade scale of the intervals, of the whole judgment set (a part's judgments may lack some grades)."""
+        return grade_scale(self.judgments)
 
     @staticmethod
     def _loaded(table: LoadedTable | StoredTable) -> LoadedTable:
@@ -199,6 +204,17 @@ def run_name(run: LoadedTable) -> str:
     return metadata.display_name(Path(run.source).name)
 
 
+def grade_scale(judgments: LoadedTable | StoredTable) -> tuple[int, ...]:
+    """The grades an unjudged document may take in the intervals: the judgment set's declared scale, else the
+    grades present in its judgments."""
+    metadata = judgments.metadata
+    if isinstance(metadata, JudgmentSetMetadata) and metadata.grade_scale:
+        return tuple(grade for grade, _ in metadata.grade_scale)
+    rows = judgments.scan if isinstance(judgments, LoadedTable) else judgments.load().scan
+    present = rows.select(pl.col("relevance").drop_nulls().unique().sort()).collect()
+    return tuple(present["relevance"].to_list())
+
+
 def evaluate_part(plan: Plan, part: Part, engine: EngineType = "auto") -> tuple[pl.DataFrame, list[str]]:
     """Per-query rows of one part of a plan, with the warnings of the duplicate policies. `engine` is Polars'
     (in-memory or streaming): the values are the same."""
@@ -224,7 +240,7 @@ def evaluate_part(plan: Plan, part: Part, engine: EngineType = "auto") -> tuple[
     if run_warnings:  # rows were dropped: the candidates come from what is left
         candidates = collect_candidates(run_rows, spec, candidates_engine, None)
     check_inputs(run, run_rows, judgments, judgment_rows, spec)
-    per_query = per_query_measures(candidates.lazy(), judgment_rows, spec).collect(engine=candidates_engine)
+    per_query = per_query_measures(candidates.lazy(), judgment_rows, spec, plan.grades).collect(engine=candidates_engine)
     return per_query, warnings + run_warnings
 
 

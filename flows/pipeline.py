@@ -30,6 +30,7 @@ from judged.flows.engine import (
 from judged.flows.hashing import content_hashes
 from judged.flows.io import SIDECAR_SUFFIX, Metadata, load_table, open_stored
 from judged.flows.limits import DEFAULT_LIMITS, Limits
+from judged.flows.report import interval_lines
 from judged.flows.ties import with_tie_warning
 from judged.flows.versions import implementation_commit, implementation_version, library_versions
 from judged.flows.warehouse import StoreReport, Warehouse, hold_lock, now_utc, write_parquet_atomically
@@ -264,7 +265,7 @@ def evaluation_markdown(warehouse: Warehouse, reports: list[EvaluationReport]) -
     """What was evaluated, the unjudged coverage at each cutoff, and the warnings: the flow's markdown artifact."""
     lines = ["# judged evaluation", ""]
     for report in reports:
-        record, _, summary = warehouse.load_evaluation(report.evaluation_id)
+        record, per_query, summary = warehouse.load_evaluation(report.evaluation_id)
         state = "new" if report.created else "already stored"
         lines += [
             f"## {record['run_name']} ({state})",
@@ -279,6 +280,8 @@ def evaluation_markdown(warehouse: Warehouse, reports: list[EvaluationReport]) -
             share = "-" if row["mean_unjudged_fraction"] is None else f"{row['mean_unjudged_fraction']:.1%}"
             lines.append(f"| {row['trec_eval_measure'] or row['label']} | {value} | {row['n_scored']} "
                          f"| {row['n_missing']} | {share} |")
+        lines += ["", "Intervals over the unjudged documents each run retrieved (closed world):", ""]
+        lines += [f"- {line.strip()}" for line in interval_lines(per_query, summary)]
         lines += [""] + [f"- warning: {w}" for w in record["warnings"]] + [""]
     return "\n".join(lines)
 

@@ -14,6 +14,7 @@ from judged.flows.engine import EvaluationResult
 from judged.schemas.measures import MeasureBase
 
 if TYPE_CHECKING:
+    import polars as pl
     from rich.console import Console
 
 
@@ -31,6 +32,46 @@ def _clean(value: Any) -> Any:
     if isinstance(value, float) and math.isnan(value):
         return None
     return value
+
+
+INTERVAL_WORLD = (
+    "closed: value_min and value_max range over every grade of the judgment set's scale given to each unjudged "
+    "document the run retrieved (to its depth); documents nobody retrieved stay as judged"
+)
+
+
+def interval_lines(per_query: pl.DataFrame, summary: pl.DataFrame, widest: int = 5) -> list[str]:
+    """Per cutoff, the aggregate with its interval over the unjudged documents ("nDCG@10 = 0.4000, [0.3100, 0.5800]
+    over 37 unjudged documents"), then the `widest` queries with the widest intervals."""
+    import polars as pl
+
+    lines = []
+    for row in summary.iter_rows(named=True):
+        name = "nDCG" if row["cutoff"] is None else f"nDCG@{row['cutoff']}"
+        if row["value"] is None:
+            lines.append(f"{name} undefined (no query scored)")
+            continue
+        at_cutoff = per_query.filter(pl.col("cutoff").eq_missing(row["cutoff"]) & pl.col("value").is_not_null())
+        unjudged = int(at_cutoff["n_unjudged_at_k"].sum())
+        bound = f", {row['n_bound_intervals']} bound" if row.get("n_bound_intervals") else ""
+        lines.append(
+            f"{name} = {row['value']:.4f}, [{row['value_min']:.4f}, {row['value_max']:.4f}] over {unjudged} unjudged "
+            f"documents ({row['n_wide_intervals']} of {row['n_scored']} queries wider than {row['interval_width']:g}"
+            f"{bound})"
+        )
+        wide = (
+            at_cutoff.with_columns(width=pl.col("value_max") - pl.col("value_min"))
+            .filter(pl.col("width") > 0)
+            .sort(["width", "query_id"], descending=[True, False])
+            .head(widest)
+        )
+        if wide.height:
+            shown = ", ".join(
+                f"{q} {v:.4f} [{lo:.4f}, {hi:.4f}]"
+                for q, v, lo, hi in wide.select("query_id", "value", "value_min", "value_max").iter_rows()
+            )
+            lines.append(f"  widest: {shown}")
+    return lines
 
 
 def as_json(results: Sequence[EvaluationResult]) -> str:
@@ -58,6 +99,7 @@ def as_json(results: Sequence[EvaluationResult]) -> str:
                 "spec_hash": spec.spec_hash,
                 "spec": spec.canonical_payload(),
                 "warnings": list(result.warnings),
+                "interval_world": INTERVAL_WORLD,
                 "summary": summary,
                 "per_query": per_query,
             }
@@ -128,6 +170,8 @@ def print_tables(results: Sequence[EvaluationResult], console: Console | None = 
                 "-" if fraction is None else f"{fraction:.1%}",
             )
         console.print(table)
+        for line in interval_lines(result.per_query, result.summary):
+            console.print(escape(line), highlight=False)
         for warning in result.warnings:
             if warning not in shared:
                 console.print(f"[yellow]warning:[/yellow] {escape(warning)}", highlight=False)

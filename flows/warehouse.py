@@ -49,6 +49,7 @@ from judged.schemas.spec import EvaluationSpec
 from judged.schemas.tables import (
     EVALUATIONS,
     EVALUATIONS_TABLE,
+    JUDGMENT_LINEAGE,
     JUDGMENT_SETS,
     NIGHTLY,
     RUN_ROWS,
@@ -59,6 +60,7 @@ from judged.schemas.tables import (
     STORED_SUMMARY,
     STORED_SUMMARY_TABLE,
     comment_statements,
+    WORKLISTS,
 )
 from judged.transforms.duplicates import duplicate_pairs, may_have_duplicates
 from judged.transforms.errors import InputError
@@ -85,6 +87,8 @@ TABLES: dict[str, tuple[dict[str, pl.DataType], str]] = {
     "comparison_records": (COMPARISON_RECORDS, "comparison_records/*.parquet"),
     "comparisons": (COMPARISONS, "comparisons/*/*.parquet"),
     "comparison_per_query": (COMPARISON_PER_QUERY, "comparison_per_query/*/*.parquet"),
+    "judgment_lineage": (JUDGMENT_LINEAGE, "judgment_lineage/*.parquet"),
+    "worklists": (WORKLISTS, "worklists/*.parquet"),
 }
 # An empty file per table so every view resolves before anything is stored.
 _EMPTY = {

@@ -34,6 +34,7 @@ NegativeGrades = Literal["zero", "error"]
 Aggregation = Literal["mean", "weighted_mean"]
 
 TREC_EVAL_CUTOFFS: tuple[int, ...] = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
+DEFAULT_INTERVAL_WIDTH = 0.1
 
 
 class SpecError(ValueError):
@@ -69,6 +70,10 @@ class EvaluationSpec(BaseModel):
     depth: Annotated[StrictInt, Field(gt=0)] | None = None
     aggregation: Aggregation = "mean"
     query_weights: tuple[tuple[str, float], ...] = ()
+    # The summary counts the scored queries whose interval over unjudged documents (value_max - value_min) is wider
+    # than this. It reports on the values without changing them, so it is left out of the label; at its default it is
+    # left out of the canonical JSON too, so specs from before it existed keep their hash and evaluation ids.
+    interval_width: Annotated[float, Field(gt=0, allow_inf_nan=False)] = DEFAULT_INTERVAL_WIDTH
 
     @model_validator(mode="before")
     @classmethod
@@ -155,6 +160,8 @@ class EvaluationSpec(BaseModel):
         payload = {"spec_version": SPEC_VERSION, **self.model_dump(mode="json")}
         if not self.measures:
             del payload["measures"]  # nDCG at the cutoffs: the same text (and hash) as before measures were listed
+        if self.interval_width == DEFAULT_INTERVAL_WIDTH:
+            del payload["interval_width"]  # likewise: the default width leaves the text as it was
         return payload
 
     def canonical_json(self) -> str:
@@ -256,7 +263,7 @@ def _option_text(spec: EvaluationSpec, name: str) -> str:
     return "none" if value is None else str(value)
 
 
-_LABEL_EXEMPT = {"cutoffs", "measure", "measures"}
+_LABEL_EXEMPT = {"cutoffs", "measure", "measures", "interval_width"}
 
 
 def _closest_preset(spec: EvaluationSpec) -> tuple[str, list[str]]:

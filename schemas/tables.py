@@ -19,6 +19,9 @@ import polars as pl
 import pyarrow as pa
 
 STATUSES: tuple[str, ...] = ("scored", "missing_from_run", "no_relevant_judgments", "no_judgments")
+INTERVAL_KINDS: tuple[str, ...] = ("exact", "bound")
+"""How a per-query interval was found: `exact` (the extremes over every assignment), `bound` (an interval that
+provably contains them: a very long list, or a top-k read whose unread rows may hold unjudged documents)."""
 """Per-query status. `scored`: judged and retrieved with IDCG > 0. `missing_from_run`: judged, absent from the run.
 `no_relevant_judgments`: judged, but nothing to find (nDCG: IDCG = 0; the binary measures: no grade >= rel).
 `no_judgments`: in the run only."""
@@ -165,6 +168,12 @@ PER_QUERY_TABLE = Table(
         "cutoff": _CUTOFF,
         "status": Column(pl.Enum(list(STATUSES)), "scored, missing_from_run, no_relevant_judgments or no_judgments"),
         "value": Column(pl.Float64(), "the measure's value; null where undefined", nullable=True),
+        "value_min": Column(pl.Float64(), "nDCG: the smallest value over every grade of the scale given to the "
+                                          "unjudged documents the run retrieved (closed world); null where value is "
+                                          "null and for other measures", nullable=True),
+        "value_max": Column(pl.Float64(), "nDCG: the largest such value", nullable=True),
+        "interval_kind": Column(pl.Enum(list(INTERVAL_KINDS)), "exact, or bound: an interval that provably "
+                                                               "contains the exact one", nullable=True),
         "dcg": Column(pl.Float64(), "nDCG only: DCG@k of the ranking (null for other measures)", nullable=True),
         "idcg": Column(pl.Float64(), "nDCG only: DCG@k of the ideal ranking of the ideal universe", nullable=True),
         "residual": Column(pl.Float64(), "RBP only: the weight of unjudged positions and the tail; the measure lies "
@@ -189,6 +198,11 @@ SUMMARY_TABLE = Table(
         "cutoff": _CUTOFF,
         "value": Column(pl.Float64(), "the aggregate over the scored queries; null when none was scored",
                         nullable=True),
+        "value_min": Column(pl.Float64(), "nDCG: the same aggregate of the per-query minima", nullable=True),
+        "value_max": Column(pl.Float64(), "nDCG: the same aggregate of the per-query maxima", nullable=True),
+        "interval_width": Column(pl.Float64(), "the declared width (spec interval_width)"),
+        "n_wide_intervals": Column(pl.Int64(), "scored queries whose value_max - value_min exceeds it"),
+        "n_bound_intervals": Column(pl.Int64(), "scored queries whose interval is a bound, not exact"),
         "aggregation": Column(pl.String(), "mean or weighted_mean"),
         "n_queries": Column(pl.Int64(), "queries of the union of run and judgments"),
         "n_scored": Column(pl.Int64(), "queries in the aggregate"),

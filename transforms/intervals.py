@@ -10,7 +10,9 @@ outside the run are not imagined). For one query and cutoff the value is `(C + s
 its position (its discount within k; under `ties='average'` its tie group's discounts within k shared equally; 0
 beyond k) and `IDCG(a)` the ideal DCG of the judged universe plus the assigned gains.
 
-Method (exact, no enumeration). For a fixed multiset of assigned gains the ideal is fixed, and the numerator is
+Method (exact). Up to `ENUMERATED_MULTISETS_MAX` multisets of grades over the unjudged slots (286 for a top 10 and
+four grades) are enumerated, vectorised, each laid over the slots by rearrangement (below). Longer lists are not
+enumerated: for a fixed multiset of assigned gains the ideal is fixed, and the numerator is
 largest when the highest gains take the largest weights and smallest when they take the smallest (rearrangement),
 so an assignment is a count per gain level laid over the slots sorted by weight. A dynamic programme over the gain
 levels (highest first) with the number of slots already used as its state maximises `N(a) - lambda * IDCG(a)`
@@ -37,27 +39,29 @@ assignment that leaves the ideal at 0 scores 0, like the value.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from functools import lru_cache
+from itertools import combinations_with_replacement
 
 import numpy as np
 import polars as pl
 
 from judged.schemas.spec import EvaluationSpec
+from judged.schemas.tables import INTERVAL_KINDS
 
 QUERY = "query_id"
 PAIR = [QUERY, "doc_id"]
 
-EXACT_SLOTS_MAX = 600
+ENUMERATED_MULTISETS_MAX = 2_000
+"""Up to this many multisets of grades over the unjudged slots (286 for 10 slots and four grades) they are simply
+enumerated, vectorised; beyond, the dynamic programme below runs."""
+
+EXACT_SLOTS_MAX = 300
 """Unjudged slots (weighted, plus those below k that can enter the ideal) up to which the exact programme runs; its
 work grows with the square of this number per gain level and step."""
 
-INTERVAL_KINDS: tuple[str, ...] = ("exact", "bound")
-
-INTERVAL_COLUMNS: dict[str, pl.DataType] = {
-    "value_min": pl.Float64(),
-    "value_max": pl.Float64(),
-    "interval_kind": pl.Enum(list(INTERVAL_KINDS)),
-}
+INTERVAL_KIND = pl.Enum(list(INTERVAL_KINDS))
 
 
 # -- the kernel: one query, one cutoff ----------------------------------------------------------------------------
@@ -100,6 +104,7 @@ class _World:
         self.need_positive = self.judged_ideal <= 0 and zero_if_no_ideal
         positive = np.flatnonzero((all_levels > 0) & self.assignable)
         self.last_positive = int(positive[-1]) if positive.size else -1
+        self._terms: dict[tuple[float, bytes], list[tuple[np.ndarray, np.ndarray]]] = {}
 
     def _ideal_of_counts(self, counts: np.ndarray) -> float:
         used = np.concatenate([[0], np.cumsum(counts)])
@@ -111,6 +116,10 @@ class _World:
                 )
         return total
 
+    def ideal_with_every_slot_at(self, gain: float) -> float:
+        """The ideal DCG when every slot takes `gain`."""
+        return self._ideal_of_counts(np.where(self.levels == gain, self.slots, 0))
+
     def ratio_parts(self, counts: np.ndarray, ordered: np.ndarray) -> tuple[float, float]:
         """Numerator and ideal of the assignment giving `counts[l]` slots level l, laid over `ordered` weights."""
         prefix = np.concatenate([[0.0], np.cumsum(ordered)])
@@ -120,32 +129,51 @@ class _World:
         )
         return float(numerator), self._ideal_of_counts(counts)
 
+    def _level_terms(self, sign: float, ordered: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per level, the numerator and ideal terms of moving from `source` to `target` used slots (rows, columns);
+        the numerator is -inf where target < source. Independent of lambda, so computed once per direction."""
+        key = (sign, ordered.tobytes())
+        if key not in self._terms:
+            prefix = np.concatenate([[0.0], np.cumsum(ordered)])
+            index = np.arange(self.slots + 1)
+            source, target = index[:, None], index[None, :]
+            terms = []
+            for level, gain in enumerate(self.levels):
+                if gain > 0:
+                    ideal = gain * (
+                        self.discounts[self.at_or_above[level] + target] - self.discounts[self.above[level] + source]
+                    )
+                else:
+                    ideal = np.zeros((self.slots + 1, self.slots + 1))
+                if self.assignable[level]:
+                    numerator = np.where(target >= source, sign * gain * (prefix[target] - prefix[source]), -np.inf)
+                else:  # judged gains only: no slot takes this level
+                    numerator = np.where(target == source, 0.0, -np.inf)
+                terms.append((numerator, ideal))
+            self._terms = {key: terms}
+        return self._terms[key]
+
     def best_counts(self, sign: float, lam: float, ordered: np.ndarray) -> tuple[float, np.ndarray] | None:
         """The assignment maximising sign * numerator - lam * ideal, as counts per level, and that maximum."""
         slots = self.slots
-        prefix = np.concatenate([[0.0], np.cumsum(ordered)])
-        index = np.arange(slots + 1)
-        source, target = index[:, None], index[None, :]
-        reachable = target >= source
         best = np.full(slots + 1, -np.inf)
         best[0] = sign * self.fixed
         choices: list[np.ndarray] = []
-        for level, gain in enumerate(self.levels):
-            if gain > 0:
-                ideal_here = gain * (
-                    self.discounts[self.at_or_above[level] + target] - self.discounts[self.above[level] + source]
-                )
+        last = len(self.levels) - 1
+        for level, (numerator, ideal) in enumerate(self._level_terms(sign, ordered)):
+            if level == 0:  # every assignment starts with no slot used
+                best = best[0] + numerator[0] - lam * ideal[0]
+                chosen = np.zeros(slots + 1, dtype=np.int64)
+            elif level == last:  # and ends with every slot used
+                column = best + numerator[:, slots] - lam * ideal[:, slots]
+                chosen = np.zeros(slots + 1, dtype=np.int64)
+                chosen[slots] = int(column.argmax())
+                best = np.full(slots + 1, -np.inf)
+                best[slots] = column[chosen[slots]]
             else:
-                ideal_here = np.zeros((1, 1))
-            if self.assignable[level]:
-                step = sign * gain * (prefix[target] - prefix[source]) - lam * ideal_here
-                total = np.where(reachable, best[:, None] + step, -np.inf)
+                total = best[:, None] + numerator - lam * ideal
                 chosen = total.argmax(axis=0)
-                best = total[chosen, index]
-            else:
-                step = np.diagonal(np.broadcast_to(ideal_here, (slots + 1, slots + 1))) if gain > 0 else 0.0
-                best = best - lam * step
-                chosen = index
+                best = total[chosen, np.arange(slots + 1)]
             if self.need_positive and level == self.last_positive:
                 best[0] = -np.inf
             choices.append(chosen)
@@ -187,8 +215,7 @@ class _World:
         numerator = self.fixed + (top if sign > 0 else bottom) * total_weight
         positive = assignable[assignable > 0]
         lowest_ideal = self.judged_ideal if self.judged_ideal > 0 else float(positive.min() if positive.size else 0)
-        counts_top = np.where(self.levels == top, self.slots, 0) if top > 0 else np.zeros(len(self.levels), np.int64)
-        highest_ideal = self._ideal_of_counts(counts_top) if top > 0 else self.judged_ideal
+        highest_ideal = self.ideal_with_every_slot_at(top)
         if sign > 0:
             return numerator / (lowest_ideal if numerator >= 0 else highest_ideal)
         return numerator / (highest_ideal if numerator >= 0 else lowest_ideal)
@@ -201,39 +228,129 @@ def ndcg_interval(
     levels: Sequence[float],
     cutoff: int | None,
     zero_if_no_ideal: bool,
+    enumeration_limit: int = ENUMERATED_MULTISETS_MAX,
 ) -> tuple[float, float, bool] | None:
     """(min, max, exact) of `(fixed + sum_i a_i w_i) / IDCG(judged_ideal + a)` over every `a_i` in `levels`.
 
     `weights` are the unjudged slots' weights (0 for a slot below the cutoff that can only raise the ideal),
     `judged_ideal` the gains of the judged ideal universe, `levels` the gains a slot may take. None when no
     assignment gives a positive ideal and `zero_if_no_ideal` is false (the value is null); with it true such
-    assignments score 0."""
+    assignments score 0. Up to `enumeration_limit` multisets of grades are enumerated, beyond it the programme runs
+    (both exact; tests compare them)."""
     levels_array = np.unique(np.asarray(levels, dtype=np.float64))
-    if levels_array.size == 0:
-        raise ValueError("an interval needs at least one grade in the scale")
-    world = _World(
-        float(fixed),
-        np.asarray(weights, dtype=np.float64),
-        np.asarray(judged_ideal, dtype=np.float64),
-        levels_array,
-        cutoff,
-        zero_if_no_ideal,
-    )
-    if world.judged_ideal <= 0 and not zero_if_no_ideal:
+    if levels_array.size == 0:  # no grade to give: only a list without unjudged documents has a value to keep
+        if len(weights):
+            return None
+        levels_array = np.zeros(1)
+    weights_array = np.asarray(weights, dtype=np.float64)
+    judged = np.asarray(judged_ideal, dtype=np.float64)
+    judged = judged[judged > 0]  # only positive gains enter an ideal ranking
+    if judged.size == 0 and not zero_if_no_ideal:
         return None
-    zero_reachable = world.need_positive and (world.slots == 0 or bool((levels_array <= 0).any()))
-    exact = world.slots <= EXACT_SLOTS_MAX
-    if world.need_positive and world.last_positive < 0:
-        ends: list[float] = []
-    elif exact:
-        ends = [end for end in (world.extreme(-1.0), world.extreme(1.0)) if end is not None]
+    need_positive = judged.size == 0  # the ideal is positive only if some slot gets a positive gain
+    if need_positive and not (levels_array > 0).any():
+        return 0.0, 0.0, True  # no grade can make the ideal positive: every assignment scores 0
+    below = int((weights_array <= 0).sum())
+    if not need_positive and below and levels_array.min() >= 0 and fixed >= 0:
+        # Every numerator is >= 0 here, so a slot below the cutoff (weight 0, ideal only) takes the highest gain in
+        # the minimum and the lowest in the maximum: it becomes a judged document of that gain, and only the
+        # credited slots are left to optimise.
+        credited = weights_array[weights_array > 0]
+        top, bottom = levels_array.max(), levels_array.min()
+        low_side = (credited, np.concatenate([judged, np.full(below if top > 0 else 0, top)]))
+        high_side = (credited, np.concatenate([judged, np.full(below if bottom > 0 else 0, bottom)]))
     else:
-        ends = [world.bound(-1.0, levels_array), world.bound(1.0, levels_array)]
-    if zero_reachable:
-        ends.append(0.0)
-    if not ends:
+        low_side = high_side = (weights_array, judged)
+    args = (float(fixed), levels_array, cutoff, zero_if_no_ideal, enumeration_limit)
+    if low_side is high_side and _multisets(len(weights_array), len(levels_array)) <= enumeration_limit:
+        (low, high), low_exact, high_exact = _enumerated_ends(*low_side, float(fixed), levels_array, cutoff), True, True
+    else:
+        low, low_exact = _extreme(-1.0, *low_side, *args)
+        high, high_exact = _extreme(1.0, *high_side, *args)
+    if low is None or high is None:
         return None
-    return min(ends), max(ends), exact
+    return min(low, high), max(low, high), low_exact and high_exact
+
+
+def _multisets(slots: int, levels: int) -> int:
+    return math.comb(slots + levels - 1, levels - 1)
+
+
+@lru_cache(maxsize=512)
+def _count_vectors(slots: int, levels: int) -> np.ndarray:
+    """Every way to give `slots` slots one of `levels` levels, as counts per level (one row each)."""
+    rows = [np.bincount(choice, minlength=levels) for choice in combinations_with_replacement(range(levels), slots)]
+    return np.array(rows, dtype=np.int64).reshape(-1, levels)
+
+
+def _extreme(
+    sign: float,
+    weights: np.ndarray,
+    judged: np.ndarray,
+    fixed: float,
+    levels: np.ndarray,
+    cutoff: int | None,
+    zero_if_no_ideal: bool,
+    enumeration_limit: int,
+) -> tuple[float | None, bool]:
+    """The largest (sign 1) or smallest (sign -1) value and whether it is exact: by enumerating the multisets of
+    levels when there are at most `enumeration_limit` (vectorised, cheap for the usual top 10), else by the
+    programme (`_World.extreme`), else a bound (`_World.bound`)."""
+    if _multisets(len(weights), len(levels)) <= enumeration_limit:
+        return _enumerated_extreme(sign, weights, judged, fixed, levels, cutoff), True
+    world = _World(fixed, weights, judged, levels, cutoff, zero_if_no_ideal)
+    if world.slots <= EXACT_SLOTS_MAX:
+        end = world.extreme(sign)
+        if world.need_positive and (world.slots == 0 or bool((levels <= 0).any())):
+            end = 0.0 if end is None else (max if sign > 0 else min)(end, 0.0)  # an ideal of 0 scores 0
+        return end, True
+    end = world.bound(sign, levels)
+    if (levels >= 0).all() and fixed >= 0:
+        end = min(max(end, 0.0), 1.0)  # every gain non-negative: nDCG lies in [0, 1] (no ranking beats the ideal)
+    return end, False
+
+
+def _enumerated_extreme(
+    sign: float, weights: np.ndarray, judged: np.ndarray, fixed: float, levels: np.ndarray, cutoff: int | None
+) -> float:
+    """`_extreme` by enumerating every multiset of levels (see `_enumerated_ends`)."""
+    return _enumerated_ends(weights, judged, fixed, levels, cutoff, (sign,))[0]
+
+
+def _enumerated_ends(
+    weights: np.ndarray,
+    judged: np.ndarray,
+    fixed: float,
+    levels: np.ndarray,
+    cutoff: int | None,
+    signs: tuple[float, ...] = (-1.0, 1.0),
+) -> tuple[float, ...]:
+    """The smallest (sign -1) and largest (sign 1) value over every multiset of levels given to the slots, each laid
+    over the slots by rearrangement (highest levels on the largest weights for the maximum, on the smallest for the
+    minimum). An assignment that leaves the ideal at 0 scores 0 (reachable only under no_relevant='zero':
+    otherwise the judged ideal is > 0)."""
+    level_set = {float(g) for g in levels}
+    all_levels = np.array(sorted(level_set | {float(g) for g in judged}, reverse=True))
+    assignable = [i for i, g in enumerate(all_levels) if g in level_set]
+    counts = np.zeros((_multisets(len(weights), len(levels)), len(all_levels)), dtype=np.int64)
+    counts[:, assignable] = _count_vectors(len(weights), len(levels))
+    used_after = np.cumsum(counts, axis=1)
+    used_before = used_after - counts
+    discounts = _discount_prefix(len(judged) + len(weights), cutoff)
+    above = (judged[None, :] > all_levels[:, None]).sum(axis=1)
+    at_or_above = (judged[None, :] >= all_levels[:, None]).sum(axis=1)
+    positive = np.where(all_levels > 0, all_levels, 0.0)
+    ideal = ((discounts[at_or_above + used_after] - discounts[above + used_before]) * positive).sum(axis=1)
+    defined = ideal > 0
+    safe_ideal = np.where(defined, ideal, 1.0)
+    ends = []
+    for sign in signs:
+        ordered = np.sort(weights)[::-1] if sign > 0 else np.sort(weights)
+        prefix = np.concatenate([[0.0], np.cumsum(ordered)])
+        numerator = fixed + ((prefix[used_after] - prefix[used_before]) * all_levels).sum(axis=1)
+        values = np.where(defined, numerator / safe_ideal, 0.0)
+        ends.append(float(values.max() if sign > 0 else values.min()))
+    return tuple(ends)
 
 
 # -- the columnar side: ranked-and-judged rows in, one interval per query and cutoff out ----------------------------
@@ -243,73 +360,83 @@ def _discount(position: pl.Expr) -> pl.Expr:
     return 1.0 / (position.cast(pl.Float64) + 1.0).log(2)
 
 
-def _world_rows(rows: pl.LazyFrame, spec: EvaluationSpec, gain: pl.Expr) -> pl.LazyFrame:
+def _world_rows(rows: pl.LazyFrame, spec: EvaluationSpec, gain: pl.Expr, keys: list[str]) -> pl.LazyFrame:
     """The list once every unjudged document is judged: its positions and tie groups (under condensed lists,
     judged documents with a negative grade stay removed)."""
     if spec.unjudged == "condensed":
         rows = rows.filter(pl.col("relevance").is_null() | (pl.col("relevance") >= 0))
-    return rows.with_columns(
-        world_position=pl.col("rank").rank("ordinal").over(QUERY).cast(pl.Int64),
-        tie_group=pl.col("sort_key").rank("dense", descending=True).over(QUERY).cast(pl.Int64),
+    # In rank order, so that every sum below adds in the same order whatever the order of the input rows.
+    return rows.sort([*keys, "rank"]).with_columns(
+        world_position=pl.col("rank").rank("ordinal").over(keys).cast(pl.Int64),
+        tie_group=pl.col("sort_key").rank("dense", descending=True).over(keys).cast(pl.Int64),
         world_gain=gain,
     )
 
 
-def _weight(cutoff: int | None, ties: str) -> pl.Expr:
+def _weight(cutoff: int | None, ties: str, keys: list[str]) -> pl.Expr:
     within = pl.lit(True) if cutoff is None else pl.col("world_position") <= cutoff
     discount = pl.when(within).then(_discount(pl.col("world_position"))).otherwise(0.0)
     if ties == "average":
-        return discount.sum().over(QUERY, "tie_group") / pl.len().over(QUERY, "tie_group")
+        from judged.transforms.ranking import ordered_sum  # sums in row order: the same bits every time
+
+        return ordered_sum(discount).over(*keys, "tie_group") / pl.len().over(*keys, "tie_group")
     return discount
 
 
-def ndcg_intervals(
-    ranked: pl.LazyFrame, judgments: pl.LazyFrame, spec: EvaluationSpec, grades: Sequence[int]
+def interval_worlds(
+    ranked: pl.LazyFrame,
+    judgments: pl.LazyFrame,
+    spec: EvaluationSpec,
+    grades: Sequence[int] | None = None,
+    by: Sequence[str] = (),
 ) -> pl.LazyFrame:
-    """`value_min`, `value_max` and `interval_kind` per query of the run and cutoff.
-
-    `ranked` holds the run's rows ranked under the spec (`rank_run`) with their nullable `relevance`
-    (`attach_judgments`), `sort_key` and the query's `n_retrieved`; it may be only each query's first rows (a
-    top-k read), the rest being counted by `n_retrieved`. `grades` is the grade scale the unjudged documents may
-    take. Queries whose value is null get null ends; the caller joins these rows to the per-query table."""
+    """One row per (`by`..., query, cutoff) of a judged query: what the kernel needs (`fixed`, `weights` of the
+    credited unjudged slots with their `unjudged_docs` and `unjudged_ranks`, `unjudged_below`, the unread rows'
+    `unseen` and `unseen_unjudged_min`, `judged_ideal`, `levels`). `by` names columns of `ranked` that tell
+    several rankings apart (e.g. an evaluation id). Arguments as for `ndcg_intervals`."""
     from judged.transforms.measures.ndcg import gain_of  # one definition of the gain
+    from judged.transforms.ranking import ordered_sum
 
-    scale = sorted({int(g) for g in grades if spec.unjudged != "condensed" or g >= 0})
-    if not scale:
-        raise ValueError("the grade scale is empty: intervals need the grades an unjudged document may take")
-    levels = pl.LazyFrame({"relevance": scale}, schema={"relevance": pl.Int32}).select(
-        levels=gain_of(spec).implode()
-    )
-    world = _world_rows(ranked, spec, gain_of(spec))
-    judged_counts = judgments.filter(pl.col("relevance").is_not_null()).group_by(QUERY).agg(
-        n_judged_docs=pl.len().cast(pl.Int64)
-    )
-    if spec.ideal == "judged":
-        judged_ideal = judgments.filter(pl.col("relevance").is_not_null()).group_by(QUERY).agg(
-            judged_ideal=gain_of(spec).filter(gain_of(spec) > 0)
-        )
+    keys = [*by, QUERY]
+    if grades is None:
+        scale = judgments.select(pl.col("relevance").drop_nulls().unique().cast(pl.Int32))
     else:
-        judged_ideal = world.group_by(QUERY).agg(
-            judged_ideal=pl.col("world_gain").filter(pl.col("world_gain") > 0)
-        )
+        scale = pl.LazyFrame({"relevance": sorted(set(grades))}, schema={"relevance": pl.Int32})
+    if spec.unjudged == "condensed":  # a negative grade would remove the document again
+        scale = scale.filter(pl.col("relevance") >= 0)
+    levels = scale.select(levels=gain_of(spec).implode())
+    resolved = judgments.filter(pl.col("relevance").is_not_null())
+    # Only judged queries have a value to bound (a query without judgments is never scored).
+    ranked = ranked.join(resolved.select(QUERY).unique(), on=QUERY, how="semi")
+    world = _world_rows(ranked, spec, gain_of(spec), keys)
+    judged_counts = resolved.group_by(QUERY).agg(n_judged_docs=pl.len().cast(pl.Int64))
+    if spec.ideal == "judged":
+        judged_ideal = resolved.group_by(QUERY).agg(judged_ideal=gain_of(spec).filter(gain_of(spec) > 0))
+        ideal_keys = [QUERY]
+    else:
+        judged_ideal = world.group_by(keys).agg(judged_ideal=pl.col("world_gain").filter(pl.col("world_gain") > 0))
+        ideal_keys = keys
     # The rows given (before a condensed list drops judged negatives), against the query's rows retrieved.
-    seen = ranked.group_by(QUERY).agg(
+    seen = ranked.group_by(keys).agg(
         n_seen=pl.len().cast(pl.Int64),
         n_judged_seen=pl.col("relevance").is_not_null().sum().cast(pl.Int64),
         n_retrieved=pl.col("n_retrieved").first().cast(pl.Int64),
     )
     per_cutoff = []
     for cutoff in spec.cutoffs:
-        weighted = world.with_columns(weight=_weight(cutoff, spec.ties))
+        weighted = world.with_columns(weight=_weight(cutoff, spec.ties, keys)).sort([*keys, "rank"])
         unjudged = pl.col("relevance").is_null()
-        per_query = weighted.group_by(QUERY).agg(
-            fixed=(pl.col("world_gain") * pl.col("weight")).filter(~unjudged).sum(),
-            weights=pl.col("weight").filter(unjudged & (pl.col("weight") > 0)),
+        credited_slot = unjudged & (pl.col("weight") > 0)
+        per_query = weighted.group_by(keys).agg(
+            fixed=ordered_sum((pl.col("world_gain") * pl.col("weight")).filter(~unjudged)).fill_null(0.0),
+            weights=pl.col("weight").filter(credited_slot),
+            unjudged_docs=pl.col("doc_id").filter(credited_slot),
+            unjudged_ranks=pl.col("rank").filter(credited_slot),
             unjudged_below=(unjudged & (pl.col("weight") <= 0)).sum().cast(pl.Int64),
         )
         per_cutoff.append(
-            per_query.join(seen, on=QUERY, how="left")
-            .join(judged_ideal, on=QUERY, how="left")
+            per_query.join(seen, on=keys, how="left")
+            .join(judged_ideal, on=ideal_keys, how="left")
             .join(judged_counts, on=QUERY, how="left")
             .join(levels, how="cross")
             .with_columns(
@@ -325,59 +452,77 @@ def ndcg_intervals(
                 ),
             )
         )
-    frame = pl.concat(per_cutoff, how="vertical")
+    return pl.concat(per_cutoff, how="vertical")
+
+
+def interval_of_world(world: dict, zero_if_no_ideal: bool) -> dict:
+    """`value_min`, `value_max` and `interval_kind` of one row of `interval_worlds` (None ends: no value)."""
+    cutoff = world["cutoff"]
+    weights = list(world["weights"])
+    cap = len(world["judged_ideal"]) + len(weights) + world["unjudged_below"] + world["unseen"]
+    if cutoff is not None:
+        cap = cutoff  # at most k documents below the cutoff can enter an ideal cut at k
+    fewest = min(world["unjudged_below"] + world["unseen_unjudged_min"], cap)
+    most = min(world["unjudged_below"] + world["unseen"], cap)
+    args = (world["judged_ideal"], world["levels"], cutoff, zero_if_no_ideal)
+    with_most = ndcg_interval(world["fixed"], weights + [0.0] * most, *args)
+    with_fewest = with_most if fewest == most else ndcg_interval(world["fixed"], weights + [0.0] * fewest, *args)
+    if with_most is None or with_fewest is None:
+        return {"value_min": None, "value_max": None, "interval_kind": None}
+    exact = with_most[2] and with_fewest[2] and fewest == most
+    # Fewer documents below k can only lower the ideal: the maximum with the fewest, the minimum with the most.
+    return {
+        "value_min": float(with_most[0]),
+        "value_max": float(with_fewest[1]),
+        "interval_kind": "exact" if exact else "bound",
+    }
+
+
+INTERVAL_STRUCT = pl.Struct({"value_min": pl.Float64(), "value_max": pl.Float64(), "interval_kind": pl.String()})
+WORLD_INPUTS = (
+    "cutoff", "fixed", "weights", "unjudged_below", "unseen", "unseen_unjudged_min", "judged_ideal", "levels"
+)
+
+
+def ndcg_intervals(
+    ranked: pl.LazyFrame, judgments: pl.LazyFrame, spec: EvaluationSpec, grades: Sequence[int] | None = None
+) -> pl.LazyFrame:
+    """`value_min`, `value_max` and `interval_kind` per query of the run and cutoff.
+
+    `ranked` holds the run's rows ranked under the spec (`rank_run`) with their nullable `relevance`
+    (`attach_judgments`), `sort_key` and the query's `n_retrieved`; it may be only each query's first rows (a
+    top-k read), the rest being counted by `n_retrieved`. `grades` is the grade scale the unjudged documents may
+    take: the judgment set's declared scale, or (None) the grades present in `judgments`. Queries whose value is
+    null get null ends; the caller joins these rows to the per-query table (`with_intervals`)."""
     zero_if_no_ideal = spec.no_relevant == "zero"
-
-    def interval_of(row: dict) -> dict:
-        cutoff = row["cutoff"]
-        weights = list(row["weights"])
-        cap = len(row["judged_ideal"]) + len(weights) + row["unjudged_below"] + row["unseen"]
-        if cutoff is not None:
-            cap = cutoff  # at most k documents below the cutoff can enter an ideal cut at k
-        fewest = min(row["unjudged_below"] + row["unseen_unjudged_min"], cap)
-        most = min(row["unjudged_below"] + row["unseen"], cap)
-        args = (row["fixed"], row["judged_ideal"], row["levels"], cutoff, zero_if_no_ideal)
-        with_most = ndcg_interval(args[0], weights + [0.0] * most, *args[1:])
-        with_fewest = with_most if fewest == most else ndcg_interval(args[0], weights + [0.0] * fewest, *args[1:])
-        if with_most is None or with_fewest is None:
-            return {"value_min": None, "value_max": None, "interval_kind": None}
-        exact = with_most[2] and with_fewest[2] and fewest == most
-        # Fewer documents below k can only lower the ideal: the maximum with the fewest, the minimum with the most.
-        return {
-            "value_min": with_most[0],
-            "value_max": with_fewest[1],
-            "interval_kind": "exact" if exact else "bound",
-        }
-
-    interval_type = pl.Struct(
-        {"value_min": pl.Float64(), "value_max": pl.Float64(), "interval_kind": pl.String()}
+    # A list with nothing unjudged in its world keeps its value as both ends (`with_intervals`), bit for bit.
+    worlds = interval_worlds(ranked, judgments, spec, grades).filter(
+        (pl.col("weights").list.len() > 0) | (pl.col("unjudged_below") > 0) | (pl.col("unseen") > 0)
     )
-    inputs = ["cutoff", "fixed", "weights", "unjudged_below", "unseen", "unseen_unjudged_min", "judged_ideal", "levels"]
     return (
-        frame.with_columns(
-            interval=pl.struct(inputs).map_elements(interval_of, return_dtype=interval_type),
+        worlds.with_columns(
+            interval=pl.struct(WORLD_INPUTS).map_elements(
+                lambda world: interval_of_world(world, zero_if_no_ideal), return_dtype=INTERVAL_STRUCT
+            ),
         )
         .unnest("interval")
-        .select(
-            QUERY,
-            "cutoff",
-            "value_min",
-            "value_max",
-            pl.col("interval_kind").cast(INTERVAL_COLUMNS["interval_kind"]),
-        )
+        .select(QUERY, "cutoff", "value_min", "value_max", pl.col("interval_kind").cast(INTERVAL_KIND))
     )
 
 
 def with_intervals(per_query: pl.LazyFrame, intervals: pl.LazyFrame) -> pl.LazyFrame:
     """The per-query table with `value_min`, `value_max` and `interval_kind` beside `value`: null where the value is
-    null, and the value itself where the run retrieved nothing (a judged query missing from the run)."""
-    joined = per_query.join(intervals, on=[QUERY, "cutoff"], how="left", nulls_equal=True, maintain_order="left")
-    defined = pl.col("value").is_not_null()
+    null, and the value itself where nothing is unjudged (`intervals` has no row: nothing retrieved is unjudged, or
+    a judged query is missing from the run)."""
+    keys = [QUERY, "cutoff", *(["measure"] if "measure" in intervals.collect_schema() else [])]
+    joined = per_query.join(intervals, on=keys, how="left", nulls_equal=True, maintain_order="left")
+    is_ndcg = pl.col("measure") == "nDCG" if "measure" in keys else pl.lit(True)
+    defined = pl.col("value").is_not_null() & is_ndcg
     no_rows = pl.col("interval_kind").is_null()
     return joined.with_columns(
         value_min=pl.when(defined).then(pl.when(no_rows).then(pl.col("value")).otherwise(pl.col("value_min"))),
         value_max=pl.when(defined).then(pl.when(no_rows).then(pl.col("value")).otherwise(pl.col("value_max"))),
         interval_kind=pl.when(defined).then(
             pl.when(no_rows).then(pl.lit("exact")).otherwise(pl.col("interval_kind").cast(pl.String))
-        ).cast(INTERVAL_COLUMNS["interval_kind"]),
+        ).cast(INTERVAL_KIND),
     )

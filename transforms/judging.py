@@ -155,9 +155,14 @@ def per_query_rows(long: pl.LazyFrame, measure: MeasureBase, spec: EvaluationSpe
     return (
         long.with_columns(*owned, measure=pl.lit(measure.family), status=status, value=value)
         .with_columns(unjudged_fraction_at_k=pl.when(within_k > 0).then(pl.col("n_unjudged_at_k") / within_k))
-        .select(list(PER_QUERY))
-        .cast(PER_QUERY)
+        .select(list(MEASURE_COLUMNS))
+        .cast(MEASURE_COLUMNS)
     )
+
+
+# A measure's own columns: the PER_QUERY contract without the interval, which `per_query_measures` adds
+# (transforms/intervals.py).
+MEASURE_COLUMNS = {name: dtype for name, dtype in PER_QUERY.items() if name not in ("value_min", "value_max", "interval_kind")}
 
 
 def with_relevant_judged(rows: pl.LazyFrame, judgments: pl.LazyFrame, rel: int) -> pl.LazyFrame:

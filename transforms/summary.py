@@ -18,13 +18,19 @@ def summarize(per_query: pl.LazyFrame, spec: EvaluationSpec) -> pl.LazyFrame:
     if spec.aggregation == "weighted_mean":
         weights = pl.LazyFrame(spec.query_weights, schema={QUERY: pl.String, "weight": pl.Float64}, orient="row")
         per_query = per_query.join(weights, on=QUERY, how="left").with_columns(pl.col("weight").fill_null(1.0))
-        aggregate = ordered_sum(pl.col("value") * pl.col("weight")) / ordered_sum(
-            pl.col("weight").filter(pl.col("value").is_not_null())
-        )
+        def aggregate_of(column: str) -> pl.Expr:
+            return ordered_sum(pl.col(column) * pl.col("weight")) / ordered_sum(
+                pl.col("weight").filter(pl.col("value").is_not_null())
+            )
+
         rule = "weighted_mean(weight=declared per query, 1 if not declared)"
     else:
-        aggregate = ordered_mean(pl.col("value"))
+        def aggregate_of(column: str) -> pl.Expr:
+            return ordered_mean(pl.col(column))
+
         rule = "mean"
+    aggregate = aggregate_of("value")
+    has_interval = pl.col("value_min").is_not_null().any()  # nDCG rows; null for the other measures
     families = list(dict.fromkeys(m.family for m in spec.measure_list()))
     scored = pl.col("value").is_not_null()
     status = pl.col("status")
@@ -37,6 +43,12 @@ def summarize(per_query: pl.LazyFrame, spec: EvaluationSpec) -> pl.LazyFrame:
         .group_by("measure", "cutoff")
         .agg(
             value=pl.when(scored.any()).then(aggregate),
+            # value_min and value_max are null exactly where value is, so the same queries enter all three
+            value_min=pl.when(scored.any() & has_interval).then(aggregate_of("value_min")),
+            value_max=pl.when(scored.any() & has_interval).then(aggregate_of("value_max")),
+            interval_width=pl.lit(spec.interval_width, pl.Float64),
+            n_wide_intervals=(scored & (pl.col("value_max") - pl.col("value_min") > spec.interval_width)).sum(),
+            n_bound_intervals=(scored & (pl.col("interval_kind") == "bound")).sum(),
             aggregation=pl.lit(rule),
             n_queries=pl.len(),
             n_scored=scored.sum(),

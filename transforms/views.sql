@@ -43,6 +43,16 @@ CREATE VIEW comparison_per_query AS
 SELECT q.* FROM read_parquet({comparison_per_query}, union_by_name = true) AS q
 SEMI JOIN comparison_records USING (comparison_id);
 
+-- Judgment versions made by extending another (judged ingest-judgments --extends): parent, pairs added and
+-- revised, who judged, when, and the worklist they answered. Visible once the new version's record exists.
+CREATE VIEW judgment_lineage AS
+SELECT l.* FROM read_parquet({judgment_lineage}, union_by_name = true) AS l
+SEMI JOIN judgment_sets USING (judgment_set_id);
+
+-- Judging worklists (judged worklist): the unjudged pairs to judge next, best first, with why.
+CREATE VIEW worklists AS
+SELECT * FROM read_parquet({worklists}, union_by_name = true);
+
 -- Each row of each evaluated run with its grade under each judgment set it was evaluated against: relevance is
 -- NULL when the document is unjudged (or its judgment unresolved). `rank` is trec_eval's order (score descending,
 -- then doc_id descending by byte order): the stored `position`, in which ingest wrote the rows, not ranked again.

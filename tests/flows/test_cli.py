@@ -35,6 +35,9 @@ PER_QUERY_KEYS = {
     "measure",
     "cutoff",
     "value",
+    "value_min",
+    "value_max",
+    "interval_kind",
     "status",
     "dcg",
     "idcg",
@@ -122,6 +125,7 @@ def test_seed_json() -> None:
         assert set(row) == PER_QUERY_KEYS
         assert row["status"] == "scored"
         assert row["value"] == pytest.approx(SEED_NDCG[k], abs=1e-9)
+        assert row["value_min"] == row["value"] == row["value_max"]  # nothing unjudged: the interval is the value
         assert row["dcg"] == pytest.approx(SEED_DCG[k], abs=1e-9)
         assert row["idcg"] == pytest.approx(SEED_IDCG[k], abs=1e-9)
         assert row["n_retrieved"] == 3

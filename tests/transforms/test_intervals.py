@@ -16,6 +16,7 @@ from judged.transforms.intervals import ndcg_interval, ndcg_intervals, with_inte
 from judged.transforms.judging import attach_judgments
 from judged.transforms.measures import per_query_values as per_query_ndcg
 from judged.transforms.ranking import candidate_rows, rank_run
+from judged.transforms.summary import summarize
 from tests.transforms.test_ndcg import judgment_frame, run_frame
 
 CUTOFFS = (1, 2, 3, 5, None)
@@ -133,6 +134,30 @@ def test_brute_force_agreement_on_random_cases() -> None:
           f"{exact} exact and equal, {bounds} bounds containing the exact interval")
 
 
+def test_programme_equals_enumeration_on_random_worlds() -> None:
+    # The engine's small lists are enumerated (checked against brute force above); longer ones go through the
+    # dynamic programme inside Dinkelbach's iteration: both must give the same ends on the same worlds.
+    rng = random.Random(7)
+    compared = 0
+    for _ in range(400):
+        cutoff = rng.choice((3, 5, 10, None))
+        slots = rng.randint(0, 7)
+        weights = [rng.choice((0.0, rng.random())) for _ in range(slots)]
+        levels = rng.choice(((0, 1, 2, 3), (0, 1), (0, 2, 7), (-0.5, 0, 2), (1, 3)))
+        judged = [rng.choice((0, 1, 2, 3)) for _ in range(rng.randint(0, 4))]
+        fixed = sum(rng.choice(judged or [0]) * rng.random() for _ in range(rng.randint(0, 3)))
+        zero = rng.random() < 0.5
+        enumerated = ndcg_interval(fixed, weights, judged, levels, cutoff, zero)
+        programmed = ndcg_interval(fixed, weights, judged, levels, cutoff, zero, enumeration_limit=0)
+        if enumerated is None or programmed is None:
+            assert enumerated is programmed is None
+            continue
+        assert programmed[0] == pytest.approx(enumerated[0], abs=1e-12)
+        assert programmed[1] == pytest.approx(enumerated[1], abs=1e-12)
+        compared += 1
+    assert compared >= 300
+
+
 def test_issue_example() -> None:
     # A judged grade-1 document at rank 1 and an unjudged one at rank 10: trec_eval says 1.0; graded 3 it gives
     # (1 + 3/log2(11)) / (3 + 1/log2(3)) ~= 0.514.
@@ -143,7 +168,8 @@ def test_issue_example() -> None:
 
 def test_deep_lists_get_a_bound_that_contains_the_exact_interval() -> None:
     # 700 unjudged slots: beyond the exact programme's size, a bound that contains what a smaller world reaches.
-    weights = [1 / math.log2(i + 2) for i in range(700)]
+    # A judged grade-2 document at rank 1, a judged grade-3 one nobody retrieved, unjudged documents at ranks 2..701.
+    weights = [1 / math.log2(i + 3) for i in range(700)]
     low, high, exact = ndcg_interval(2.0, weights, [3.0, 2.0], [0, 1, 2, 3], None, zero_if_no_ideal=False)
     assert not exact
     exact_low, exact_high, was_exact = ndcg_interval(2.0, weights[:300], [3.0, 2.0], [0, 1, 2, 3], None, False)
@@ -151,13 +177,37 @@ def test_deep_lists_get_a_bound_that_contains_the_exact_interval() -> None:
 
 
 def test_seed_has_no_unjudged_so_min_equals_max_equals_value() -> None:
-    # data/seed: one query, three candidates graded 3, 0, 2 in returned order.
+    # data/seed: one query, three candidates graded 3, 0, 2 in returned order; nothing unjudged.
     spec = PRESETS["trec_eval"].with_options(cutoffs=(1, 2, 3))
     run = run_frame([("q1", "d1", 3.0), ("q1", "d2", 2.0), ("q1", "d3", 1.0)])
     judgments = judgment_frame([("q1", "d1", 3), ("q1", "d2", 0), ("q1", "d3", 2)])
-    ranked = attach_judgments(rank_run(candidate_rows(run, spec), spec), judgments)
-    rows = ndcg_intervals(ranked, judgments, spec, (0, 1, 2, 3)).sort("cutoff").collect()
+    rows = per_query_ndcg(run, judgments, spec).collect()
     expected = [1.0, 0.7039180890341348, 0.9385574520455131]
-    assert rows["value_min"].to_list() == pytest.approx(expected, abs=1e-15)
-    assert rows["value_max"].to_list() == pytest.approx(expected, abs=1e-15)
+    assert rows["value"].to_list() == pytest.approx(expected, abs=1e-15)
+    assert rows["value_min"].to_list() == rows["value"].to_list() == rows["value_max"].to_list()
     assert rows["interval_kind"].to_list() == ["exact"] * 3
+
+
+def test_summary_carries_the_aggregate_interval_and_counts_wide_ones() -> None:
+    # q1: a judged grade-1 document at rank 1, an unjudged one at rank 2: NDCG@2 in [(1 + 3/log2(3)) / (3 + 1/log2(3)),
+    # 1] ~= [0.7967, 1]. q2: everything judged, min = max = value = 1.
+    run = run_frame([("q1", "a", 2.0), ("q1", "u", 1.0), ("q2", "b", 1.0)])
+    judgments = judgment_frame([("q1", "a", 1), ("q2", "b", 2), ("q2", "z", 3)])
+    low = (1 + 3 / math.log2(3)) / (3 + 1 / math.log2(3))
+    for width, wide in ((0.1, 1), (0.25, 0)):
+        spec = PRESETS["judged"].with_options(cutoffs=(2,), interval_width=width)
+        per_query = per_query_ndcg(run, judgments, spec).sort("query_id")
+        rows = per_query.collect()
+        # q2: b (grade 2) first, z (grade 3) not retrieved: 2 / (3 + 2/log2(3)), nothing unjudged
+        q2 = 2 / (3 + 2 / math.log2(3))
+        assert rows["value_min"].to_list() == pytest.approx([low, q2], abs=1e-15)
+        assert rows["value_max"].to_list() == pytest.approx([1.0, q2], abs=1e-15)
+        summary = summarize(per_query, spec).collect().row(0, named=True)
+        assert summary["value_min"] == pytest.approx((low + q2) / 2, abs=1e-15)
+        assert summary["value_max"] == pytest.approx((1.0 + q2) / 2, abs=1e-15)
+        assert (summary["interval_width"], summary["n_wide_intervals"], summary["n_bound_intervals"]) == (width, wide, 0)
+
+
+def test_the_default_width_leaves_the_spec_hash_as_it_was() -> None:
+    assert "interval_width" not in PRESETS["judged"].canonical_json()
+    assert PRESETS["judged"].with_options(interval_width=0.2).spec_hash != PRESETS["judged"].spec_hash

@@ -8,12 +8,14 @@ candidates once and hands that one table to every requested measure. Adding a me
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import polars as pl
 
 from judged.schemas.spec import EvaluationSpec
+from judged.schemas.tables import PER_QUERY
+from judged.transforms.intervals import INTERVAL_KIND, ndcg_intervals, with_intervals
 from judged.transforms.judging import query_universe, ranked_and_judged
 from judged.transforms.measures import ap, judged, ndcg, precision, rbp, recall, rprec, rr
 from judged.transforms.ranking import QUERY, candidate_rows
@@ -33,7 +35,9 @@ COMPUTATIONS: dict[str, PerQuery] = {
 }
 
 
-def per_query_measures(candidates: pl.LazyFrame, judgments: pl.LazyFrame, spec: EvaluationSpec) -> pl.LazyFrame:
+def per_query_measures(
+    candidates: pl.LazyFrame, judgments: pl.LazyFrame, spec: EvaluationSpec, grades: Sequence[int] | None = None
+) -> pl.LazyFrame:
     """Every measure of the spec per query (PER_QUERY contract), from the run's `candidate_rows` and judgments
     free of duplicate pairs. Rows are sorted by query, then measure in the declared order, then cutoff.
 
@@ -47,6 +51,17 @@ def per_query_measures(candidates: pl.LazyFrame, judgments: pl.LazyFrame, spec: 
         by_name.setdefault(measure.name, []).append(measure)
     frames = [COMPUTATIONS[name](rows, judgments, queries, measures, spec) for name, measures in by_name.items()]
     per_query = pl.concat(frames, how="vertical")
+    # nDCG rows get their interval over the unjudged documents (transforms/intervals.py; `grades`: the judgment
+    # set's declared scale, or None for the grades present); the other measures' value_min/value_max stay null.
+    ndcg_cutoffs = tuple(m.cutoff for m in by_name.get("nDCG", []))
+    intervals_spec = spec.model_copy(update={"cutoffs": ndcg_cutoffs}) if ndcg_cutoffs else None
+    interval_rows = (
+        ndcg_intervals(rows, judgments, intervals_spec, grades).with_columns(measure=pl.lit("nDCG"))
+        if intervals_spec is not None
+        else pl.LazyFrame(schema={QUERY: pl.String, "cutoff": pl.Int32, "value_min": pl.Float64,
+                                  "value_max": pl.Float64, "interval_kind": INTERVAL_KIND, "measure": pl.String})
+    )
+    per_query = with_intervals(per_query, interval_rows).select(list(PER_QUERY)).cast(PER_QUERY)
     families = list(dict.fromkeys(m.family for m in spec.measure_list()))
     if len(families) == 1:
         return per_query.sort([QUERY, "cutoff"], nulls_last=True)

@@ -1,0 +1,274 @@
+"""The judging loop's I/O: judgment versions that grow (`ingest-judgments --extends`) and judging worklists.
+
+Belongs here: reading the parent judgment set, the answers, the stored runs; checking answers against the parent;
+storing the new version with its lineage and the worklist with its provenance; writing the assessor file. The
+ranking itself is transforms/worklist.py; these are plain functions (the flows in flows/pipeline.py wrap them).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+
+from judged.flows.engine import grade_scale
+from judged.flows.hashing import known_hashes
+from judged.flows.io import LoadedTable, load_table
+from judged.flows.versions import implementation_version
+from judged.flows.wording import counted
+from judged.flows.warehouse import StoreReport, Warehouse, now_utc, write_parquet_atomically
+from judged.schemas.provenance import JudgmentSetMetadata
+from judged.schemas.spec import EvaluationSpec
+from judged.schemas.tables import JUDGMENT_LINEAGE, WORKLISTS
+from judged.transforms.errors import InputError
+from judged.transforms.judging import attach_judgments
+from judged.transforms.ranking import candidate_rows, rank_run
+from judged.transforms.worklist import grade_counts, judging_worklist, smoothed_prior
+
+PAIR = ["query_id", "doc_id"]
+
+
+# -- judgment versions that grow ----------------------------------------------------------------------------------
+
+
+def resolve_parent(warehouse: Warehouse, reference: str) -> str:
+    """`NAME` (its newest version), `NAME@VERSION`, or a judgment set id; an unknown one is an InputError."""
+    name, at, version = reference.partition("@")
+    if not at:
+        return warehouse.resolve_judgment_set(reference)
+    sets = warehouse.judgment_sets().filter((pl.col("name") == name) & (pl.col("version") == version))
+    if sets.height == 0:
+        known = warehouse.judgment_sets().filter(pl.col("name") == name)["version"].to_list()
+        detail = f" (known versions: {', '.join(known)})" if known else ""
+        raise InputError(str(warehouse.root), f"no judgment set {name!r} with version {version!r}{detail}")
+    return str(sets["judgment_set_id"][-1])
+
+
+@dataclass(frozen=True)
+class ExtensionReport:
+    store: StoreReport
+    parent_id: str
+    n_added: int
+    n_revised: int
+    n_confirmed: int
+
+
+def extend_judgments(
+    warehouse: Warehouse,
+    answers_path: str,
+    parent_reference: str,
+    version: str,
+    revise: bool = False,
+    assessors: str | None = None,
+    worklist_id: str | None = None,
+) -> ExtensionReport:
+    """A new version of a stored judgment set: the parent's judgments plus the answers (TREC qrels, .gz or
+    Parquet), stored content-addressed with its lineage. A new grade for a pair the parent judged is an error
+    unless `revise` (then the answer replaces it and counts as a revision); nothing is written on any error."""
+    parent_id = resolve_parent(warehouse, parent_reference)
+    parent_record = warehouse.record("judgments", parent_id)
+    parent = warehouse.load_stored("judgments", parent_id)
+    parent_meta = parent.metadata
+    if not isinstance(parent_meta, JudgmentSetMetadata):
+        raise InputError(str(warehouse.root), f"{parent_id} is not a judgment set")
+    if not version:
+        raise InputError("--version", "a new version needs a version label")
+    if version == parent_meta.version:
+        raise InputError("--version", f"{version!r} is the parent's own version label; give the new version its own")
+    answers = load_table(answers_path, "judgments", JudgmentSetMetadata(unresolved_token=parent_meta.unresolved_token))
+    answer_rows = answers.frame
+    repeated = answer_rows.filter(pl.struct(PAIR).is_duplicated()).sort("source_line")
+    if repeated.height:
+        row = repeated.row(0, named=True)
+        raise InputError(answers_path, f"(query {row['query_id']!r}, document {row['doc_id']!r}) is answered twice",
+                         row["source_line"])
+    parent_rows = parent.frame
+    compared = answer_rows.join(
+        parent_rows.select(*PAIR, parent_relevance="relevance"), on=PAIR, how="left", maintain_order="left"
+    )
+    was_graded = pl.col("parent_relevance").is_not_null()
+    changed = compared.filter(was_graded & (pl.col("relevance").ne_missing(pl.col("parent_relevance"))))
+    if changed.height and not revise:
+        row = changed.sort("source_line").row(0, named=True)
+        raise InputError(
+            answers_path,
+            f"(query {row['query_id']!r}, document {row['doc_id']!r}) is graded {row['parent_relevance']} in "
+            f"{parent_record['name']}@{parent_record['version']} and {row['relevance']} here "
+            f"({counted(changed.height, 'such pair')}); give --revise to record them as revisions",
+            row["source_line"],
+        )
+    n_confirmed = compared.filter(was_graded & (pl.col("relevance") == pl.col("parent_relevance"))).height
+    n_added = compared.height - n_confirmed - changed.height
+    combined = pl.concat(
+        [
+            parent_rows.join(answer_rows.select(PAIR), on=PAIR, how="anti"),
+            answer_rows.with_columns(source_line=pl.col("source_line") + parent_rows.height),
+        ],
+        how="vertical_relaxed",
+    ).sort(PAIR)
+    metadata = parent_meta.model_copy(
+        update={"version": version, "assessors": assessors or parent_meta.assessors, "source": answers_path}
+    )
+    content = hashlib.sha256(combined.select(*PAIR, "relevance").write_csv().encode()).hexdigest()
+    source_sha = answers.source_sha256
+    table = LoadedTable(
+        kind="judgments",
+        scan=combined.lazy(),
+        source=answers_path,
+        hashes=known_hashes(source_sha, content),
+        source_format=answers.source_format,
+        metadata=metadata,
+        in_memory=True,
+    )
+    lineage = pl.DataFrame(
+        [{
+            "judgment_set_id": table.table_id,
+            "parent_id": parent_id,
+            "name": metadata.name,
+            "version": version,
+            "parent_version": parent_meta.version,
+            "n_added": n_added,
+            "n_revised": changed.height,
+            "n_confirmed": n_confirmed,
+            "assessors": assessors or "",  # not stated when --assessors is not given
+            "judged_at": now_utc(),
+            "worklist_id": worklist_id,
+            "source": answers_path,
+            "source_sha256": source_sha,
+        }],
+        schema=JUDGMENT_LINEAGE,
+    )
+    # The lineage first: the view shows it only once the new version's record (written last) exists.
+    write_parquet_atomically(
+        lineage, warehouse.root / "judgment_lineage" / f"{table.table_id}.parquet", {"judged.table": "judgment_lineage"}
+    )
+    report = warehouse.store_table(table)
+    return ExtensionReport(report, parent_id, n_added, changed.height, n_confirmed)
+
+
+# -- worklists ----------------------------------------------------------------------------------------------------
+
+
+def read_topics(path: Path) -> pl.DataFrame:
+    """TREC topics as `query_id <tab> text` lines (the DL tracks' format)."""
+    if not path.is_file():
+        raise InputError(str(path), "no such file")
+    rows = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        query_id, tab, text = line.partition("\t")
+        if not tab:
+            raise InputError(str(path), "expected 'query_id<TAB>text'", number)
+        rows.append((query_id.strip(), text.strip()))
+    return pl.DataFrame(rows, schema={"query_id": pl.String, "query_text": pl.String}, orient="row")
+
+
+def chosen_runs(warehouse: Warehouse, evaluations: list[str], runs: list[str]) -> dict[str, str]:
+    """Run name -> run id: those of the given evaluations, the runs named (tag, system or id), or every stored run."""
+    if evaluations and runs:
+        raise InputError("--evaluations", "give --evaluations or --runs, not both")
+    records = {}
+    for path in sorted((warehouse.root / "runs").glob("*.parquet")):
+        if not path.name.startswith("_"):
+            record = pl.read_parquet(path).row(0, named=True)
+            records[record["run_id"]] = record
+    chosen: dict[str, str] = {}
+    for evaluation_id in evaluations:
+        record, _, _ = warehouse.load_evaluation(evaluation_id)
+        chosen[record["run_name"]] = record["run_id"]
+    for name in runs:
+        matches = [r for r in records.values() if name in (r["run_id"], r["tag"], r["system"])]
+        if not matches:
+            raise InputError(str(warehouse.root), f"no stored run with id, tag or system {name!r}")
+        chosen[matches[-1]["tag"] or matches[-1]["system"] or name] = matches[-1]["run_id"]
+    if not evaluations and not runs:
+        chosen = {(r["tag"] or r["system"] or run_id): run_id for run_id, r in records.items()}
+    if not chosen:
+        raise InputError(str(warehouse.root), "no stored runs to rank documents from")
+    return chosen
+
+
+@dataclass(frozen=True)
+class WorklistReport:
+    worklist_id: str
+    judgment_set_id: str
+    rows: pl.DataFrame
+    created: bool
+
+
+def make_worklist(
+    warehouse: Warehouse,
+    judgments_reference: str,
+    spec: EvaluationSpec,
+    budget: int,
+    evaluations: list[str],
+    runs: list[str],
+    query_weights: tuple[tuple[str, float], ...] = (),
+    topics: Path | None = None,
+) -> WorklistReport:
+    """Rank the unjudged pairs of the chosen runs' top k (the spec's one cutoff) and store the worklist."""
+    if budget <= 0:
+        raise InputError("--budget", f"the budget must be a positive number of judgments, not {budget}")
+    judgment_set_id = resolve_parent(warehouse, judgments_reference)
+    judgments = warehouse.load_stored("judgments", judgment_set_id)
+    run_ids = chosen_runs(warehouse, evaluations, runs)
+    heads = []
+    for name, run_id in sorted(run_ids.items()):
+        rows = warehouse.load_stored("run", run_id).scan
+        heads.append(rank_run(candidate_rows(rows, spec), spec).with_columns(evaluation=pl.lit(name)))
+    judgment_rows = judgments.frame.lazy()
+    ranked = attach_judgments(pl.concat(heads), judgment_rows)
+    grades = grade_scale(judgments)
+    prior = smoothed_prior(grade_counts(judgment_rows).collect(), grades)
+    weights = pl.LazyFrame(list(query_weights), schema={"query_id": pl.String, "weight": pl.Float64}, orient="row")
+    listed = judging_worklist(ranked, judgment_rows, spec, grades, prior, budget, weights if query_weights else None)
+    rows = listed.collect()
+    provenance = {
+        "judgment_set_id": judgment_set_id,
+        "runs": dict(sorted(run_ids.items())),
+        "evaluations": sorted(evaluations),
+        "spec": json.loads(spec.canonical_json()),
+        "budget": budget,
+        "query_weights": [list(pair) for pair in query_weights],
+        "implementation_version": implementation_version(),
+    }
+    worklist_id = hashlib.sha256(json.dumps(provenance, sort_keys=True).encode()).hexdigest()[:32]
+    texts = read_topics(topics) if topics is not None else pl.DataFrame(schema={"query_id": pl.String, "query_text": pl.String})
+    stored = (
+        rows.join(texts, on="query_id", how="left", maintain_order="left")
+        .with_columns(
+            worklist_id=pl.lit(worklist_id),
+            judgment_set_id=pl.lit(judgment_set_id),
+            cutoff=pl.lit(spec.cutoffs[0], pl.Int32),
+            budget=pl.lit(budget, pl.Int64),
+            spec_hash=pl.lit(spec.spec_hash),
+            created_at=pl.lit(now_utc()),
+        )
+        .select(list(WORKLISTS))
+        .cast(WORKLISTS)
+    )
+    warehouse.ensure()
+    created = write_parquet_atomically(
+        stored,
+        warehouse.root / "worklists" / f"{worklist_id}.parquet",
+        {"judged.table": "worklists", "judged.provenance": json.dumps(provenance, sort_keys=True)},
+    )
+    if not created:
+        stored = pl.read_parquet(warehouse.root / "worklists" / f"{worklist_id}.parquet")
+    return WorklistReport(worklist_id, judgment_set_id, stored, created)
+
+
+def assessor_file(rows: pl.DataFrame, output_format: str) -> str:
+    """The worklist for assessors: TREC qrels lines with the grade left empty (`query_id 0 doc_id `), or CSV with
+    an empty `grade` column, in worklist order."""
+    if output_format == "qrels":
+        return "".join(f"{q} 0 {d} \n" for q, d in zip(rows["query_id"], rows["doc_id"], strict=True))
+    table = rows.select(
+        "position", "query_id", "doc_id", "query_text", "priority", "best_rank",
+        pl.col("evaluations").list.join(" "), grade=pl.lit(""),
+    )
+    return table.write_csv()
