@@ -143,7 +143,10 @@ def extend_judgments(
     )
     # The lineage first: the view shows it only once the new version's record (written last) exists.
     write_parquet_atomically(
-        lineage, warehouse.root / "judgment_lineage" / f"{table.table_id}.parquet", {"judged.table": "judgment_lineage"}
+        lineage,
+        warehouse.root / "judgment_lineage" / f"{table.table_id}.parquet",
+        {"judged.table": "judgment_lineage"},
+        warehouse.root,
     )
     report = warehouse.store_table(table)
     return ExtensionReport(report, parent_id, n_added, changed.height, n_confirmed)
@@ -256,6 +259,7 @@ def make_worklist(
         stored,
         warehouse.root / "worklists" / f"{worklist_id}.parquet",
         {"judged.table": "worklists", "judged.provenance": json.dumps(provenance, sort_keys=True)},
+        warehouse.root,
     )
     if not created:
         stored = pl.read_parquet(warehouse.root / "worklists" / f"{worklist_id}.parquet")

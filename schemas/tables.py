@@ -387,6 +387,42 @@ STORED_PER_QUERY = STORED_PER_QUERY_TABLE.schema
 STORED_SUMMARY = STORED_SUMMARY_TABLE.schema
 NIGHTLY = NIGHTLY_TABLE.schema
 
+# One row per judgment set made by extending another (`judged ingest-judgments --extends`).
+JUDGMENT_LINEAGE: dict[str, pl.DataType] = {
+    "judgment_set_id": pl.String(),  # the new version
+    "parent_id": pl.String(),  # the version it extends
+    "name": pl.String(),
+    "version": pl.String(),
+    "parent_version": pl.String(),
+    "n_added": pl.Int64(),  # pairs the parent had no (resolved) grade for
+    "n_revised": pl.Int64(),  # pairs whose grade changed (only with --revise)
+    "n_confirmed": pl.Int64(),  # pairs answered again with the parent's grade
+    "assessors": pl.String(),  # who judged the new answers
+    "judged_at": pl.Datetime("us", "UTC"),
+    "worklist_id": pl.String(),  # the worklist the assessors answered, when given
+    "source": pl.String(),  # the answers file
+    "source_sha256": pl.String(),
+}
+
+# A judging worklist (`judged worklist`): the pairs to judge next, best first (transforms/worklist.py).
+WORKLISTS: dict[str, pl.DataType] = {
+    "worklist_id": pl.String(),
+    "judgment_set_id": pl.String(),
+    "position": pl.Int64(),  # 1 = judge first
+    "query_id": pl.String(),
+    "doc_id": pl.String(),
+    "priority": pl.Float64(),  # the query-weighted expected interval width removed, summed over the evaluations
+    "width_removed": pl.Float64(),  # the same, unweighted
+    "best_rank": pl.Int64(),
+    "evaluations": pl.List(pl.String()),  # the runs (by name) that retrieved it in their top k
+    "n_evaluations": pl.Int64(),
+    "query_text": pl.String(),  # from --topics, when given
+    "cutoff": pl.Int32(),
+    "budget": pl.Int64(),
+    "spec_hash": pl.String(),
+    "created_at": pl.Datetime("us", "UTC"),
+}
+
 
 # -- what the declarations say, for the catalog and the documentation -------------------------------------------------
 
