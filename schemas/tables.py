@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 import polars as pl
 import pyarrow as pa
 
+from judged.schemas.comparison import COMPARISON_PER_QUERY, COMPARISON_RECORDS, COMPARISONS
+
 STATUSES: tuple[str, ...] = ("scored", "missing_from_run", "no_relevant_judgments", "no_judgments")
 INTERVAL_KINDS: tuple[str, ...] = ("exact", "bound")
 """How a per-query interval was found: `exact` (the extremes over every assignment), `bound` (an interval that
@@ -423,6 +425,118 @@ WORKLISTS: dict[str, pl.DataType] = {
     "created_at": pl.Datetime("us", "UTC"),
 }
 
+
+
+def _declared(
+    name: str, row: str, schema: dict[str, pl.DataType], primary_key: tuple[str, ...], description: str,
+    descriptions: dict[str, str],
+) -> Table:
+    """A view's declaration from a table's schema and a description per column; columns outside the key may be
+    null (these tables are written by their own modules, which fill what applies)."""
+    missing = [column for column in schema if column not in descriptions]
+    if missing:
+        raise ValueError(f"{name}: no description for column(s) {missing}")
+    return Table(
+        name, row,
+        {c: Column(dtype, descriptions[c], nullable=c not in primary_key) for c, dtype in schema.items()},
+        primary_key, description,
+    )
+
+
+JUDGMENT_LINEAGE_TABLE = _declared(
+    "judgment_lineage", "judgment set made by extending another", JUDGMENT_LINEAGE, ("judgment_set_id",),
+    "each version's parent, the pairs added and revised, who judged, when, and the worklist answered",
+    {
+        "judgment_set_id": "the new version", "parent_id": "the version it extends", "name": "the judgment set's name",
+        "version": "the new version's label", "parent_version": "the parent's version label",
+        "n_added": "pairs the parent had no (resolved) grade for", "n_revised": "pairs whose grade changed (--revise)",
+        "n_confirmed": "pairs answered again with the parent's grade", "assessors": "who judged the new answers",
+        "judged_at": "when the answers were ingested", "worklist_id": "the worklist the assessors answered",
+        "source": "the answers file", "source_sha256": "sha256 of the answers file as it was read",
+    },
+)
+
+WORKLISTS_TABLE = _declared(
+    "worklists", "unjudged pair of a judging worklist", WORKLISTS, ("worklist_id", "position"),
+    "the pairs to judge next, best first, with why",
+    {
+        "worklist_id": "id of the worklist (content-derived)", "judgment_set_id": "the judgment set it extends",
+        "position": "1 = judge first", "query_id": "the query's id", "doc_id": "the document's id",
+        "priority": "the query-weighted expected interval width removed, summed over the evaluations",
+        "width_removed": "the same, unweighted", "best_rank": "the best rank any evaluated run gave the document",
+        "evaluations": "the runs (by name) that retrieved it in their top k",
+        "n_evaluations": "how many evaluated runs retrieved it in their top k",
+        "query_text": "the query's text, from --topics", "cutoff": "k: the top k considered",
+        "budget": "pairs asked for", "spec_hash": "the spec of the evaluations", "created_at": "when it was made",
+    },
+)
+
+_PAIR_DESCRIPTIONS = {
+    "comparison_id": "id of the comparison (content-derived)", "baseline": "the baseline run's name",
+    "run": "the compared run's name", "baseline_evaluation_id": "the baseline's evaluation",
+    "run_evaluation_id": "the compared run's evaluation", "measure": "the measure", "cutoff": "k; null = the whole list",
+}
+
+COMPARISON_RECORDS_TABLE = _declared(
+    "comparison_records", "comparison", COMPARISON_RECORDS, ("comparison_id",),
+    "the evaluations compared, the settings and the provenance",
+    {
+        "comparison_id": "id of the comparison (content-derived)", "evaluation_ids": "the evaluations compared",
+        "run_names": "their runs' names", "baseline": "the baseline run's name",
+        "judgment_set_id": "the common judgment set", "spec_hash": "the common spec",
+        "label": "the spec's label", "settings_json": "the test settings (seed, permutations, correction...)",
+        "implementation_version": "judged's version", "implementation_commit": "judged's git commit",
+        "created_at": "when it was made", "notes": "what a reader must know (e.g. missing intervals)",
+        "provenance_json": "the provenance record",
+    },
+)
+
+COMPARISONS_TABLE = _declared(
+    "comparisons", "pair of runs, measure and cutoff of a comparison", COMPARISONS,
+    ("comparison_id", "run", "measure", "cutoff"), "paired statistics against the baseline",
+    {
+        **_PAIR_DESCRIPTIONS, "judgment_set_id": "the common judgment set", "spec_hash": "the common spec",
+        "query_set": "common (scored in every run) or judged (missing queries score 0)",
+        "n_queries": "queries in the paired sample", "baseline_mean": "the baseline's mean",
+        "run_mean": "the run's mean", "mean_difference": "run - baseline",
+        "ci_low": "paired percentile bootstrap of the mean difference: lower end",
+        "ci_high": "paired percentile bootstrap of the mean difference: upper end",
+        "t_statistic": "paired Student t statistic", "p_t": "paired Student t, two-sided",
+        "p_randomization": "paired sign-flip randomization test, two-sided",
+        "randomization": "exact (all 2^n sign vectors) or sampled ((b+1)/(B+1))",
+        "p_adjusted": "p_randomization corrected over the whole family", "correction": "holm or bh",
+        "p_tukey_hsd": "randomised Tukey HSD blocked by query (more than two runs)",
+        "effect_size": "paired Cohen's d_z: mean difference / sd of the differences",
+        "effect_size_kind": "which effect size", "wins": "queries where the run is better",
+        "ties": "queries within the tie tolerance", "losses": "queries where the run is worse",
+        "unresolved": "queries whose sign missing judgments could flip", "seed": "the random seed",
+        "permutations": "randomization test permutations", "bootstrap_resamples": "bootstrap resamples",
+        "confidence_level": "of the bootstrap interval", "tie_tolerance": "differences this small are ties",
+    },
+)
+
+COMPARISON_PER_QUERY_TABLE = _declared(
+    "comparison_per_query", "query of a pair of runs, measure and cutoff of a comparison", COMPARISON_PER_QUERY,
+    ("comparison_id", "run", "measure", "cutoff", "query_id"),
+    "each query's values, difference and whether missing judgments could flip its sign",
+    {
+        **_PAIR_DESCRIPTIONS, "query_id": "the query's id", "baseline_value": "the baseline's value",
+        "run_value": "the run's value", "difference": "run - baseline",
+        "baseline_value_min": "the baseline's interval over unjudged documents: lower end",
+        "baseline_value_max": "the baseline's interval over unjudged documents: upper end",
+        "run_value_min": "the run's interval over unjudged documents: lower end",
+        "run_value_max": "the run's interval over unjudged documents: upper end",
+        "robustness": "robust win, loss or tie whatever the missing judgments, or unresolved",
+    },
+)
+
+VIEWS.update(
+    (table.name, table)
+    for table in (
+        COMPARISON_RECORDS_TABLE, COMPARISONS_TABLE, COMPARISON_PER_QUERY_TABLE, JUDGMENT_LINEAGE_TABLE,
+        WORKLISTS_TABLE,
+    )
+)
 
 # -- what the declarations say, for the catalog and the documentation -------------------------------------------------
 
