@@ -22,14 +22,15 @@ STANDARD_INPUT = ("-", "/dev/stdin")
 
 
 def is_stream(path: Path) -> bool:
-    """Standard input, or a path that is a pipe, a socket or a character device rather than a file."""
+    """Standard input, or a path that is a pipe or a socket (process substitution gives a pipe). A character
+    device such as /dev/zero is not read as a stream: it may never end, and `load_table` names it."""
     if str(path) in STANDARD_INPUT:
         return True
     try:
         mode = path.stat().st_mode
     except OSError:
         return False
-    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
 
 
 @contextmanager

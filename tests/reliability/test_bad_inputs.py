@@ -10,7 +10,6 @@ after with a tree listing and hashes; a few run through a real subprocess.
 from __future__ import annotations
 
 import gzip
-import os
 import subprocess
 import sys
 from collections.abc import Callable
@@ -57,11 +56,6 @@ def parquet(frame: pl.DataFrame) -> Callable[[Path], Path]:
 def directory(folder: Path) -> Path:
     (folder / "a-folder").mkdir()
     return folder / "a-folder"
-
-
-def fifo(folder: Path) -> Path:
-    os.mkfifo(folder / "a-fifo")
-    return folder / "a-fifo"
 
 
 def with_sidecar(content: bytes) -> Callable[[Path], Path]:
@@ -118,7 +112,6 @@ BAD_RUNS: list[tuple[str, Callable[[Path], Path], str]] = [
     ("truncated parquet", text(b"PAR1" + b"\x00" * 64), "cannot be read as Parquet"),
     ("duplicate document", text(GOOD_RUN + "q1 Q0 d1 3 1.0 t\n"), "duplicate"),
     ("a directory", directory, "not a stored table"),  # a folder names a stored run
-    ("a FIFO", fifo, "is not a regular file"),
     ("sidecar not UTF-8", with_sidecar(b'tag = "caf\xe9"\n'), "is not UTF-8 text (a sidecar)"),
     ("sidecar not TOML", with_sidecar(b"tag = \n"), "not valid TOML"),
     ("sidecar unknown field", with_sidecar(b'colour = "blue"\n'), "colour"),
@@ -181,7 +174,6 @@ BAD_QRELS: list[tuple[str, Callable[[Path], Path], str]] = [
     ("run given as qrels", text(GOOD_RUN), "expected 4 columns"),
     ("qrels not UTF-8", text(b"q1 0 d\xff 1\n"), "line 1: is not UTF-8 text"),
     ("qrels a directory", directory, "is a directory"),
-    ("qrels a FIFO", fifo, "is not a regular file"),
     ("qrels duplicate judgment", text("q1 0 d1 1\nq1 0 d1 2\n"), "duplicate"),
 ]
 
