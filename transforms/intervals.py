@@ -363,9 +363,12 @@ def _discount(position: pl.Expr) -> pl.Expr:
 def _world_rows(rows: pl.LazyFrame, spec: EvaluationSpec, gain: pl.Expr, keys: list[str]) -> pl.LazyFrame:
     """The list once every unjudged document is judged: its positions and tie groups (under condensed lists,
     judged documents with a negative grade stay removed)."""
-    if spec.unjudged == "condensed":
-        rows = rows.filter(pl.col("relevance").is_null() | (pl.col("relevance") >= 0))
     # In rank order, so that every sum below adds in the same order whatever the order of the input rows.
+    if spec.unjudged != "condensed" and "tie_group" in rows.collect_schema():
+        # Ranked and judged rows (`ranked_and_judged`) whose list is not condensed: their positions and tie groups
+        # are the world's.
+        return rows.sort([*keys, "rank"]).with_columns(world_position=pl.col("rank"), world_gain=gain)
+    rows = rows.filter(pl.col("relevance").is_null() | (pl.col("relevance") >= 0))
     return rows.sort([*keys, "rank"]).with_columns(
         world_position=pl.col("rank").rank("ordinal").over(keys).cast(pl.Int64),
         tie_group=pl.col("sort_key").rank("dense", descending=True).over(keys).cast(pl.Int64),
@@ -406,16 +409,18 @@ def interval_worlds(
         scale = scale.filter(pl.col("relevance") >= 0)
     levels = scale.select(levels=gain_of(spec).implode())
     resolved = judgments.filter(pl.col("relevance").is_not_null())
-    # Only judged queries have a value to bound (a query without judgments is never scored).
-    ranked = ranked.join(resolved.select(QUERY).unique(), on=QUERY, how="semi")
     world = _world_rows(ranked, spec, gain_of(spec), keys)
-    judged_counts = resolved.group_by(QUERY).agg(n_judged_docs=pl.len().cast(pl.Int64))
+    # Only judged queries have a value to bound (a query without judgments is never scored): the inner join with
+    # their counts below keeps them alone.
+    judged_counts = resolved.group_by(QUERY).agg(
+        n_judged_docs=pl.len().cast(pl.Int64), judged_ideal=gain_of(spec).filter(gain_of(spec) > 0)
+    )
     if spec.ideal == "judged":
-        judged_ideal = resolved.group_by(QUERY).agg(judged_ideal=gain_of(spec).filter(gain_of(spec) > 0))
-        ideal_keys = [QUERY]
+        judged_ideal, ideal_keys = judged_counts.select(QUERY, "judged_ideal"), [QUERY]
     else:
         judged_ideal = world.group_by(keys).agg(judged_ideal=pl.col("world_gain").filter(pl.col("world_gain") > 0))
         ideal_keys = keys
+    judged_counts = judged_counts.select(QUERY, "n_judged_docs")
     # The rows given (before a condensed list drops judged negatives), against the query's rows retrieved.
     seen = ranked.group_by(keys).agg(
         n_seen=pl.len().cast(pl.Int64),
@@ -424,7 +429,7 @@ def interval_worlds(
     )
     per_cutoff = []
     for cutoff in spec.cutoffs:
-        weighted = world.with_columns(weight=_weight(cutoff, spec.ties, keys)).sort([*keys, "rank"])
+        weighted = world.with_columns(weight=_weight(cutoff, spec.ties, keys))  # window columns keep the order
         unjudged = pl.col("relevance").is_null()
         credited_slot = unjudged & (pl.col("weight") > 0)
         per_query = weighted.group_by(keys).agg(
@@ -437,12 +442,11 @@ def interval_worlds(
         per_cutoff.append(
             per_query.join(seen, on=keys, how="left")
             .join(judged_ideal, on=ideal_keys, how="left")
-            .join(judged_counts, on=QUERY, how="left")
+            .join(judged_counts, on=QUERY, how="inner")
             .join(levels, how="cross")
             .with_columns(
                 pl.lit(cutoff, pl.Int32).alias("cutoff"),
                 pl.col("judged_ideal").fill_null(pl.lit([], pl.List(pl.Float64))),
-                pl.col("n_judged_docs").fill_null(0),
                 # Rows of a top-k read not seen: how many of them can be unjudged, at least and at most.
                 unseen=(pl.col("n_retrieved") - pl.col("n_seen")).clip(lower_bound=0),
             )
@@ -478,6 +482,170 @@ def interval_of_world(world: dict, zero_if_no_ideal: bool) -> dict:
     }
 
 
+# -- many worlds at once ---------------------------------------------------------------------------------------------
+# The usual world (a judged relevant document, non-negative grades, a short list of unjudged slots) is enumerated for
+# every query of a batch in the same numpy operations as `_enumerated_ends` performs for one, in the same order, so
+# the ends are the same bits; `interval_of_world` takes every other world, one at a time.
+
+ENUMERATED_BATCH_CELLS = 4_000_000
+"""Queries x multisets x levels held at once by the batched enumeration (doubles: 32 MB a temporary)."""
+
+
+def intervals_of_worlds(worlds: pl.Series, zero_if_no_ideal: bool) -> pl.Series:
+    """`interval_of_world` of every row of `worlds` (a struct Series of `WORLD_INPUTS`), as an `INTERVAL_STRUCT`
+    Series: the usual worlds batched (`_enumerated_ends_batch`), the others one by one."""
+    frame = worlds.struct.unnest()
+    n = frame.height
+    value_min, value_max = np.full(n, np.nan), np.full(n, np.nan)
+    kind = np.full(n, None, dtype=object)
+    batched = np.zeros(n, dtype=bool)
+    levels = np.unique(np.asarray(frame["levels"][0], dtype=np.float64)) if n else np.zeros(0)
+    if n and levels.size and levels.min() >= 0 and frame["levels"].n_unique() == 1:
+        batched = _batched_rows(frame, levels)
+        for cutoff, slots in frame.filter(pl.Series(batched)).select("cutoff", pl.col("weights").list.len()).unique(
+            maintain_order=True
+        ).iter_rows():
+            in_group = batched & _group_mask(frame, cutoff, slots)
+            low, high, exact = _world_ends_batch(frame.filter(pl.Series(in_group)), levels, cutoff, slots)
+            value_min[in_group], value_max[in_group] = low, high
+            kind[in_group] = np.where(exact, "exact", "bound")
+    for index in np.flatnonzero(~batched):
+        one = interval_of_world(frame.row(int(index), named=True), zero_if_no_ideal)
+        value_min[index] = np.nan if one["value_min"] is None else one["value_min"]
+        value_max[index] = np.nan if one["value_max"] is None else one["value_max"]
+        kind[index] = one["interval_kind"]
+    return pl.DataFrame(
+        {
+            "value_min": pl.Series(value_min, dtype=pl.Float64, nan_to_null=True),
+            "value_max": pl.Series(value_max, dtype=pl.Float64, nan_to_null=True),
+            "interval_kind": pl.Series(kind.tolist(), dtype=pl.String),
+        }
+    ).to_struct(worlds.name)
+
+
+def _batched_rows(frame: pl.DataFrame, levels: np.ndarray) -> np.ndarray:
+    """The worlds `_world_ends_batch` computes: a judged gain above 0 (so the ideal is positive and the slots below
+    k take the top gain in the minimum, the bottom one in the maximum: see `ndcg_interval`), every judged gain a
+    gain of the scale, a non-negative credit and few enough multisets to enumerate."""
+    scale = pl.Series(levels.tolist(), dtype=pl.Float64)
+    positive = pl.element().filter(pl.element() > 0)
+    usual = frame.select(
+        (pl.col("judged_ideal").list.max() > 0)
+        & pl.col("judged_ideal").list.eval(positive.is_in(scale).all()).list.first()
+        & (pl.col("fixed") >= 0)
+    ).to_series().fill_null(False).to_numpy()
+    slots = frame["weights"].list.len().to_numpy()
+    enumerable = np.array([_multisets(n, levels.size) <= ENUMERATED_MULTISETS_MAX for n in range(slots.max() + 1)])
+    return usual & enumerable[slots]
+
+
+def _group_mask(frame: pl.DataFrame, cutoff: int | None, slots: int) -> np.ndarray:
+    same_cutoff = frame["cutoff"].is_null() if cutoff is None else frame["cutoff"] == cutoff
+    return (same_cutoff & (frame["weights"].list.len() == slots)).fill_null(False).to_numpy()
+
+
+def _world_ends_batch(
+    frame: pl.DataFrame, levels: np.ndarray, cutoff: int | None, slots: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`interval_of_world` of worlds of one cutoff with `slots` credited slots each (rows of `_batched_rows`):
+    (value_min, value_max, exact) arrays."""
+    n_judged = frame["judged_ideal"].list.len().to_numpy()
+    below, unseen = frame["unjudged_below"].to_numpy(), frame["unseen"].to_numpy()
+    cap = np.full(frame.height, cutoff) if cutoff is not None else n_judged + slots + below + unseen
+    fewest = np.minimum(below + frame["unseen_unjudged_min"].to_numpy(), cap)
+    most = np.minimum(below + unseen, cap)
+    all_levels = levels[::-1]  # highest first, as `_enumerated_ends` orders them
+    judged = (
+        frame.select(pl.col("judged_ideal").list.eval(pl.element().filter(pl.element() > 0)))
+        .with_row_index("world")
+        .explode("judged_ideal")
+        .drop_nulls()
+    )
+    column = len(levels) - 1 - np.searchsorted(levels, judged["judged_ideal"].to_numpy())
+    at_level = np.bincount(
+        judged["world"].to_numpy().astype(np.int64) * len(levels) + column, minlength=frame.height * len(levels)
+    ).reshape(frame.height, len(levels))
+    weights = frame["weights"].list.to_array(slots).to_numpy() if slots else np.zeros((frame.height, 0))
+    fixed = frame["fixed"].to_numpy()
+    discounts = _discount_prefix(int(n_judged.max(initial=0) + slots + most.max(initial=0)), cutoff)
+
+    def end(sign: float, below_k: np.ndarray) -> np.ndarray:
+        """`ndcg_interval`'s smallest (sign -1) or largest (sign 1) value of the list with `below_k` unjudged
+        documents below k: they are judged documents of the top gain for the minimum, of the bottom gain for the
+        maximum (a gain of 0 stays out of the ideal)."""
+        side, gain_column = at_level.copy(), (0 if sign < 0 else -1)
+        if all_levels[gain_column] > 0:
+            side[:, gain_column] += below_k
+        return _enumerated_ends_batch(weights, side, fixed, all_levels, discounts, sign, cutoff)
+
+    same_below = bool(np.array_equal(fewest, most))
+    low_most, high_most = end(-1.0, most), end(1.0, most)
+    low_fewest = low_most if same_below else end(-1.0, fewest)
+    high_fewest = high_most if same_below or all_levels[-1] <= 0 else end(1.0, fewest)
+    # `ndcg_interval` orders its two ends; `interval_of_world` takes the minimum with the most unjudged documents
+    # below k and the maximum with the fewest.
+    value_min = np.minimum(low_most, high_most)
+    value_max = np.maximum(low_fewest, high_fewest)
+    return value_min, value_max, fewest == most
+
+
+def _distinct_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct rows of a non-negative integer matrix and, per row, the index of its distinct row (as
+    `np.unique(axis=0, return_inverse=True)`, through one integer code per row when the codes fit in 63 bits)."""
+    base = int(rows.max(initial=0)) + 1
+    if rows.shape[1] * math.log2(base) >= 62:
+        distinct, inverse = np.unique(rows, axis=0, return_inverse=True)
+        return distinct, inverse.reshape(-1)
+    codes = rows @ (base ** np.arange(rows.shape[1], dtype=np.int64))
+    unique_codes, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
+    return rows[first], inverse.reshape(-1)
+
+
+def _enumerated_ends_batch(
+    weights: np.ndarray,
+    judged_at_level: np.ndarray,
+    fixed: np.ndarray,
+    all_levels: np.ndarray,
+    discounts: np.ndarray,
+    sign: float,
+    cutoff: int | None,
+) -> np.ndarray:
+    """`_enumerated_ends` for one sign, for many worlds at once: `weights` (worlds x slots), the judged documents
+    per level of `all_levels` (worlds x levels, highest level first), `fixed` per world; the same operations along
+    the same axes, so each world's end is the same bits as `_enumerated_ends` gives it.
+
+    The ideal DCG of a multiset depends on the world only through how many judged documents lie at or above each
+    level, and not at all beyond the cutoff (the discount prefix is flat there): it is computed once per distinct
+    such vector, clipped at the cutoff, and gathered for the worlds that share it."""
+    n_worlds, slots = weights.shape
+    counts = _count_vectors(slots, len(all_levels))
+    used_after = np.cumsum(counts, axis=1)
+    used_before = used_after - counts
+    at_or_above = np.cumsum(judged_at_level, axis=1)
+    if cutoff is not None:
+        at_or_above = np.minimum(at_or_above, cutoff)
+    distinct, world_vector = _distinct_rows(at_or_above)
+    above = np.concatenate([np.zeros((len(distinct), 1), dtype=distinct.dtype), distinct[:, :-1]], axis=1)
+    positive = np.where(all_levels > 0, all_levels, 0.0)
+    ideal_of_vector = (
+        (discounts[distinct[:, None, :] + used_after] - discounts[above[:, None, :] + used_before]) * positive
+    ).sum(axis=2)
+    ordered = np.sort(weights, axis=1)[:, ::-1] if sign > 0 else np.sort(weights, axis=1)
+    prefix = np.concatenate([np.zeros((n_worlds, 1)), np.cumsum(ordered, axis=1)], axis=1)
+    result = np.empty(n_worlds)
+    step = max(1, ENUMERATED_BATCH_CELLS // counts.size)
+    for start in range(0, n_worlds, step):
+        part = slice(start, start + step)
+        ideal = ideal_of_vector[world_vector[part]]
+        defined = ideal > 0
+        safe_ideal = np.where(defined, ideal, 1.0)
+        gained = prefix[part][:, used_after] - prefix[part][:, used_before]
+        numerator = fixed[part, None] + (gained * all_levels).sum(axis=2)
+        values = np.where(defined, numerator / safe_ideal, 0.0)
+        result[part] = values.max(axis=1) if sign > 0 else values.min(axis=1)
+    return result
+
+
 INTERVAL_STRUCT = pl.Struct({"value_min": pl.Float64(), "value_max": pl.Float64(), "interval_kind": pl.String()})
 WORLD_INPUTS = (
     "cutoff", "fixed", "weights", "unjudged_below", "unseen", "unseen_unjudged_min", "judged_ideal", "levels"
@@ -501,8 +669,9 @@ def ndcg_intervals(
     )
     return (
         worlds.with_columns(
-            interval=pl.struct(WORLD_INPUTS).map_elements(
-                lambda world: interval_of_world(world, zero_if_no_ideal), return_dtype=INTERVAL_STRUCT
+            interval=pl.struct(WORLD_INPUTS).map_batches(
+                lambda batch: intervals_of_worlds(batch, zero_if_no_ideal),
+                return_dtype=INTERVAL_STRUCT,
             ),
         )
         .unnest("interval")

@@ -12,7 +12,14 @@ import polars as pl
 import pytest
 
 from judged.schemas.spec import PRESETS, EvaluationSpec
-from judged.transforms.intervals import ndcg_interval, ndcg_intervals, with_intervals
+from judged.transforms.intervals import (
+    WORLD_INPUTS,
+    interval_of_world,
+    intervals_of_worlds,
+    ndcg_interval,
+    ndcg_intervals,
+    with_intervals,
+)
 from judged.transforms.judging import attach_judgments
 from judged.transforms.measures import per_query_values as per_query_ndcg
 from judged.transforms.ranking import candidate_rows, rank_run
@@ -156,6 +163,42 @@ def test_programme_equals_enumeration_on_random_worlds() -> None:
         assert programmed[1] == pytest.approx(enumerated[1], abs=1e-12)
         compared += 1
     assert compared >= 300
+
+
+WORLD_SCHEMA = {
+    "cutoff": pl.Int32, "fixed": pl.Float64, "weights": pl.List(pl.Float64), "unjudged_below": pl.Int64,
+    "unseen": pl.Int64, "unseen_unjudged_min": pl.Int64, "judged_ideal": pl.List(pl.Float64),
+    "levels": pl.List(pl.Float64),
+}
+
+
+@pytest.mark.parametrize("levels", [(0.0, 1.0, 2.0, 3.0), (0.0, 1.0, 3.0, 7.0), (1.0, 2.0), (0.0, 1.0)])
+@pytest.mark.parametrize("zero_if_no_ideal", [False, True])
+def test_batched_worlds_equal_one_by_one(levels: tuple[float, ...], zero_if_no_ideal: bool) -> None:
+    # The evaluation computes a batch's usual worlds in shared numpy operations (`intervals_of_worlds`); each end
+    # must be the same bits as the one-world kernel gives it, and the unusual worlds (no judged relevant document,
+    # a judged gain off the scale, negative credit, long lists) go one by one.
+    rng = random.Random(hash(levels) ^ zero_if_no_ideal)
+    rows = []
+    for _ in range(500):
+        slots = rng.choice((0, 1, 2, 3, 5, 9, 12))
+        unseen = rng.choice((0, 0, 3, 989))
+        rows.append({
+            "cutoff": rng.choice((1, 5, 10, 20, None)),
+            "fixed": rng.random() * 4 if rng.random() > 0.03 else -0.25,
+            "weights": sorted((1 / math.log2(rng.randint(1, 20) + 1) for _ in range(slots)), reverse=True),
+            "unjudged_below": rng.randint(0, 6),
+            "unseen": unseen,
+            "unseen_unjudged_min": rng.randint(0, unseen),
+            "judged_ideal": [
+                rng.choice((*levels, 0.0, 5.5 if rng.random() < 0.05 else 0.0)) for _ in range(rng.randint(0, 12))
+            ],
+            "levels": list(levels),
+        })
+    worlds = pl.DataFrame(rows, schema=WORLD_SCHEMA)
+    batched = intervals_of_worlds(worlds.select(pl.struct(WORLD_INPUTS).alias("w"))["w"], zero_if_no_ideal)
+    one_by_one = [interval_of_world(world, zero_if_no_ideal) for world in worlds.iter_rows(named=True)]
+    assert batched.struct.unnest().to_dicts() == one_by_one
 
 
 def test_issue_example() -> None:
