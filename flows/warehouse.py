@@ -64,7 +64,7 @@ from judged.schemas.tables import (
 )
 from judged.transforms.duplicates import duplicate_pairs, may_have_duplicates
 from judged.transforms.errors import InputError
-from judged.transforms.layout import in_stored_order
+from judged.transforms.layout import in_stored_order, in_stored_order_of_ranked, is_ranked
 from judged.transforms.shards import in_shard, query_buckets, shard_count
 
 STAGING = "_staging"
@@ -249,16 +249,20 @@ def _sink_into(
 
 
 def write_ranked(rows: pl.DataFrame, target: Path, metadata: dict[str, str]) -> None:
-    """One shard of a run in stored order (`transforms.layout.in_stored_order`), with its own count of duplicate (query, document) pairs (a query lies
-    in one shard, so the count is exact). Row groups are as long as the first band, so that band is exactly the
+    """One shard of a run in stored order (`transforms.layout.in_stored_order`), with its own count of duplicate
+    (query, document) pairs (a query lies in one shard, so the count is exact). Row groups are as long as the first band, so that band is exactly the
     first row group and a head read skips every other by its `position` statistics."""
     # The rows are in memory: Polars' in-memory engine sorts them faster than its default streaming one.
     suspected = may_have_duplicates(rows.lazy()).collect(engine="in-memory").item()
     duplicates = duplicate_pairs(rows.lazy()).collect(engine="in-memory").height if suspected else 0
-    ranked = in_stored_order(rows.lazy()).collect(engine="in-memory")
-    first_band = int((ranked["band"] == 0).sum())
+    # A run written in rank order (nearly every run) is put in stored order without sorting it; any other run,
+    # or one that may hold a pair twice, is sorted. Both give the same rows in the same order.
+    already_ranked = not suspected and is_ranked(rows.lazy()).collect(engine="in-memory").item()
+    ordering = in_stored_order_of_ranked if already_ranked else in_stored_order
+    stored = ordering(rows.lazy()).collect(engine="in-memory")
+    first_band = int((stored["band"] == 0).sum())
     # zstd level 1: a faster store for files slightly larger than at Polars' default level (benchmarks/README.md).
-    ranked.drop("band").write_parquet(
+    stored.drop("band").write_parquet(
         target,
         compression_level=1,
         row_group_size=max(first_band, 1),

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import random
+
 import polars as pl
 import pytest
 
 from judged.schemas.spec import PRESETS
-from judged.transforms.layout import head_positions, head_rows, in_stored_order
+from judged.transforms.layout import head_positions, head_rows, in_stored_order, in_stored_order_of_ranked, is_ranked
 from judged.transforms.measures import per_query_values as per_query_ndcg
 from judged.transforms.ranking import rank_run
 from tests.transforms.test_ndcg import judgment_frame, run_frame
@@ -80,3 +82,40 @@ def test_rows_of_a_stored_run_are_ordered_by_their_position_not_ranked_again() -
     assert by_position["doc_id"].to_list() == ["b", "c", "a"] and by_position["rank"].to_list() == [1, 2, 3]
     by_score = rank_run(rows, PRESETS["trec_eval9"]).collect()  # float32 scores: not the stored order
     assert by_score["doc_id"].to_list() == ["a", "b", "c"]
+
+
+def ranked_run(seed: int) -> list[tuple[str, str, float]]:
+    """Queries in file order that is not their byte order, each in rank order with its tie groups' documents in
+    random order; a one-row query; -0.0 beside 0.0; queries deeper than the last band's start."""
+    rng = random.Random(seed)
+    rows = []
+    for query in ("q9", "q10", "q1", "q100", "q2"):
+        depth = 1 if query == "q2" else rng.randint(1, 1_300)
+        scores = sorted((rng.randint(-3, 60) / 2 for _ in range(depth)), reverse=True)
+        docs = [f"d{doc}" for doc in rng.sample(range(100_000), depth)]
+        by_score: dict[float, list[str]] = {}
+        for score, doc in zip(scores, docs, strict=True):
+            by_score.setdefault(score, []).append(doc)
+        for score, members in by_score.items():
+            rng.shuffle(members)
+            rows += [(query, doc, -0.0 if score == 0 and rng.random() < 0.5 else score) for doc in members]
+    return rows
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_ranked_run_takes_the_same_order_without_a_sort(seed: int) -> None:
+    run = run_frame(ranked_run(seed))
+    assert is_ranked(run).collect().item()
+    assert in_stored_order_of_ranked(run).collect().equals(in_stored_order(run).collect())
+
+
+@pytest.mark.parametrize(
+    "rows",
+    [
+        [("q1", "a", 1.0), ("q1", "b", 2.0)],  # a score grows within a query
+        [("q1", "a", 2.0), ("q2", "b", 2.0), ("q1", "c", 1.0)],  # a query in two stretches
+    ],
+    ids=["score-grows", "query-split"],
+)
+def test_rows_out_of_rank_order_are_not_ranked(rows: list[tuple[str, str, float]]) -> None:
+    assert not is_ranked(run_frame(rows)).collect().item()
