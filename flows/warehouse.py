@@ -250,8 +250,9 @@ def _sink_into(
 
 def write_ranked(rows: pl.DataFrame, target: Path, metadata: dict[str, str]) -> None:
     """One shard of a run in stored order (`transforms.layout.in_stored_order`), with its own count of duplicate
-    (query, document) pairs (a query lies in one shard, so the count is exact). Row groups are as long as the first band, so that band is exactly the
-    first row group and a head read skips every other by its `position` statistics."""
+    (query, document) pairs (a query lies in one shard, so the count is exact). Row groups are as long as the first
+    band, so that band is exactly the first row group and a head read skips every other by its `position`
+    statistics."""
     # The rows are in memory: Polars' in-memory engine sorts them faster than its default streaming one.
     suspected = may_have_duplicates(rows.lazy()).collect(engine="in-memory").item()
     duplicates = duplicate_pairs(rows.lazy()).collect(engine="in-memory").height if suspected else 0
