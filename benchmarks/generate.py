@@ -5,7 +5,8 @@
 Writes `qrels.txt` (`qid 0 docid grade`), `run.txt` (`qid Q0 docid rank score tag`) and `run.parquet` (query_id,
 doc_id, rank, score, run_tag), then `manifest.json` last. XL writes `qrels.txt` and `run.parquet` only. When the
 manifest exists, matches the size, seed and generator version, and every file it lists has the recorded byte size,
-nothing is regenerated.
+nothing is regenerated. `--shuffled` writes the same rows with each run's rows in random order (another folder:
+the manifest records it, and an ordered folder's files never match it).
 
 What the data looks like (all vectorized with numpy/polars, one chunk of queries at a time, so XL never holds more
 than one chunk of rows in memory):
@@ -19,7 +20,10 @@ than one chunk of rows in memory):
   below (pool-like), one random position of every top 10 is left unjudged, and ~10 judged documents per query
   (Poisson) were not retrieved; grades are better near the top;
 - ~3% of the judged queries have no relevant judgment (all grade 0), ~0.5% of the judged queries are missing from
-  the run, ~0.5% of the run's queries have no judgments at all.
+  the run, ~0.5% of the run's queries have no judgments at all;
+- shuffled (`--shuffled`): the run's rows of each chunk of ~4M rows in random order (seeded), so every query's rows
+  are spread over its chunk among those of ~4,000 other queries, in no rank order; the chunks follow one another
+  (a global shuffle would hold the whole run). The judgments are the same as the ordered data's.
 """
 
 from __future__ import annotations
@@ -232,7 +236,7 @@ RUN_SCHEMA = pa.schema(
 )
 
 
-def manifest_matches(out: Path, size: Size, seed: int) -> bool:
+def manifest_matches(out: Path, size: Size, seed: int, shuffled: bool = False) -> bool:
     manifest = out / "manifest.json"
     if not manifest.is_file():
         return False
@@ -240,21 +244,22 @@ def manifest_matches(out: Path, size: Size, seed: int) -> bool:
         recorded = json.loads(manifest.read_text())
     except (OSError, ValueError):
         return False
-    if (recorded.get("size"), recorded.get("seed"), recorded.get("generator_version")) != (
-        size.name, seed, GENERATOR_VERSION,
-    ):
+    # An ordered folder's manifest has no "shuffled" entry (those files came before the variant).
+    if (recorded.get("size"), recorded.get("seed"), recorded.get("generator_version"),
+            recorded.get("shuffled", False)) != (size.name, seed, GENERATOR_VERSION, shuffled):
         return False
     return all((out / name).is_file() and (out / name).stat().st_size == nbytes
                for name, nbytes in recorded.get("files", {}).items())
 
 
 def generate(size_name: str, out: str | Path, seed: int = DEFAULT_SEED, force: bool = False,
-             quiet: bool = False) -> dict:
-    """Write the files of `size_name` into `out` (unless already there) and return the manifest."""
+             quiet: bool = False, shuffled: bool = False) -> dict:
+    """Write the files of `size_name` into `out` (unless already there) and return the manifest. `shuffled`: each
+    chunk's run rows in random order."""
     size = SIZES[size_name]
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    if not force and manifest_matches(out, size, seed):
+    if not force and manifest_matches(out, size, seed, shuffled):
         return json.loads((out / "manifest.json").read_text())
     (out / "manifest.json").unlink(missing_ok=True)
     started = time.perf_counter()
@@ -274,6 +279,8 @@ def generate(size_name: str, out: str | Path, seed: int = DEFAULT_SEED, force: b
             counts["relevant_judgments"] += int((qrels["relevance"] > 0).sum())
             same_query = pl.col("query_id") == pl.col("query_id").shift(1)
             counts["ties"] += int(run.select(((pl.col("score") == pl.col("score").shift(1)) & same_query).sum()).item())
+            if shuffled:
+                run = run.sample(fraction=1.0, shuffle=True, seed=seed + index)
             qrels.write_csv(qrels_file, separator=" ", include_header=False, quote_style="never")
             if run_file is not None:
                 run.select("query_id", q0=pl.lit("Q0"), doc_id="doc_id", rank="rank", score="score",
@@ -295,6 +302,7 @@ def generate(size_name: str, out: str | Path, seed: int = DEFAULT_SEED, force: b
         "size": size.name,
         "seed": seed,
         "generator_version": GENERATOR_VERSION,
+        **({"shuffled": True} if shuffled else {}),
         "queries": size.queries,
         "depth": size.depth,
         "doc_pool": DOC_POOL,
@@ -322,8 +330,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", required=True, help="Directory for qrels.txt, run.txt, run.parquet, manifest.json")
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
     parser.add_argument("--force", action="store_true", help="Regenerate even when the manifest matches.")
+    parser.add_argument("--shuffled", action="store_true", help="Each run's rows in random order (see above).")
     args = parser.parse_args(argv)
-    manifest = generate(args.size, args.out, args.seed, args.force)
+    manifest = generate(args.size, args.out, args.seed, args.force, shuffled=args.shuffled)
     print(json.dumps(manifest, indent=1))
 
 

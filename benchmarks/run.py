@@ -126,7 +126,7 @@ def _stored_run(inputs: Inputs) -> str | None:
 def _ingest_args(inputs: Inputs, warehouse: Path) -> list[str]:
     """`judged ingest-run` of the text run (the Parquet one at XL) into a warehouse."""
     source = inputs.run_text if inputs.run_text else inputs.run_parquet
-    return [*_judged(), "ingest-run", str(source), "--warehouse", str(warehouse)]
+    return [*_judged(), "ingest-run", str(source), "--warehouse", str(warehouse), "--profile"]
 
 
 def _flow_env(inputs: Inputs) -> dict[str, str]:
@@ -612,16 +612,19 @@ def run_benchmark(
     tool_reps: dict[str, int] | None = None,
     max_rss_mib: float | None = None,
     log: Callable[[str], None] = lambda message: print(message, file=sys.stderr, flush=True),
+    shuffled: bool = False,
 ) -> Report:
-    """Generate (or reuse) the files of `size` under `data_dir/size`, run every tool `reps` times, compare."""
+    """Generate (or reuse) the files of `size` under `data_dir/size` (`data_dir/size-shuffled` for the shuffled
+    variant), run every tool `reps` times, compare."""
     tools = list(tools) if tools else default_tools(size)
     unknown = [name for name in tools if name not in TOOLS]
     if unknown:
         raise ValueError(f"unknown tools {unknown}; choose from {', '.join(TOOLS)}")
-    data = Path(data_dir) / size
-    log(f"data: {data} (generating {size} if needed)")
-    manifest = generate(size, data, quiet=True)
-    work = Path(data_dir) / "work" / size
+    variant = f"{size}-shuffled" if shuffled else size
+    data = Path(data_dir) / variant
+    log(f"data: {data} (generating {variant} if needed)")
+    manifest = generate(size, data, quiet=True, shuffled=shuffled)
+    work = Path(data_dir) / "work" / variant
     work.mkdir(parents=True, exist_ok=True)
     run_text = data / "run.txt"
     inputs = Inputs(
@@ -795,7 +798,24 @@ def speed_ups(report: Report, markdown: bool = False) -> list[str]:
             store = statistics.median(stores)
             lines.append(f"ingest, the reading and storing itself (as `judged ingest-run` reports it): {store:.2f} s "
                          f"= {rows_count / store / 1e6:.2f}M rows/s")
+        phases = store_phases([m.output for m in report.result("judged-ingest").ok_runs])  # type: ignore[union-attr]
+        if phases:
+            lines.append("where the store's time went (`judged ingest-run --profile`, medians; CPU is the whole "
+                         "process's): " + "; ".join(f"{name} {wall:.2f} s wall / {cpu:.2f} s CPU"
+                                                    for name, (wall, cpu) in phases.items()))
     return lines
+
+
+def store_phases(outputs: list[Path]) -> dict[str, tuple[float, float]]:
+    """Per phase that `judged ingest-run --profile` printed ("phase NAME: W s wall, C s CPU"), the median wall and
+    CPU seconds over the repetitions' outputs."""
+    found: dict[str, list[tuple[float, float]]] = {}
+    for output in outputs:
+        for name, wall, cpu in re.findall(r"^phase (.+): ([0-9.]+) s wall, ([0-9.]+) s CPU$", output.read_text(),
+                                          re.MULTILINE):
+            found.setdefault(name, []).append((float(wall), float(cpu)))
+    return {name: (statistics.median(w for w, _ in values), statistics.median(c for _, c in values))
+            for name, values in found.items()}
 
 
 def store_seconds(output: Path) -> float | None:
@@ -807,8 +827,9 @@ def store_seconds(output: Path) -> float | None:
 def format_report(report: Report, markdown: bool = False) -> str:
     m = report.manifest
     lines = [
-        f"judged benchmark, size {report.size}: {m['queries']:,} queries x {m['depth']:,} docs; {m['run_rows']:,} run "
-        f"rows, {m['judgments']:,} judgments; {m['ties']:,} exact score ties; {m['judged_queries_missing_from_run']} "
+        f"judged benchmark, size {report.size}{' (shuffled run)' if m.get('shuffled') else ''}: {m['queries']:,} "
+        f"queries x {m['depth']:,} docs; {m['run_rows']:,} run rows, {m['judgments']:,} judgments; {m['ties']:,} exact "
+        f"score ties; {m['judged_queries_missing_from_run']} "
         f"judged queries missing from the run, {m['run_queries_without_judgments']} run queries without judgments, "
         f"{m['judged_queries_without_relevant']} judged queries without a relevant judgment; seed {m['seed']}; "
         f"{report.reps} reps (unless the reps column shows fewer), medians",
@@ -903,6 +924,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-rss-mib", type=float, help="Kill a repetition whose process tree's sampled RSS "
                                                           "passes this many MiB (counts as failed)")
     parser.add_argument("--markdown", action="store_true", help="Print the table as markdown")
+    parser.add_argument("--shuffled", action="store_true", help="The generator's shuffled variant: each run's rows "
+                                                                "in random order (data in <data-dir>/<size>-shuffled)")
     args = parser.parse_args(argv)
     tools = [t.strip() for t in args.tools.split(",") if t.strip()] if args.tools else None
     tool_reps = {}
@@ -911,9 +934,9 @@ def main(argv: list[str] | None = None) -> int:
             name, _, count = item.partition("=")
             tool_reps[name.strip()] = int(count)
     report = run_benchmark(args.size, args.data_dir, args.reps, tools, args.judged_run, args.stored_run, args.timeout,
-                           tool_reps, args.max_rss_mib)
+                           tool_reps, args.max_rss_mib, shuffled=args.shuffled)
     print(format_report(report, args.markdown))
-    results_file = Path(args.data_dir) / "work" / args.size / "results.json"
+    results_file = report.inputs.work / "results.json"
     results_file.write_text(json.dumps(report_json(report), indent=1, default=str))
     print(f"\n(raw results: {results_file})")
     broken = [r.tool for r in report.results if r.agreement and r.agreement.unexplained]

@@ -517,6 +517,8 @@ def ingest_run_command(
     system: Annotated[str | None, typer.Option(help="The system that produced the run.")] = None,
     configuration: Annotated[str | None, typer.Option(help="Its configuration.")] = None,
     tag: Annotated[str | None, typer.Option(help="The run tag.")] = None,
+    profile: Annotated[bool, typer.Option(help="Also print where the time went (read, checks, order, write, hash, "
+                                               "record): one `phase` line each.")] = False,
 ) -> None:
     """Validate a run and store it, content-addressed, with its metadata (sidecar `<run>.meta.toml` or options)."""
     _require_writable_warehouse(warehouse)
@@ -532,6 +534,10 @@ def ingest_run_command(
     except InputError as error:
         raise _fail(str(error), EXIT_INPUT) from None
     _print_store_report(report, "run")
+    if profile:
+        from judged.flows.phases import profile_lines
+
+        print("\n".join(profile_lines(report.phases)))
 
 
 def _print_store_report(report: StoreReport, what: str) -> None:

@@ -60,6 +60,9 @@ class LoadedTable:
     duplicate_free: bool = False  # proven at ingest: no (query, document) pair occurs twice
     stored_order: pl.LazyFrame | None = None  # a stored run's rows with `position` and `query_rows` (StoredTable)
     in_memory: bool = False  # rows held in memory (parsed text) or few by construction (a stored run's head)
+    # `query_id` -> `n_rows` of a run when the reading pass counted them (a scanned text run): `counts` and the store
+    # take them instead of reading the rows again
+    query_rows: pl.DataFrame | None = None
 
     @cached_property
     def frame(self) -> pl.DataFrame:
@@ -69,6 +72,9 @@ class LoadedTable:
     @cached_property
     def counts(self) -> dict[str, int]:
         """Rows, distinct queries and unresolved grades, streaming."""
+        if self.kind == "run" and self.query_rows is not None:
+            return {"n_rows": int(self.query_rows["n_rows"].sum()), "n_unresolved": 0,
+                    "n_queries": self.query_rows.height}
         unresolved = pl.col("relevance").null_count() if self.kind == "judgments" else pl.lit(0, pl.UInt32)
         # Two queries, distinct queries by `unique()`: the streaming engine holds every query id for `n_unique()`,
         # and as much for a scan that `collect_all` shares between queries; `unique()` alone stays small.
@@ -143,6 +149,7 @@ class ParsedTable:
 
     rows: pl.LazyFrame
     common_tag: str | None = None
+    query_rows: pl.DataFrame | None = None  # `query_id` -> `n_rows`, when the reading pass counted them
 
 
 def _first_line(path: Path, gzipped: bool) -> str:
@@ -257,14 +264,41 @@ def _read_fast(
         if kind == "run":
             # NaN and non-finite scores (inf, -inf, 1e999) are left to the exact parser, which names the line.
             checks += [(~pl.col("score").is_finite()).any().alias("nan"), *_tag_summary()]
-        found = rows.select(checks).collect(engine=engine).row(0, named=True)
+        query_rows = None
+        if streamed:
+            found, query_rows = _checked_by_query(rows, kind)
+        else:
+            found = rows.select(checks).collect(engine=engine).row(0, named=True)
     except (pl.exceptions.PolarsError, OSError, UnicodeDecodeError):
         return None
     if found["missing"] or found["comment"] or found.get("nan"):
         return None
     # Left lazy over the rows read (or the file, when streamed): line numbers are only made when a query uses them.
     common_tag = _tag_of(found["some_tag"], found["tags_differ"]) if kind == "run" else None
-    return ParsedTable(in_contract(rows, RUN if kind == "run" else JUDGMENTS), common_tag)
+    return ParsedTable(in_contract(rows, RUN if kind == "run" else JUDGMENTS), common_tag, query_rows)
+
+
+def _checked_by_query(rows: pl.LazyFrame, kind: TableKind) -> tuple[dict[str, Any], pl.DataFrame]:
+    """`_read_fast`'s checks of a scanned file, made in the same streaming pass that counts each query's rows:
+    (the checks, `query_id` -> `n_rows`). The store takes its counts and the query ids from these, instead of
+    parsing a large file twice more."""
+    tag = pl.col("run_tag")
+    per_query = rows.group_by("query_id").agg(
+        n_rows=pl.len(),
+        missing=pl.any_horizontal(pl.exclude("source_line").is_null().any()),
+        **({"nan": (~pl.col("score").is_finite()).any(), "tag_min": tag.min(), "tag_max": tag.max()}
+           if kind == "run" else {}),
+    ).collect(engine="streaming")
+    checks = [
+        (pl.col("missing").any() | pl.col("query_id").is_null().any()).alias("missing"),
+        pl.col("query_id").str.starts_with("#").any().alias("comment"),
+    ]
+    if kind == "run":
+        checks += [
+            pl.col("nan").any(), pl.col("tag_min").min().alias("some_tag"),
+            (pl.col("tag_min").min() != pl.col("tag_max").max()).alias("tags_differ"),
+        ]
+    return per_query.select(checks).row(0, named=True), per_query.select("query_id", "n_rows")
 
 
 def read_lines(path: Path, gzipped: bool) -> pl.LazyFrame:
@@ -365,6 +399,7 @@ def load_table(
         source_format=source_format,
         metadata=metadata,
         in_memory=source_format != "parquet" and not _streamed(path, source_format, limits),
+        query_rows=parsed.query_rows if kind == "run" else None,
     )
 
 

@@ -30,6 +30,7 @@ from judged.flows.engine import (
 from judged.flows.hashing import content_hashes
 from judged.flows.io import SIDECAR_SUFFIX, Metadata, load_table, open_stored
 from judged.flows.limits import DEFAULT_LIMITS, Limits
+from judged.flows.phases import Phases
 from judged.flows.report import interval_lines
 from judged.flows.ties import with_tie_warning
 from judged.flows.versions import implementation_commit, implementation_version, library_versions
@@ -57,11 +58,14 @@ def ingest_file(
     limits: Limits = DEFAULT_LIMITS,
 ) -> StoreReport:
     """Read, validate and store one file. Bad input raises InputError and writes nothing. The report's `seconds`
-    is the time this took (reading to the last file written), without any orchestration around it."""
+    is the time this took (reading to the last file written), without any orchestration around it, and its
+    `phases` where that time went."""
     started = time.perf_counter()
-    loaded = load_table(path, kind, metadata, limits=limits)  # type: ignore[arg-type]
-    report = warehouse.store_table(loaded, limits)
-    return replace(report, seconds=time.perf_counter() - started)
+    phases = Phases()
+    with phases.measure("read and check"):
+        loaded = load_table(path, kind, metadata, limits=limits)  # type: ignore[arg-type]
+    report = warehouse.store_table(loaded, limits, phases)
+    return replace(report, seconds=time.perf_counter() - started, phases=phases.as_tuples())
 
 
 def check_inputs_before_storing(

@@ -42,6 +42,7 @@ import pyarrow.parquet as pq
 
 from judged.flows.io import DUPLICATE_PAIRS_KEY, LoadedTable, StoredTable, stored_duplicate_pairs
 from judged.flows.limits import DEFAULT_LIMITS, Limits
+from judged.flows.phases import Phases
 from judged.flows.versions import implementation_version
 from judged.schemas.provenance import JudgmentSetMetadata, RunMetadata, canonical_json
 from judged.schemas.comparison import COMPARISON_PER_QUERY, COMPARISON_RECORDS, COMPARISONS
@@ -184,21 +185,25 @@ def sink_shards(
     in_memory: bool = False,
     batch_rows: int = DEFAULT_LIMITS.sink_batch_rows,
     root: Path | None = None,
+    phases: Phases | None = None,
+    queries: pl.DataFrame | None = None,
 ) -> None:
     """Write rows as one Parquet file per non-empty shard into a staging folder (see `staged`; `root` is the
     warehouse, by default the folder's grandparent), then rename it into place whole; an existing folder is left
     as it is (same content).
 
-    Large tables stream, in bounded memory: batches of `batch_rows` rows get their query's bucket and are appended, as row
-    groups, to the open file of their shard. For a `ranked` run those files are cheap intermediates, each then
-    read back alone and rewritten by `write_ranked`. A ranked run that fits in memory (`in_memory`) is split by
-    shard in memory and each shard written ranked at once. Shards are written one at a time."""
+    `queries` holds the table's query ids when they are already known (a frame with `query_id`), sparing a pass
+    over the rows. Large tables stream, in bounded memory: batches of `batch_rows` rows get their query's bucket
+    and are appended, as row groups, to the open file of their shard. For a `ranked` run those files are cheap
+    intermediates, each then read back alone and rewritten by `write_ranked`. A ranked run that fits in memory
+    (`in_memory`) is split by shard in memory and each shard written ranked at once. Shards are written one at a
+    time. `phases` gets where the time went."""
     if folder.exists():
         return
     folder.parent.mkdir(parents=True, exist_ok=True)
     with staged(root or folder.parent.parent, folder) as temporary:
         temporary.mkdir()
-        _sink_into(rows, temporary, shards, metadata, ranked, in_memory, batch_rows)
+        _sink_into(rows, temporary, shards, metadata, ranked, in_memory, batch_rows, phases or Phases(), queries)
         try:
             os.replace(temporary, folder)
         except OSError:
@@ -209,10 +214,13 @@ def sink_shards(
 
 def _sink_into(
     rows: pl.LazyFrame, temporary: Path, shards: int, metadata: dict[str, str], ranked: bool, in_memory: bool,
-    batch_rows: int,
+    batch_rows: int, phases: Phases, queries: pl.DataFrame | None,
 ) -> None:
     """`sink_shards`' writing, into the staging folder `temporary`."""
-    buckets = query_buckets(rows.select("query_id")).collect(engine="streaming")
+    with phases.measure("buckets"):
+        buckets = query_buckets((rows if queries is None else queries.lazy()).select("query_id")).collect(
+            engine="streaming"
+        )
 
     def shard_parts(frame: pl.DataFrame) -> dict[int, pl.DataFrame]:
         keyed = frame.join(buckets, on="query_id", how="left", maintain_order="left")
@@ -222,8 +230,10 @@ def _sink_into(
         return {int(shard): part for (shard,), part in by_shard.items()}
 
     if ranked and in_memory:
-        for shard, part in shard_parts(rows.collect(engine="in-memory")).items():
-            write_ranked(part, temporary / shard_file(shard, shards), metadata)
+        with phases.measure("split"):
+            parts = shard_parts(rows.collect(engine="in-memory"))
+        for shard, part in parts.items():
+            write_ranked(part, temporary / shard_file(shard, shards), metadata, phases)
     else:
         unsorted = "unsorted-" if ranked else ""
         # A file that is read back once and deleted is written cheaply: lz4, dictionaries only for the columns
@@ -232,43 +242,50 @@ def _sink_into(
         options = {"compression": "lz4", "use_dictionary": repeated} if unsorted else {}
         writers: dict[int, pq.ParquetWriter] = {}
         try:
-            for batch in rows.collect_batches(chunk_size=batch_rows, engine="streaming"):
-                for shard, part in shard_parts(batch).items():
-                    table = part.to_arrow()
-                    if shard not in writers:
-                        path = temporary / f"{unsorted}{shard_file(shard, shards)}"
-                        writers[shard] = pq.ParquetWriter(path, table.schema.with_metadata(metadata), **options)
-                    writers[shard].write_table(table)
+            with phases.measure("split (read, bucket, write intermediates)" if ranked else "split and write"):
+                for batch in rows.collect_batches(chunk_size=batch_rows, engine="streaming"):
+                    for shard, part in shard_parts(batch).items():
+                        table = part.to_arrow()
+                        if shard not in writers:
+                            path = temporary / f"{unsorted}{shard_file(shard, shards)}"
+                            writers[shard] = pq.ParquetWriter(path, table.schema.with_metadata(metadata), **options)
+                        writers[shard].write_table(table)
         finally:
             for writer in writers.values():
                 writer.close()
         for shard in sorted(writers) if ranked else []:
             intermediate = temporary / f"{unsorted}{shard_file(shard, shards)}"
-            write_ranked(pl.read_parquet(intermediate), temporary / shard_file(shard, shards), metadata)
+            with phases.measure("read back intermediates"):
+                part = pl.read_parquet(intermediate)
+            write_ranked(part, temporary / shard_file(shard, shards), metadata, phases)
             intermediate.unlink()
 
 
-def write_ranked(rows: pl.DataFrame, target: Path, metadata: dict[str, str]) -> None:
+def write_ranked(rows: pl.DataFrame, target: Path, metadata: dict[str, str], phases: Phases | None = None) -> None:
     """One shard of a run in stored order (`transforms.layout.in_stored_order`), with its own count of duplicate
     (query, document) pairs (a query lies in one shard, so the count is exact). Row groups are as long as the first
     band, so that band is exactly the first row group and a head read skips every other by its `position`
     statistics."""
+    phases = phases or Phases()
     # The rows are in memory: Polars' in-memory engine sorts them faster than its default streaming one.
-    suspected = may_have_duplicates(rows.lazy()).collect(engine="in-memory").item()
-    duplicates = duplicate_pairs(rows.lazy()).collect(engine="in-memory").height if suspected else 0
+    with phases.measure("duplicates"):
+        suspected = may_have_duplicates(rows.lazy()).collect(engine="in-memory").item()
+        duplicates = duplicate_pairs(rows.lazy()).collect(engine="in-memory").height if suspected else 0
     # A run written in rank order (nearly every run) is put in stored order without sorting it; any other run,
     # or one that may hold a pair twice, is sorted. Both give the same rows in the same order.
-    already_ranked = not suspected and is_ranked(rows.lazy()).collect(engine="in-memory").item()
-    ordering = in_stored_order_of_ranked if already_ranked else in_stored_order
-    stored = ordering(rows.lazy()).collect(engine="in-memory")
-    first_band = int((stored["band"] == 0).sum())
+    with phases.measure("order"):
+        already_ranked = not suspected and is_ranked(rows.lazy()).collect(engine="in-memory").item()
+        ordering = in_stored_order_of_ranked if already_ranked else in_stored_order
+        stored = ordering(rows.lazy()).collect(engine="in-memory")
+        first_band = int((stored["band"] == 0).sum())
     # zstd level 1: a faster store for files slightly larger than at Polars' default level (benchmarks/README.md).
-    stored.drop("band").write_parquet(
-        target,
-        compression_level=1,
-        row_group_size=max(first_band, 1),
-        metadata=metadata | {DUPLICATE_PAIRS_KEY: str(duplicates)},
-    )
+    with phases.measure("write"):
+        stored.drop("band").write_parquet(
+            target,
+            compression_level=1,
+            row_group_size=max(first_band, 1),
+            metadata=metadata | {DUPLICATE_PAIRS_KEY: str(duplicates)},
+        )
 
 
 def now_utc() -> datetime:
@@ -298,6 +315,7 @@ class StoreReport:
     created: bool
     n_rows: int
     seconds: float | None = None  # how long reading and storing took, when measured (flows.pipeline.ingest_file)
+    phases: tuple[tuple[str, float, float], ...] = ()  # where that time went (flows.phases), when measured
 
 
 class Warehouse:
@@ -354,16 +372,21 @@ class Warehouse:
 
     # -- judgment sets and runs -----------------------------------------------------------------------------------
 
-    def store_table(self, table: LoadedTable, limits: Limits = DEFAULT_LIMITS) -> StoreReport:
+    def store_table(
+        self, table: LoadedTable, limits: Limits = DEFAULT_LIMITS, phases: Phases | None = None
+    ) -> StoreReport:
         """Store a loaded judgment set or run, split into shards of about `limits.rows_per_shard` rows; nothing
-        is written when its id is already there."""
+        is written when its id is already there. `phases` gets where the time went."""
+        phases = phases or Phases()
         self.ensure()
-        table_id = table.table_id
+        with phases.measure("hash (waiting for it)"):
+            table_id = table.table_id
         if table.kind == "judgments":
             record_path, folder, id_column = self.judgment_set_record(table_id), "judgments", "judgment_set_id"
         else:
             record_path, folder, id_column = self.run_record(table_id), "run_rows", "run_id"
-        n_rows = table.counts["n_rows"]
+        with phases.measure("count"):
+            n_rows = table.counts["n_rows"]
         if record_path.exists():
             return StoreReport(table.kind, table_id, False, n_rows)
         shards = shard_count(n_rows, limits.rows_per_shard)
@@ -373,13 +396,14 @@ class Warehouse:
         stored = self.root / folder / table_id
         sink_shards(
             rows, stored, shards, metadata, ranked=table.kind == "run", in_memory=n_rows <= limits.in_memory_sink_rows,
-            batch_rows=limits.sink_batch_rows, root=self.root,
+            batch_rows=limits.sink_batch_rows, root=self.root, phases=phases, queries=table.query_rows,
         )
-        if table.kind == "run":
-            record = record.with_columns(
-                n_duplicate_pairs=pl.lit(stored_duplicate_pairs(sorted(stored.glob("part-*.parquet"))), pl.Int64)
-            )
-        write_parquet_atomically(record, record_path, metadata, self.root)  # last: makes the rows visible
+        with phases.measure("record"):
+            if table.kind == "run":
+                record = record.with_columns(
+                    n_duplicate_pairs=pl.lit(stored_duplicate_pairs(sorted(stored.glob("part-*.parquet"))), pl.Int64)
+                )
+            write_parquet_atomically(record, record_path, metadata, self.root)  # last: makes the rows visible
         return StoreReport(table.kind, table_id, True, n_rows)
 
     def _table_record(self, table: LoadedTable, shards: int) -> pl.DataFrame:

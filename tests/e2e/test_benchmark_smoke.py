@@ -60,6 +60,19 @@ def test_generator_is_deterministic_and_has_the_promised_shape(tmp_path: Path) -
     assert not_retrieved.height > 0
 
 
+def test_shuffled_variant_holds_the_same_rows_in_another_order(tmp_path: Path) -> None:
+    ordered = generate("tiny", tmp_path / "a", quiet=True)
+    shuffled = generate("tiny", tmp_path / "b", quiet=True, shuffled=True)
+    assert shuffled["shuffled"] and "shuffled" not in ordered
+    assert (tmp_path / "a" / "qrels.txt").read_bytes() == (tmp_path / "b" / "qrels.txt").read_bytes()
+    rows, mixed = _run_rows(tmp_path / "a"), _run_rows(tmp_path / "b")
+    assert not rows.equals(mixed) and rows.equals(mixed.sort(pl.col("query_id").cast(pl.Int64), "rank"))
+    # An ordered folder never matches the shuffled variant's manifest (and the reverse): it would be regenerated.
+    stamp = (tmp_path / "a" / "run.txt").stat().st_mtime_ns
+    generate("tiny", tmp_path / "a", quiet=True)
+    assert (tmp_path / "a" / "run.txt").stat().st_mtime_ns == stamp
+
+
 def test_harness_runs_and_agrees(tmp_path: Path) -> None:
     report = run_benchmark("tiny", tmp_path, reps=1, tools=REQUIRED_TOOLS, log=lambda message: None)
     for result in report.results:
@@ -86,6 +99,7 @@ def test_ingest_is_timed_without_comparing_values(tmp_path: Path) -> None:
     assert result.agreement is None  # it prints no NDCG values
     text = format_report(report)
     assert "ingest, the reading and storing itself" in text and "M rows/s" in text
+    assert "where the store's time went" in text and "order " in text and "write " in text
 
 
 @pytest.mark.parametrize("tool, module", [("ir_measures", "ir_measures"), ("ranx-text", "ranx")])

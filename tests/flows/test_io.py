@@ -164,6 +164,16 @@ def test_text_scanned_in_a_streaming_pass_equals_text_read_in_memory(
     assert not scanned.in_memory and in_memory.in_memory
     assert scanned.metadata.tag == in_memory.metadata.tag == tag
     assert scanned.frame.equals(in_memory.frame)
+    assert scanned.counts == in_memory.counts
+
+
+def test_the_scan_of_a_plain_run_counts_its_queries_in_its_checking_pass(tmp_path: Path) -> None:
+    """The counts (and the store's query ids) of a scanned run come from the pass that checked it."""
+    path = write(tmp_path / "run.txt", "q2 Q0 d1 1 3.0 a\nq1 Q0 d2 1 2.0 a\nq2 Q0 d3 2 1.0 a\n")
+    scanned = load_table(path, "run", limits=Limits(in_memory_text_bytes=1))
+    assert scanned.query_rows is not None
+    assert dict(scanned.query_rows.iter_rows()) == {"q1": 1, "q2": 2}
+    assert scanned.counts == {"n_rows": 3, "n_unresolved": 0, "n_queries": 2}
 
 
 def test_crlf_text_is_read_like_lf(tmp_path: Path) -> None:
