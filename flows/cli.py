@@ -12,6 +12,7 @@ import math
 import os
 import sys
 from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -304,11 +305,12 @@ def evaluate(
                 evaluate_under = partial(evaluate_tables, table, judgments)
                 results.append(with_tie_warning(evaluate_under(spec), evaluate_under, tie_share))
         else:
-            from judged.flows.pipeline import evaluate_flow, load_result, task_runner
-            from judged.flows.warehouse import Warehouse
+            with orchestrated(f"evaluating {counted(len(runs), 'run')} into {warehouse}"):
+                from judged.flows.pipeline import evaluate_flow, load_result, task_runner
+                from judged.flows.warehouse import Warehouse
 
-            flow = evaluate_flow.with_options(task_runner=task_runner(dask))
-            reports = flow(str(qrels), [str(run) for run in runs], spec.canonical_json(), str(warehouse))
+                flow = evaluate_flow.with_options(task_runner=task_runner(dask))
+                reports = flow(str(qrels), [str(run) for run in runs], spec.canonical_json(), str(warehouse))
             results = [load_result(Warehouse(warehouse), report.evaluation_id) for report in reports]
             for report in reports:
                 state = "stored" if report.created else "already stored, reused"
@@ -333,6 +335,15 @@ def _tracked(items: list[Path], description: str) -> Iterator[Path]:
 
     with Progress(console=Console(stderr=True), transient=True) as progress:
         yield from progress.track(items, description=description)
+
+
+def orchestrated(doing: str) -> AbstractContextManager[None]:
+    """Around a command's flow calls: the Prefect API chosen (flows/server.py: a configured one, judged's local
+    server, or Prefect's temporary one), and `doing` with the flow's steps shown while it runs."""
+    from judged.flows.progress import Feedback
+    from judged.flows.server import orchestration
+
+    return orchestration(Feedback(), doing)
 
 
 def _quiet_prefect(serving: bool = False) -> None:
@@ -434,7 +445,8 @@ def ingest_judgments_command(
         if grade:
             overrides["grade_scale"] = _parse_grades(grade)
         metadata = JudgmentSetMetadata.model_validate({**base.model_dump(), **overrides})
-        report = ingest_judgments(str(qrels), str(warehouse), metadata)
+        with orchestrated(f"ingesting {qrels}"):
+            report = ingest_judgments(str(qrels), str(warehouse), metadata)
     except SpecError as error:
         raise _fail(str(error), EXIT_USAGE) from None
     except InputError as error:
@@ -530,7 +542,8 @@ def ingest_run_command(
         base = read_sidecar(run, "run") if run.is_file() else RunMetadata()
         overrides = _metadata_overrides(system=system, configuration=configuration, tag=tag)
         metadata = RunMetadata.model_validate({**base.model_dump(), **overrides})
-        report = ingest_run(str(run), str(warehouse), metadata)
+        with orchestrated(f"ingesting {run}"):
+            report = ingest_run(str(run), str(warehouse), metadata)
     except InputError as error:
         raise _fail(str(error), EXIT_INPUT) from None
     _print_store_report(report, "run")
@@ -591,7 +604,8 @@ def nightly(
             query_weights=query_weights,
         )
         _announce_inbox(inbox)
-        report = nightly_flow(str(inbox), judgments, [s.canonical_json() for s in specs], str(warehouse))
+        with orchestrated(f"nightly job over {inbox}"):
+            report = nightly_flow(str(inbox), judgments, [s.canonical_json() for s in specs], str(warehouse))
     except SpecError as error:
         raise _fail(str(error), EXIT_USAGE) from None
     except InputError as error:
@@ -787,14 +801,73 @@ def demo(
         shutil.copy(path, inbox / path.name)
     spec = build_spec("trec_eval", cutoffs=(10, 100, 1000))
     try:
-        report = nightly_flow(str(inbox), str(sample / "qrels.dl20-passage.txt"), [spec.canonical_json()],
-                              str(warehouse))
+        with orchestrated(f"nightly job over {inbox}"):
+            report = nightly_flow(str(inbox), str(sample / "qrels.dl20-passage.txt"), [spec.canonical_json()],
+                                  str(warehouse))
     except InputError as error:
         raise _fail(str(error), EXIT_INPUT) from None
     _print_nightly(report, warehouse)
     print("\nNext, ask the warehouse with SQL, e.g. mean NDCG@10 per run:")
     print(f"  .venv/bin/judged sql --warehouse {warehouse} \"SELECT e.run_name, s.value FROM summary s "
           "JOIN evaluations e USING (evaluation_id) WHERE s.cutoff = 10 ORDER BY s.value DESC\"")
+
+
+server_app = typer.Typer(
+    help="The local Prefect server that warehouse commands share (started by the first one that needs it).",
+    no_args_is_help=True,
+)
+app.add_typer(server_app, name="server")
+# `judged server status` when no local server runs (as an init script's `status`: not an error, but not running).
+EXIT_NOT_RUNNING = 3
+
+
+@server_app.command("start")
+def server_start() -> None:
+    """Start the local Prefect server now (warehouse commands start it when they first need it)."""
+    from judged.flows.progress import Feedback
+    from judged.flows.server import ServerError, ensure_server, running_server
+
+    try:
+        state = running_server() or ensure_server(Feedback())
+    except ServerError as error:
+        raise _fail(str(error), EXIT_INPUT) from None
+    print(f"running: {state.url} (pid {state.pid}, since {state.started_at}); log: {state.log}")
+
+
+@server_app.command("status")
+def server_status() -> None:
+    """Whether the local Prefect server runs, where, and which API warehouse commands use (exit 3: not running)."""
+    from judged.flows.server import (
+        MODE_VARIABLE, LOG_FILE, ServerError, chosen_mode, prefect_home, running_server, server_folder,
+    )
+
+    try:
+        mode = chosen_mode()
+    except ServerError as error:
+        raise _fail(str(error), EXIT_INPUT) from None
+    configured = os.environ.get("PREFECT_API_URL")
+    if configured:
+        print(f"PREFECT_API_URL is set: warehouse commands report to {configured}, not to judged's local server")
+    elif mode == "temporary":
+        print(f"{MODE_VARIABLE}=temporary: warehouse commands use Prefect's temporary server, one per process")
+    state = running_server()
+    if state is None:
+        print(f"local Prefect server: not running (PREFECT_HOME {prefect_home()}; log "
+              f"{server_folder() / LOG_FILE})")
+        raise typer.Exit(EXIT_NOT_RUNNING)
+    print(f"local Prefect server: running on {state.url} (pid {state.pid}, since {state.started_at}); "
+          f"log {state.log}; database under {state.prefect_home}")
+
+
+@server_app.command("stop")
+def server_stop() -> None:
+    """Stop the local Prefect server (the next warehouse command starts a new one)."""
+    from judged.flows.progress import Feedback
+    from judged.flows.server import stop_server
+
+    state = stop_server(Feedback())
+    print("local Prefect server: not running, nothing to stop" if state is None
+          else f"stopped the local Prefect server (pid {state.pid}, {state.url})")
 
 
 def sample_data(name: str) -> Path:

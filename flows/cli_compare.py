@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from judged.flows.cli import EXIT_INPUT, EXIT_USAGE, _SPEC_PANEL, _fail, app, spec_from_options
+from judged.flows.cli import EXIT_INPUT, EXIT_USAGE, _SPEC_PANEL, _fail, app, orchestrated, spec_from_options
+from judged.flows.wording import counted
 from judged.schemas.spec import PRESETS, EvaluationSpec, SpecError
 from judged.transforms.errors import InputError
 
@@ -122,15 +123,17 @@ def gathered(
             if len(inputs) < 1 + minimum_runs:
                 raise _fail(f"{inputs[-1]!r} is no evaluation or comparison id in {warehouse}; to evaluate files "
                             f"give QRELS and {runs_wanted}", EXIT_INPUT)
-            reports = evaluate_flow(inputs[0], inputs[1:], (spec or EvaluationSpec()).canonical_json(),
-                                    str(warehouse))
+            with orchestrated(f"evaluating {counted(len(inputs) - 1, 'run')} into {warehouse}"):
+                reports = evaluate_flow(inputs[0], inputs[1:], (spec or EvaluationSpec()).canonical_json(),
+                                        str(warehouse))
             evaluation_ids = [report.evaluation_id for report in reports]
         if len(evaluation_ids) < 2:
             if len(evaluation_ids) < minimum_runs:
                 raise _fail("a comparison needs at least two evaluations", EXIT_USAGE)
             return [from_warehouse(store, evaluation_ids[0])], None
-        identifier = compare_flow(evaluation_ids, settings.canonical_json(), str(warehouse), baseline, rebase,
-                                  spec.canonical_json() if spec else None)
+        with orchestrated(f"comparing {len(evaluation_ids)} evaluations in {warehouse}"):
+            identifier = compare_flow(evaluation_ids, settings.canonical_json(), str(warehouse), baseline, rebase,
+                                      spec.canonical_json() if spec else None)
         print(f"comparison {identifier} (stored in {warehouse})", file=sys.stderr)
         comparison = load_comparison(store, identifier)
         return list(comparison.evaluations), comparison

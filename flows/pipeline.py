@@ -12,6 +12,7 @@ import shutil
 import time
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime
 from functools import partial
@@ -23,6 +24,7 @@ from prefect import flow, get_run_logger, task
 from prefect.task_runners import ThreadPoolTaskRunner
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.runtime import flow_run
+from prefect.settings import PREFECT_API_URL, get_current_settings, temporary_settings
 
 from judged.flows.engine import (
     EvaluationResult, Part, Plan, assemble, check_before_storing, evaluate, evaluate_part, plan,
@@ -48,6 +50,21 @@ PROCESSED = "processed"
 REJECTED = "rejected"
 # Files a nightly process is handling: <inbox>/.claimed/<claim id>/<file>, held by a lock on <claim id>.lock.
 CLAIMED = ".claimed"
+
+
+# -- which Prefect API the flows report to (flows/server.py chooses) ---------------------------------------------
+
+
+def configured_api_url() -> str | None:
+    """The Prefect API URL the user configured (environment, profile or prefect.toml), or None."""
+    return get_current_settings().api.url
+
+
+@contextmanager
+def using_api(api_url: str) -> Iterator[None]:
+    """Flows called in this block report to the Prefect API at `api_url`."""
+    with temporary_settings(updates={PREFECT_API_URL: api_url}):
+        yield
 
 
 # -- plain functions: what the tasks do ---------------------------------------------------------------------------

@@ -16,6 +16,10 @@ os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
 os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
 os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "CRITICAL")
+# Commands run by tests (in process or as subprocesses, which inherit this) use Prefect's temporary server, which
+# ends with its process, rather than judged's background server, which would outlive the test session. The tests of
+# that server (tests/e2e/test_local_server.py) ask for it explicitly and stop it.
+os.environ.setdefault("JUDGED_PREFECT_SERVER", "temporary")
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("JUDGED_SHARED", REPO.parent / "shared"))
@@ -35,6 +39,16 @@ def repo() -> Path:
 
 
 SAMPLE = REPO / "data" / "trec-dl-2020-sample"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_local_server_left() -> Iterator[None]:
+    """Whatever a test did, no judged local Prefect server of this session's PREFECT_HOME outlives the session."""
+    yield
+    from judged.flows.progress import Feedback
+    from judged.flows.server import stop_server
+
+    stop_server(Feedback())
 
 
 @pytest.fixture(scope="session")

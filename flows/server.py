@@ -1,0 +1,300 @@
+"""The local Prefect server that judged's warehouse commands share: the first command that runs a flow starts it in
+the background, later commands reuse it, `judged server stop` stops it.
+
+Belongs here: which Prefect API a command reports to (a configured PREFECT_API_URL, judged's local server, or
+Prefect's temporary per-process server), and finding, starting, checking and stopping the local server. The server
+is a separate process (`python -m prefect server start`, bound to 127.0.0.1) reached over HTTP; its state file, log
+and lock live in `<PREFECT_HOME>/judged-server/`, its SQLite database is Prefect's own (`<PREFECT_HOME>/prefect.db`).
+Prefect itself is only imported through `judged.flows.pipeline`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import BinaryIO
+
+from judged.flows.progress import Feedback
+from judged.transforms.errors import InputError
+
+# "local" (default): the shared local server; "temporary": Prefect's own temporary server, one per process.
+MODE_VARIABLE = "JUDGED_PREFECT_SERVER"
+MODES = ("local", "temporary")
+FOLDER = "judged-server"
+STATE_FILE = "server.json"
+LOG_FILE = "server.log"
+LOCK_FILE = "start.lock"
+HOST = "127.0.0.1"
+# A first start runs the database migrations: 10-20 s on a quiet machine, longer on a busy one.
+STARTUP_TIMEOUT_SECONDS = 180.0
+# A server whose process lives but whose API does not answer within this is replaced.
+UNRESPONSIVE_SECONDS = 15.0
+STOP_TIMEOUT_SECONDS = 20.0
+HEALTH_TIMEOUT_SECONDS = 2.0
+
+
+class ServerError(InputError):
+    """The local Prefect server could not be started or reached: one line naming it and its log."""
+
+    def __init__(self, problem: str) -> None:
+        super().__init__("the local Prefect server", problem)
+
+
+@dataclass(frozen=True)
+class ServerState:
+    """What `server.json` records about the running local server."""
+
+    pid: int
+    port: int
+    url: str  # the API's URL, e.g. http://127.0.0.1:4237/api
+    started_at: str
+    log: str
+    prefect_home: str
+
+
+def prefect_home() -> Path:
+    """Prefect's home folder: PREFECT_HOME, else Prefect's default ~/.prefect."""
+    return Path(os.environ.get("PREFECT_HOME") or "~/.prefect").expanduser()
+
+
+def server_folder(home: Path | None = None) -> Path:
+    return (home or prefect_home()) / FOLDER
+
+
+def chosen_mode() -> str:
+    """The JUDGED_PREFECT_SERVER setting; an unknown value is an error, never a silent default."""
+    mode = os.environ.get(MODE_VARIABLE, "local").strip().lower() or "local"
+    if mode not in MODES:
+        raise ServerError(f"{MODE_VARIABLE}={os.environ[MODE_VARIABLE]!r} must be one of {', '.join(MODES)}")
+    return mode
+
+
+def healthy(api_url: str, timeout: float = HEALTH_TIMEOUT_SECONDS) -> bool:
+    """Whether the Prefect API at `api_url` answers its health check (GET <api>/health -> true)."""
+    try:
+        with urllib.request.urlopen(f"{api_url.rstrip('/')}/health", timeout=timeout) as response:
+            return response.status == 200 and json.loads(response.read() or b"null") is True
+    except (OSError, ValueError, urllib.error.URLError):
+        return False
+
+
+def read_state(home: Path | None = None) -> ServerState | None:
+    path = server_folder(home) / STATE_FILE
+    try:
+        return ServerState(**json.loads(path.read_text()))
+    except (OSError, ValueError, TypeError):
+        return None  # absent, or written by something else: no server of ours is known
+
+
+def process_alive(pid: int) -> bool:
+    """Whether `pid` is a live Prefect server process (not a process that reused the id after ours died)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return False  # another user's process: not ours
+    cmdline = Path(f"/proc/{pid}/cmdline")
+    if cmdline.parent.is_dir():
+        try:
+            words = cmdline.read_bytes().split(b"\0")
+        except OSError:
+            return False
+        return b"prefect" in b" ".join(words) and b"server" in words
+    return True  # no /proc to tell: the id is alive
+
+
+def running_server(home: Path | None = None) -> ServerState | None:
+    """The local server recorded in the state file, when its process lives and its API answers."""
+    state = read_state(home)
+    if state is None or not process_alive(state.pid) or not healthy(state.url):
+        return None
+    return state
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind((HOST, 0))
+        return int(probe.getsockname()[1])
+
+
+def _write_state(folder: Path, state: ServerState) -> None:
+    staged = folder / f".{STATE_FILE}.{os.getpid()}"
+    staged.write_text(json.dumps(asdict(state), indent=1) + "\n")
+    os.replace(staged, folder / STATE_FILE)  # readers see the old file or the new one, never a part
+
+
+@contextmanager
+def _start_lock(folder: Path, feedback: Feedback) -> Iterator[BinaryIO]:
+    """The start lock, waited for: two commands starting at once end up with one server (the second one waits and
+    then finds the first one's server)."""
+    from judged.flows.warehouse import hold_lock
+
+    lock = hold_lock(folder / LOCK_FILE)
+    if lock is None:
+        with feedback.waiting("waiting for the Prefect server another judged command is starting..."):
+            while (lock := hold_lock(folder / LOCK_FILE)) is None:
+                time.sleep(0.2)
+    try:
+        yield lock
+    finally:
+        lock.close()
+
+
+def ensure_server(feedback: Feedback, home: Path | None = None) -> ServerState:
+    """The running local server, started now (in the background, detached from this process) if there is none,
+    and a dead or unresponsive one replaced. Raises ServerError when it does not come up."""
+    state = running_server(home)
+    if state is not None:
+        return state
+    folder = server_folder(home)
+    folder.mkdir(parents=True, exist_ok=True)
+    with _start_lock(folder, feedback):
+        recorded = read_state(home)
+        if recorded is not None and process_alive(recorded.pid):
+            if _wait_healthy(recorded, UNRESPONSIVE_SECONDS):
+                return recorded  # started meanwhile by another command, or only slow to answer
+            feedback.say(f"judged: the local Prefect server (pid {recorded.pid}) does not answer; replacing it")
+            _terminate(recorded.pid)
+        elif recorded is not None:
+            feedback.say(f"judged: the local Prefect server (pid {recorded.pid}) is gone; starting a new one")
+        (folder / STATE_FILE).unlink(missing_ok=True)
+        return _start(folder, feedback)
+
+
+def _start(folder: Path, feedback: Feedback) -> ServerState:
+    home = folder.parent
+    port = _free_port()
+    url = f"http://{HOST}:{port}/api"
+    log = folder / LOG_FILE
+    environment = os.environ | {
+        "PREFECT_HOME": str(home),
+        "PREFECT_API_URL": url,
+        "PREFECT_SERVER_ANALYTICS_ENABLED": os.environ.get("PREFECT_SERVER_ANALYTICS_ENABLED", "false"),
+    }
+    first_use = not (home / "prefect.db").exists()
+    with log.open("ab") as output:
+        output.write(f"--- judged starts the Prefect server on {url} ({now_text()})\n".encode())
+        output.flush()
+        # Its own session: Ctrl+C in the command that started it does not reach it, and `stop` ends its group.
+        process = subprocess.Popen(
+            [sys.executable, "-m", "prefect", "server", "start", "--host", HOST, "--port", str(port)],
+            stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT, env=environment,
+            start_new_session=True, close_fds=True,
+        )
+    state = ServerState(process.pid, port, url, now_text(), str(log), str(home))
+    _write_state(folder, state)
+    expected = "first use: its database is created, ~15-30 s" if first_use else "~5-10 s"
+    with feedback.waiting(f"starting a local Prefect server ({expected})..."):
+        deadline = time.monotonic() + STARTUP_TIMEOUT_SECONDS
+        while not healthy(url):
+            if process.poll() is not None:
+                (folder / STATE_FILE).unlink(missing_ok=True)
+                raise ServerError(f"exited with code {process.returncode} while starting; its log: {log}")
+            if time.monotonic() > deadline:
+                _terminate(process.pid)
+                (folder / STATE_FILE).unlink(missing_ok=True)
+                raise ServerError(f"did not answer on {url} within {STARTUP_TIMEOUT_SECONDS:.0f} s; its log: {log}")
+            time.sleep(0.25)
+    feedback.say(f"judged: started a local Prefect server on {url} (pid {process.pid}); later commands reuse it. "
+                 f"Log: {log}; stop it with `judged server stop`")
+    return state
+
+
+def _wait_healthy(state: ServerState, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if healthy(state.url):
+            return True
+        if not process_alive(state.pid):
+            return False
+        time.sleep(0.25)
+    return healthy(state.url)
+
+
+def _terminate(pid: int) -> None:
+    """End the server's process group (the server and any process it started): SIGTERM, then SIGKILL."""
+    for sent in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(pid, sent)
+        except ProcessLookupError:
+            return
+        except PermissionError:
+            return  # not ours to stop
+        deadline = time.monotonic() + STOP_TIMEOUT_SECONDS
+        while time.monotonic() < deadline:
+            if not _exists(pid):
+                return
+            time.sleep(0.1)
+
+
+def _exists(pid: int) -> bool:
+    """Whether the process still exists (a zombie of ours is reaped and counts as gone)."""
+    try:
+        finished, _ = os.waitpid(pid, os.WNOHANG)
+        if finished == pid:
+            return False
+    except ChildProcessError:
+        pass  # not our child: started by an earlier command
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    status = Path(f"/proc/{pid}/status")
+    try:
+        return "\nState:\tZ" not in status.read_text()
+    except OSError:
+        return True
+
+
+def stop_server(feedback: Feedback, home: Path | None = None) -> ServerState | None:
+    """Stop the local server if one runs (after any command starting it has finished); the state it had, or None
+    when none was running. The state file goes either way."""
+    folder = server_folder(home)
+    if not folder.is_dir():
+        return None
+    with _start_lock(folder, feedback):
+        state = read_state(home)
+        was_running = state is not None and process_alive(state.pid)
+        if state is not None and was_running:
+            with feedback.waiting(f"stopping the local Prefect server (pid {state.pid})..."):
+                _terminate(state.pid)
+        (folder / STATE_FILE).unlink(missing_ok=True)
+    return state if was_running else None
+
+
+def now_text() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+@contextmanager
+def orchestration(feedback: Feedback, doing: str) -> Iterator[None]:
+    """Around a command's flow calls: Prefect loaded, the API it reports to chosen, and what the flow does shown
+    while it runs. A configured PREFECT_API_URL (environment, profile or prefect.toml) always wins; otherwise the
+    local server (started if needed) or, with JUDGED_PREFECT_SERVER=temporary, Prefect's temporary server."""
+    mode = chosen_mode()
+    with feedback.waiting("loading Prefect..."):
+        from judged.flows import pipeline
+    if pipeline.configured_api_url() is not None:
+        with feedback.following_flow_logs(doing):
+            yield
+        return
+    if mode == "temporary":
+        with feedback.following_flow_logs(f"{doing} (on Prefect's temporary server, ~10-20 s to start)"):
+            yield
+        return
+    state = ensure_server(feedback)
+    with pipeline.using_api(state.url), feedback.following_flow_logs(doing):
+        yield

@@ -1,0 +1,134 @@
+"""judged's local Prefect server, as a new user meets it: with a fresh PREFECT_HOME and no PREFECT_API_URL, the first
+warehouse command starts the server in the background and says so, the second reuses it (same pid and URL, no new
+start), the results are those of Prefect's temporary server route, `judged server status` and `stop` work, and two
+commands starting it at once end up with one server. Every test stops the server it started, even when it fails."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from judged.flows.server import process_alive, read_state
+from tests.conftest import REPO, SAMPLE
+
+BIN = Path(sys.executable).parent
+QRELS = SAMPLE / "qrels.dl20-passage.txt"
+RUN = SAMPLE / "runs" / "input.p_bm25.gz"
+
+
+@pytest.fixture
+def new_user(tmp_path: Path) -> Iterator[tuple[Path, dict[str, str]]]:
+    """A fresh Prefect home and the environment of a user who configured nothing; stops what was started."""
+    home = tmp_path / "prefect-home"
+    environment = {name: value for name, value in os.environ.items()
+                   if name not in ("PREFECT_API_URL", "JUDGED_PREFECT_SERVER")}
+    environment |= {"PREFECT_HOME": str(home), "COLUMNS": "200"}
+    try:
+        yield home, environment
+    finally:
+        subprocess.run([str(BIN / "judged"), "server", "stop"], env=environment, capture_output=True, timeout=120)
+        state = read_state(home)
+        if state is not None:  # stop failed: end the process group it recorded, by its id
+            try:
+                os.killpg(state.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def judged(*args: str | Path, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(BIN / "judged"), *map(str, args)], env=env, cwd=cwd, capture_output=True, text=True,
+                          timeout=600)
+
+
+def evaluate(warehouse: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    done = judged("evaluate", QRELS, RUN, "--preset", "trec_eval", "--cutoffs", "10,100", "--format", "json",
+                  "--warehouse", warehouse, env=env, cwd=warehouse.parent)
+    assert done.returncode == 0, done.stderr
+    return done
+
+
+def test_two_commands_share_one_server_with_the_temporary_servers_results(
+    new_user: tuple[Path, dict[str, str]], tmp_path: Path
+) -> None:
+    home, env = new_user
+    assert judged("server", "status", env=env, cwd=tmp_path).returncode == 3  # nothing runs yet
+
+    first = evaluate(tmp_path / "first", env)
+    assert "started a local Prefect server on http://127.0.0.1:" in first.stderr
+    assert "judged server stop" in first.stderr
+    started = read_state(home)
+    assert started is not None and started.url.startswith("http://127.0.0.1:")
+    assert Path(started.log).is_file() and Path(started.log).parent == home / "judged-server"
+
+    second = evaluate(tmp_path / "second", env)
+    assert "started" not in second.stderr  # it reused the first one's server
+    assert read_state(home) == started
+    status = judged("server", "status", env=env, cwd=tmp_path)
+    assert status.returncode == 0 and f"pid {started.pid}" in status.stdout and started.url in status.stdout
+
+    temporary = evaluate(tmp_path / "temporary", env | {"JUDGED_PREFECT_SERVER": "temporary"})
+    assert "started" not in temporary.stderr and read_state(home) == started
+    assert json.loads(first.stdout) == json.loads(second.stdout) == json.loads(temporary.stdout)
+    for table in ("summary", "per_query"):
+        stored = [sorted(p.relative_to(tmp_path / name / table).as_posix()
+                         for p in (tmp_path / name / table).rglob("*.parquet"))
+                  for name in ("first", "second", "temporary")]
+        assert stored[0] and stored[0] == stored[1] == stored[2]
+
+    stopped = judged("server", "stop", env=env, cwd=tmp_path)
+    assert stopped.returncode == 0 and f"stopped the local Prefect server (pid {started.pid}" in stopped.stdout
+    assert read_state(home) is None
+    assert not process_alive(started.pid)  # gone (at most a zombie, if nothing reaps the detached process)
+    assert judged("server", "status", env=env, cwd=tmp_path).returncode == 3
+
+
+def test_two_commands_starting_at_once_end_with_one_server_and_a_dead_one_is_replaced(
+    new_user: tuple[Path, dict[str, str]], tmp_path: Path
+) -> None:
+    home, env = new_user
+    starting = [subprocess.Popen([str(BIN / "judged"), "server", "start"], env=env, cwd=tmp_path, text=True,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(2)]
+    outputs = [process.communicate(timeout=600) for process in starting]
+    assert [process.returncode for process in starting] == [0, 0], outputs
+    first = read_state(home)
+    assert first is not None
+    assert [stdout.split(" (pid")[0] for stdout, _ in outputs] == [f"running: {first.url}"] * 2
+    assert sum("started a local Prefect server" in stderr for _, stderr in outputs) == 1
+    servers = subprocess.run(["pgrep", "-f", f"prefect server start --host 127.0.0.1 --port {first.port}"],
+                             capture_output=True, text=True)
+    assert servers.stdout.split() == [str(first.pid)]
+
+    os.killpg(first.pid, signal.SIGKILL)  # the server dies; its state file stays behind
+    restarted = judged("server", "start", env=env, cwd=tmp_path)
+    assert restarted.returncode == 0, restarted.stderr
+    assert f"(pid {first.pid}) is gone; starting a new one" in restarted.stderr
+    second = read_state(home)
+    assert second is not None and second.pid != first.pid and f"pid {second.pid}" in restarted.stdout
+
+
+def test_a_configured_api_url_wins(tmp_path: Path) -> None:
+    """PREFECT_API_URL set by the user: the command reports there and starts nothing (here it points at nothing,
+    so the command fails: what matters is that no local server was started instead)."""
+    home = tmp_path / "prefect-home"
+    env = {name: value for name, value in os.environ.items() if name != "JUDGED_PREFECT_SERVER"}
+    env |= {"PREFECT_HOME": str(home), "PREFECT_API_URL": "http://127.0.0.1:9/api"}
+    done = judged("ingest-run", RUN, "--warehouse", tmp_path / "w", env=env, cwd=tmp_path)
+    assert done.returncode != 0
+    assert "started a local Prefect server" not in done.stderr
+    assert read_state(home) is None and not (home / "judged-server").exists()
+
+
+def test_an_unknown_mode_is_refused(tmp_path: Path) -> None:
+    env = os.environ | {"JUDGED_PREFECT_SERVER": "shared", "PREFECT_HOME": str(tmp_path / "home")}
+    env.pop("PREFECT_API_URL", None)
+    done = judged("ingest-run", RUN, "--warehouse", tmp_path / "w", env=env, cwd=REPO)
+    assert done.returncode == 1
+    assert done.stderr.strip() == ("judged: error: the local Prefect server: JUDGED_PREFECT_SERVER='shared' must be "
+                                   "one of local, temporary")
