@@ -133,6 +133,23 @@ def _flow_env(inputs: Inputs) -> dict[str, str]:
     return {"PREFECT_HOME": str(inputs.prefect_home), "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
 
 
+# The one-query seed: a warehouse command on it does almost no work, so its wall time is the command's fixed cost.
+SEED = REPO / "data" / "seed"
+
+
+def _seed_args(*extra: str) -> list[str]:
+    return [*_judged(), "evaluate", str(SEED / "qrels.txt"), str(SEED / "run.txt"), *extra, "--preset", "trec_eval",
+            "--cutoffs", str(CUTOFF), "--format", "trec"]
+
+
+def stop_local_server(inputs: Inputs, log: Callable[[str], None]) -> None:
+    """Stop the local Prefect server the flow tools' first repetition started under the harness's PREFECT_HOME
+    (`judged server stop`), so that the harness leaves nothing running."""
+    done = subprocess.run([*_judged(), "server", "stop"], env={**os.environ, **_flow_env(inputs)},
+                          capture_output=True, text=True)
+    log(f"judged server stop: {(done.stdout or done.stderr).strip()}")
+
+
 TOOLS: dict[str, Tool] = {
     tool.name: tool
     for tool in (
@@ -156,7 +173,7 @@ TOOLS: dict[str, Tool] = {
         ),
         Tool(
             "judged-ingest",
-            "judged ingest-run (Prefect flow on its temporary server) of the text run into a fresh warehouse",
+            "judged ingest-run (Prefect flow on judged's local Prefect server) of the text run into a fresh warehouse",
             lambda i, scratch: _ingest_args(i, scratch / "warehouse"),
             _always,
             _flow_env,
@@ -164,10 +181,27 @@ TOOLS: dict[str, Tool] = {
         ),
         Tool(
             "judged-flow",
-            "judged evaluate --warehouse (Prefect flow on its temporary server, fresh warehouse per repetition)",
+            "judged evaluate --warehouse (Prefect flow on judged's local Prefect server, started by the first "
+            "repetition and reused by the later ones; fresh warehouse per repetition)",
             lambda i, scratch: _judged_args(i.qrels, i.judged_run, "--warehouse", str(scratch / "warehouse")),
             _always,
             _flow_env,
+        ),
+        Tool(
+            "judged-seed",
+            "judged evaluate, direct path, on the one-query seed (data/seed): a command's start-up without work",
+            lambda i, scratch: _seed_args(),
+            _always,
+            prints_values=False,
+        ),
+        Tool(
+            "judged-seed-flow",
+            "judged evaluate --warehouse on the one-query seed, fresh warehouse per repetition, the local Prefect "
+            "server started by the first repetition (unless one runs) and reused: the fixed cost of a warehouse command",
+            lambda i, scratch: _seed_args("--warehouse", str(scratch / "warehouse")),
+            _always,
+            _flow_env,
+            prints_values=False,
         ),
         Tool(
             "pytrec_eval",
@@ -205,6 +239,8 @@ TOOLS: dict[str, Tool] = {
     )
 }
 XL_TOOLS = ("judged-stored", "judged-flow", "judged-ingest")
+# Tools whose commands run Prefect flows (and so may start the local Prefect server, stopped at the end).
+FLOW_TOOLS = ("judged-ingest", "judged-flow", "judged-seed-flow")
 JUDGED_TOOLS = ("judged-text", "judged-parquet", "judged-stored", "judged-flow")
 REFERENCE_TOOLS = ("trec_eval", "pytrec_eval", "ir_measures", "ranx-text", "ranx-parquet")
 
@@ -640,6 +676,21 @@ def run_benchmark(
     if "judged-stored" in tools and inputs.stored_run is None:
         inputs = replace(inputs, stored_run=prepare_stored_run(inputs, timeout, log))
     results: list[ToolResult] = []
+    try:
+        _run_tools(tools, inputs, reps, tool_reps, timeout, max_rss_mib, results, log)
+    finally:
+        if (inputs.prefect_home / "judged-server").is_dir():
+            stop_local_server(inputs, log)
+    reference = _check_agreement(results, inputs, log)
+    return Report(size, reps, machine_info(), manifest, inputs, results, reference)
+
+
+def _run_tools(
+    tools: list[str], inputs: Inputs, reps: int, tool_reps: dict[str, int] | None, timeout: float | None,
+    max_rss_mib: float | None, results: list[ToolResult], log: Callable[[str], None],
+) -> None:
+    """Every repetition of every tool, each measured into `results`."""
+    work = inputs.work
     for name in tools:
         tool = TOOLS[name]
         env = tool.env(inputs)
@@ -666,8 +717,6 @@ def run_benchmark(
             log(f"{name} rep {rep}/{n_reps}: {m.wall:.2f} s, {peak}, load before {result.load[-1]:.2f}{failed}")
             if m.exit_code:
                 log(f"  {m.stderr_tail}")
-    reference = _check_agreement(results, inputs, log)
-    return Report(size, reps, machine_info(), manifest, inputs, results, reference)
 
 
 def prepare_stored_run(inputs: Inputs, timeout: float | None, log: Callable[[str], None]) -> Path | None:
@@ -790,8 +839,8 @@ def speed_ups(report: Report, markdown: bool = False) -> list[str]:
     ingest = wall("judged-ingest")
     if ingest:
         rows_count = report.manifest["run_rows"]
-        lines.append(f"ingest: {rows_count:,} rows in {ingest:.2f} s whole process (Prefect's flow and temporary "
-                     f"server included) = {rows_count / ingest / 1e6:.2f}M rows/s")
+        lines.append(f"ingest: {rows_count:,} rows in {ingest:.2f} s whole process (Prefect's flow included, on "
+                     f"the local server the first flow command started) = {rows_count / ingest / 1e6:.2f}M rows/s")
         stores = [store_seconds(m.output) for m in report.result("judged-ingest").ok_runs]  # type: ignore[union-attr]
         stores = [seconds for seconds in stores if seconds]
         if stores:
@@ -816,6 +865,39 @@ def store_phases(outputs: list[Path]) -> dict[str, tuple[float, float]]:
             found.setdefault(name, []).append((float(wall), float(cpu)))
     return {name: (statistics.median(w for w, _ in values), statistics.median(c for _, c in values))
             for name, values in found.items()}
+
+
+def fixed_cost_lines(report: Report) -> list[str]:
+    """The fixed cost of a warehouse command: the seed's flow minus its direct path (the first repetition, which
+    starts the local Prefect server unless one runs, apart from the later ones), and at this size the flow minus
+    the run's store and its stored evaluation, as the issue defines it."""
+    def ok(tool: str) -> list[Measurement]:
+        result = report.result(tool)
+        return result.ok_runs if result and not result.skipped else []
+
+    lines = []
+    seed_flow, seed = ok("judged-seed-flow"), ok("judged-seed")
+    if seed_flow and seed:
+        direct = statistics.median(m.wall for m in seed)  # type: ignore[type-var]
+        direct_cpu = statistics.median(m.cpu or 0.0 for m in seed)
+        first, later = seed_flow[0], seed_flow[1:]
+        lines.append(f"fixed cost of a warehouse command (judged-seed-flow minus judged-seed, {direct:.2f} s wall, "
+                     f"{direct_cpu:.2f} s CPU): first repetition {first.wall - direct:.2f} s wall "  # type: ignore[operator]
+                     f"({(first.cpu or 0.0) - direct_cpu:.2f} s CPU)")
+        if later:
+            walls = statistics.median(m.wall for m in later)  # type: ignore[type-var]
+            cpus = statistics.median(m.cpu or 0.0 for m in later)
+            lines[-1] += (f", later ones (the server reused) median {walls - direct:.2f} s wall "
+                          f"({cpus - direct_cpu:.2f} s CPU)")
+    flow, stored, ingest = ok("judged-flow"), ok("judged-stored"), ok("judged-ingest")
+    stores = [seconds for m in ingest if (seconds := store_seconds(m.output))]
+    if flow and stored and stores:
+        later_flow = flow[1:] or flow
+        rest = (statistics.median(m.wall for m in later_flow) - statistics.median(stores)  # type: ignore[type-var]
+                - statistics.median(m.wall for m in stored))  # type: ignore[type-var]
+        lines.append(f"judged-flow minus the run's store (judged-ingest's reported seconds) and its stored evaluation "
+                     f"(judged-stored): {rest:.2f} s (judged-flow's repetitions after the first)")
+    return lines
 
 
 def store_seconds(output: Path) -> float | None:
@@ -846,7 +928,7 @@ def format_report(report: Report, markdown: bool = False) -> str:
         widths = [max(len(row[i]) for row in [HEADER, *rows]) for i in range(len(HEADER))]
         lines.append("  ".join(h.ljust(w) for h, w in zip(HEADER, widths)).rstrip())
         lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows]
-    lines += ["", *speed_ups(report, markdown)]
+    lines += ["", *speed_ups(report, markdown), *fixed_cost_lines(report)]
     lines += ["", f"agreement details (reference: {report.reference or 'none'}, `--preset trec_eval`, "
                   "trec_eval 10 -c semantics):"]
     for result in report.results:
