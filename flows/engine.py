@@ -231,10 +231,14 @@ def evaluate_part(plan: Plan, part: Part, engine: EngineType = "auto") -> tuple[
     judgments_suspected = may_have_duplicates(judgments.scan).collect(engine=engine).item()
     judgment_rows, warnings = without_duplicates(judgments, spec.judgment_duplicates, judgments_suspected)
     # The candidates' group-by also tells whether the run may repeat a document: no separate pass over the run.
-    # In parts for parsed text, whose rows are held (a stored head is a scan, which each slice would read again).
-    in_parts = run.in_memory and run.stored_order is None
-    part_rows = limits.candidate_part_rows if in_parts else None
-    candidates = collect_candidates(run.scan, spec, candidates_engine, part_rows)
+    # In parts, except for a stored head (a few rows per query already): slices of rows held in memory, batches
+    # of a scanned file (large text, Parquet), which is then never held whole.
+    if run.stored_order is not None:
+        candidates = collect_candidates(run.scan, spec, candidates_engine, None)
+    elif run.in_memory:
+        candidates = collect_candidates(run.scan, spec, candidates_engine, limits.candidate_part_rows)
+    else:
+        candidates = streamed_candidates(run.scan, spec, candidates_engine, limits.streamed_candidate_part_rows)
     run_suspected = not run.duplicate_free and bool(candidates["docs_may_repeat"].any())
     run_rows, run_warnings = without_duplicates(run, spec.run_duplicates, run_suspected)
     if run_warnings:  # rows were dropped: the candidates come from what is left
@@ -263,6 +267,34 @@ def collect_candidates(
     return pl.concat(
         [candidate_rows(rows.slice(start, end - start), spec).collect(engine=engine) for start, end in bounds]
     )
+
+
+def streamed_candidates(
+    rows: pl.LazyFrame, spec: EvaluationSpec, engine: Literal["in-memory", "streaming"], part_rows: int
+) -> pl.DataFrame:
+    """The run's `candidate_rows`, collected from a scan read once in batches of about `part_rows` rows, each
+    cut after its last whole stretch (the rest waits for the next batch): only one part's rows and the candidates
+    so far are held, never the whole run. When a query id occurs in more than one part, its rows would be
+    counted and ranked apart, so the whole run is then taken at once (as `collect_candidates` does)."""
+    parts: list[pl.DataFrame] = []
+    held: pl.DataFrame | None = None
+    for batch in rows.collect_batches(chunk_size=part_rows, engine="streaming"):
+        if batch.height == 0:
+            continue
+        if held is not None:
+            batch = pl.concat([held, batch], rechunk=False)
+        last_start: int = stretch_starts(batch.lazy()).select(pl.col("start").last()).collect().item()
+        if last_start:
+            parts.append(candidate_rows(batch.slice(0, last_start).lazy(), spec).collect(engine=engine))
+        held = batch.slice(last_start)
+    if held is not None and held.height:
+        parts.append(candidate_rows(held.lazy(), spec).collect(engine=engine))
+    if not parts:
+        return candidate_rows(rows, spec).collect(engine=engine)  # no rows: the empty frame in its schema
+    candidates = pl.concat(parts)
+    if sum(part["query_id"].n_unique() for part in parts) > candidates["query_id"].n_unique():
+        return candidate_rows(rows, spec).collect(engine=engine)  # a query in several parts
+    return candidates
 
 
 def assemble(plan: Plan, parts: list[pl.DataFrame], warnings: list[str]) -> EvaluationResult:

@@ -27,6 +27,9 @@ class Limits:
     # The candidates of a run held in memory are found a part of about this many rows at a time (whole stretches
     # of one query id each): beside the rows, only one part's working state is held.
     candidate_part_rows: int = 1_000_000
+    # The candidates of a scanned run (text too large to parse in memory, Parquet) are found a batch of about this
+    # many rows at a time, read in one streaming pass: beside the candidates, only a batch or two are held.
+    streamed_candidate_part_rows: int = 1_000_000
     # Rows per stored shard at ingest (the shard count is the power of two that keeps shards about this size).
     rows_per_shard: int = 1_000_000
     # Text inputs up to this size are parsed in memory (fastest); larger ones are scanned in a streaming pass

@@ -6,13 +6,15 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
+import polars as pl
 import pytest
 
 import judged.flows.engine
 from judged.flows.engine import evaluate, plan
 from judged.flows.io import load_table
 from judged.flows.limits import Limits
-from judged.schemas.spec import PRESETS, EvaluationSpec
+from judged.schemas.spec import PRESETS, EvaluationSpec, build_spec
+from judged.transforms.errors import InputError
 from judged.transforms.ranking import candidate_rows
 
 SPECS = {
@@ -98,3 +100,92 @@ def test_results_and_tables_compare_by_identity(tmp_path: Path) -> None:
     assert first != second and len({first, second}) == 2
     assert first.evaluation_id == second.evaluation_id == planned.evaluation_id
     assert loaded != load_table(run, "run")
+
+
+# Every measure, several cutoffs, whole lists and a depth cut: heads of a few rows, and specs that read every row.
+BOUNDED_SPECS = {
+    "trec_eval@10": PRESETS["trec_eval"].with_options(cutoffs=(10,)),
+    "every-measure": build_spec(
+        "judged",
+        measures="nDCG@3,nDCG@10,nDCG,AP,AP@5,RR,RR(rel=2)@3,P@5,P@20,R@10,R-Prec,Judged@5,"
+        "Judged(convention=trec_eval)@10,RBP(p=0.8)",
+    ),
+    "condensed-depth": PRESETS["trec_eval9"].with_options(cutoffs=(5, 20), unjudged="condensed", depth=30),
+}
+
+
+def run_with_duplicates(order: str) -> list[str]:
+    """`run_lines(order)` with three rows repeating a (query, document) pair of an earlier row, at another score."""
+    rows = run_lines(order)
+    for number in (5, 47, 130):
+        query, q0, doc, rank, score, tag = rows[number].split()
+        rows.insert(number + 3, f"{query} {q0} {doc} {rank} {int(score) + 5} {tag}")
+    return rows
+
+
+def bounded_inputs(tmp_path: Path, rows: list[str]) -> tuple[Path, Path, Path]:
+    """qrels with unjudged documents (odd ids never judged), a query without judgments (q5), a judged query the
+    run lacks (q9) and one without a relevant judgment (q4); the run's rows as text and as Parquet."""
+    rng = random.Random(5)
+    qrels = tmp_path / "qrels.txt"
+    lines = [f"q{q} 0 d{d} {0 if q == 4 else rng.randint(0, 3)}" for q in (*range(5), 9) for d in range(0, 60, 2)]
+    qrels.write_text("\n".join(lines) + "\n")
+    text = tmp_path / "run.txt"
+    text.write_text("\n".join(rows) + "\n")
+    parquet = tmp_path / "run.parquet"
+    load_table(text, "run").frame.drop("source_line").write_parquet(parquet)
+    return qrels, text, parquet
+
+
+@pytest.mark.parametrize("spec_name", list(BOUNDED_SPECS))
+@pytest.mark.parametrize("order", ["grouped", "blocks", "shuffled"])
+def test_scanned_runs_in_batches_give_the_in_memory_result(tmp_path: Path, order: str, spec_name: str) -> None:
+    """A run too large to parse in memory (here: any text, by `Limits`) and a Parquet run are scanned, their
+    candidates found a batch of a few rows at a time: the same per-query rows, summary and warnings as the run
+    parsed in memory, for a run without duplicates and one with, under each duplicates policy (an `error` one
+    refuses it with the same message)."""
+    bounded = Limits(in_memory_text_bytes=1, streamed_candidate_part_rows=17)
+    cases = [("error", run_lines(order))] + [(policy, run_with_duplicates(order)) for policy in ("first", "last", "error")]
+    for case, (policy, rows) in enumerate(cases):
+        (folder := tmp_path / str(case)).mkdir()
+        qrels, text, parquet = bounded_inputs(folder, rows)
+        spec = BOUNDED_SPECS[spec_name].with_options(run_duplicates=policy)
+        outcomes = []
+        for run, limits in ((text, Limits()), (text, bounded), (parquet, bounded)):
+            loaded = load_table(run, "run", limits=limits)
+            assert loaded.in_memory == (limits == Limits() and run == text)
+            try:
+                result = evaluate(loaded, load_table(qrels, "judgments"), spec, limits=limits)
+            except InputError as error:
+                outcomes.append(str(error).replace(str(run), "RUN").replace(" row", " line"))
+                continue
+            warnings = [w.replace(str(run), "RUN").replace(" row", " line") for w in result.warnings]
+            outcomes.append((result.per_query, result.summary, warnings))
+        in_memory, *scanned = outcomes
+        for outcome in scanned:
+            if isinstance(in_memory, str):
+                assert outcome == in_memory
+                continue
+            assert outcome[0].equals(in_memory[0])
+            assert outcome[1].equals(in_memory[1])
+            assert outcome[2] == in_memory[2]
+        assert isinstance(in_memory, str) == (case == 3)
+
+
+def test_a_scanned_run_is_cut_between_queries(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Batches of 17 rows of six queries of 40 rows each: each part ends where a query id changes, so the
+    candidates come from six parts of one query each, never from the whole run taken again."""
+    qrels, text, _ = bounded_inputs(tmp_path, run_lines("grouped"))
+    bounded = Limits(in_memory_text_bytes=1, streamed_candidate_part_rows=17)
+    spec = BOUNDED_SPECS["trec_eval@10"]
+    whole = evaluate(load_table(text, "run"), load_table(qrels, "judgments"), spec)
+    parts: list[int] = []
+
+    def counted(rows: pl.LazyFrame, spec: EvaluationSpec) -> pl.LazyFrame:
+        parts.append(rows.select(pl.len()).collect().item())
+        return candidate_rows(rows, spec)
+
+    monkeypatch.setattr(judged.flows.engine, "candidate_rows", counted)
+    scanned = evaluate(load_table(text, "run", limits=bounded), load_table(qrels, "judgments"), spec, limits=bounded)
+    assert scanned.per_query.equals(whole.per_query)
+    assert parts == [40] * 6
