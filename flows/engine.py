@@ -9,7 +9,7 @@ tasks (and Dask through them) only iterate a plan. The computation itself lives 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
@@ -230,15 +230,15 @@ def evaluate_part(plan: Plan, part: Part, engine: EngineType = "auto") -> tuple[
         candidates_engine = "streaming" if k is not None and k <= limits.streamed_candidates_max_k else engine
     judgments_suspected = may_have_duplicates(judgments.scan).collect(engine=engine).item()
     judgment_rows, warnings = without_duplicates(judgments, spec.judgment_duplicates, judgments_suspected)
+    if run.stored_order is None and not run.in_memory:  # a scanned file (large text, Parquet): never held whole
+        per_query = scanned_per_query(plan, run, judgments, judgment_rows, candidates_engine)
+        if per_query is not None:
+            return per_query, warnings
     # The candidates' group-by also tells whether the run may repeat a document: no separate pass over the run.
-    # In parts, except for a stored head (a few rows per query already): slices of rows held in memory, batches
-    # of a scanned file (large text, Parquet), which is then never held whole.
-    if run.stored_order is not None:
-        candidates = collect_candidates(run.scan, spec, candidates_engine, None)
-    elif run.in_memory:
-        candidates = collect_candidates(run.scan, spec, candidates_engine, limits.candidate_part_rows)
-    else:
-        candidates = streamed_candidates(run.scan, spec, candidates_engine, limits.streamed_candidate_part_rows)
+    # In parts for parsed text, whose rows are held (a stored head is a scan, which each slice would read again).
+    in_parts = run.in_memory and run.stored_order is None
+    part_rows = limits.candidate_part_rows if in_parts else None
+    candidates = collect_candidates(run.scan, spec, candidates_engine, part_rows)
     run_suspected = not run.duplicate_free and bool(candidates["docs_may_repeat"].any())
     run_rows, run_warnings = without_duplicates(run, spec.run_duplicates, run_suspected)
     if run_warnings:  # rows were dropped: the candidates come from what is left
@@ -269,14 +269,66 @@ def collect_candidates(
     )
 
 
-def streamed_candidates(
+def scanned_per_query(
+    plan: Plan,
+    run: LoadedTable,
+    judgments: LoadedTable,
+    judgment_rows: pl.LazyFrame,
+    engine: Literal["in-memory", "streaming"],
+) -> pl.DataFrame | None:
+    """The per-query rows of a scanned run (`evaluate_part`'s), read once in batches (`scanned_candidate_parts`):
+    the candidates of whole queries are put together until about `limits.scanned_candidate_rows` of them are
+    held, then turned into their queries' rows with those queries' judgments (queries are independent, as in a
+    plan's parts); the judged queries the run lacks come last. Memory holds a batch, two groups' candidates and
+    the per-query rows. None, and the caller takes the whole run, when the inputs fail a check of `check_inputs`
+    (the whole run's order of errors then decides which is named), when the run may repeat a document (the
+    duplicates policy is applied to the whole run), or when a query id occurs in more than one batch."""
+    spec, limits = plan.spec, plan.limits
+    try:
+        check_inputs(run, run.scan, judgments, judgment_rows, spec)
+    except InputError:
+        return None
+    per_query: list[pl.DataFrame] = []
+    seen: list[pl.Series] = []
+
+    def evaluate_group(group: list[pl.DataFrame]) -> None:
+        candidates = pl.concat(group)
+        queries = candidates.select(pl.col("query_id").unique())
+        group_judgments = judgment_rows.join(queries.lazy(), on="query_id", how="semi")
+        per_query.append(per_query_measures(candidates.lazy(), group_judgments, spec, plan.grades).collect(engine=engine))
+
+    # A group is evaluated once the next one is full, and the last (partial) one joins the group before it: every
+    # group holds at least `scanned_candidate_rows` candidates (or is the whole run). Polars computes a per-query
+    # aggregate divided by a constant (P@k, Judged@k) an ulp apart in a frame of a few queries and in a large one
+    # (seen on polars 2.1): large groups give the whole run's values.
+    ready: list[pl.DataFrame] = []
+    group: list[pl.DataFrame] = []
+    for part in scanned_candidate_parts(run.scan, spec, engine, limits.streamed_candidate_part_rows):
+        if part["docs_may_repeat"].any():
+            return None
+        seen.append(part["query_id"].unique())
+        group.append(part)
+        if sum(frame.height for frame in group) >= limits.scanned_candidate_rows:
+            if ready:
+                evaluate_group(ready)
+            ready, group = group, []
+    if ready or group:
+        evaluate_group(ready + group)
+    run_queries = pl.concat(seen) if seen else pl.Series("query_id", [], pl.String)
+    if run_queries.n_unique() < run_queries.len():
+        return None  # a query in several batches
+    missing = judgment_rows.join(run_queries.to_frame().lazy(), on="query_id", how="anti")
+    no_candidates = candidate_rows(run.scan.clear(), spec)
+    per_query.append(per_query_measures(no_candidates, missing, spec, plan.grades).collect(engine=engine))
+    return pl.concat(per_query).sort("query_id", maintain_order=True)
+
+
+def scanned_candidate_parts(
     rows: pl.LazyFrame, spec: EvaluationSpec, engine: Literal["in-memory", "streaming"], part_rows: int
-) -> pl.DataFrame:
-    """The run's `candidate_rows`, collected from a scan read once in batches of about `part_rows` rows, each
-    cut after its last whole stretch (the rest waits for the next batch): only one part's rows and the candidates
-    so far are held, never the whole run. When a query id occurs in more than one part, its rows would be
-    counted and ranked apart, so the whole run is then taken at once (as `collect_candidates` does)."""
-    parts: list[pl.DataFrame] = []
+) -> Iterator[pl.DataFrame]:
+    """The `candidate_rows` of a scan read once in batches of about `part_rows` rows, a part at a time: each
+    batch is cut after its last whole stretch of one query id (the rest waits for the next batch), so a query
+    listed in one stretch has all its rows in one part."""
     held: pl.DataFrame | None = None
     for batch in rows.collect_batches(chunk_size=part_rows, engine="streaming"):
         if batch.height == 0:
@@ -285,16 +337,10 @@ def streamed_candidates(
             batch = pl.concat([held, batch], rechunk=False)
         last_start: int = stretch_starts(batch.lazy()).select(pl.col("start").last()).collect().item()
         if last_start:
-            parts.append(candidate_rows(batch.slice(0, last_start).lazy(), spec).collect(engine=engine))
+            yield candidate_rows(batch.slice(0, last_start).lazy(), spec).collect(engine=engine)
         held = batch.slice(last_start)
     if held is not None and held.height:
-        parts.append(candidate_rows(held.lazy(), spec).collect(engine=engine))
-    if not parts:
-        return candidate_rows(rows, spec).collect(engine=engine)  # no rows: the empty frame in its schema
-    candidates = pl.concat(parts)
-    if sum(part["query_id"].n_unique() for part in parts) > candidates["query_id"].n_unique():
-        return candidate_rows(rows, spec).collect(engine=engine)  # a query in several parts
-    return candidates
+        yield candidate_rows(held.lazy(), spec).collect(engine=engine)
 
 
 def assemble(plan: Plan, parts: list[pl.DataFrame], warnings: list[str]) -> EvaluationResult:

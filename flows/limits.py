@@ -30,6 +30,11 @@ class Limits:
     # The candidates of a scanned run (text too large to parse in memory, Parquet) are found a batch of about this
     # many rows at a time, read in one streaming pass: beside the candidates, only a batch or two are held.
     streamed_candidate_part_rows: int = 1_000_000
+    # A scanned run's candidates are turned into per-query rows a group of about this many at a time: a top-10
+    # spec at 49M rows keeps about 0.5M candidates (one group, as if held whole); a spec that reads whole lists
+    # keeps every row, and then two groups' candidates and one group's working state are held. Groups of a few
+    # queries would not do: Polars computes some per-query quotients an ulp apart in small frames.
+    scanned_candidate_rows: int = 1_000_000
     # Rows per stored shard at ingest (the shard count is the power of two that keeps shards about this size).
     rows_per_shard: int = 1_000_000
     # Text inputs up to this size are parsed in memory (fastest); larger ones are scanned in a streaming pass
