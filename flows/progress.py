@@ -56,7 +56,9 @@ class Feedback:
         if self._status is not None:
             from rich.markup import escape
 
-            self._status.update(escape(text))
+            # One line: a status wider than the terminal wraps, and each redraw would leave a line behind.
+            room = max(self._status.console.width - 4, 20)
+            self._status.update(escape(text if len(text) <= room else text[: room - 1] + "…"))
 
     def say(self, line: str) -> None:
         """A line the user needs after the command, printed on the stream whether it is a terminal or not."""

@@ -196,7 +196,7 @@ def _start(folder: Path, feedback: Feedback) -> ServerState:
         )
     state = ServerState(process.pid, port, url, now_text(), str(log), str(home))
     _write_state(folder, state)
-    expected = "first use: its database is created, ~15-30 s" if first_use else "~5-10 s"
+    expected = "first use, ~15-30 s" if first_use else "~5-10 s"
     with feedback.waiting(f"starting a local Prefect server ({expected})..."):
         deadline = time.monotonic() + STARTUP_TIMEOUT_SECONDS
         while not healthy(url):
