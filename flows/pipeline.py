@@ -50,6 +50,9 @@ PROCESSED = "processed"
 REJECTED = "rejected"
 # Files a nightly process is handling: <inbox>/.claimed/<claim id>/<file>, held by a lock on <claim id>.lock.
 CLAIMED = ".claimed"
+# In a claim folder, made just before the claim's run is stored: whether the warehouse already had that run. A
+# rerun after a kill that came after the store reads it, so the file's outcome is the one the first attempt saw.
+RUN_WAS_NEW, RUN_WAS_STORED = ".run-was-new", ".run-was-already-stored"
 
 
 # -- which Prefect API the flows report to (flows/server.py chooses) ---------------------------------------------
@@ -120,15 +123,20 @@ def _stores_something(warehouse: Warehouse, judgments: str, runs: list[str]) -> 
 
 
 def ingest_checked_run(
-    warehouse: Warehouse, path: str | Path, judgment_set_id: str, specs: list[EvaluationSpec]
+    warehouse: Warehouse, path: str | Path, judgment_set_id: str, specs: list[EvaluationSpec],
+    claim_folder: Path | None = None,
 ) -> StoreReport:
     """Read and validate a run, check it against a stored judgment set under every spec, and only then store it:
-    a run its evaluation would refuse is never stored."""
+    a run its evaluation would refuse is never stored. With a nightly `claim_folder`, whether the run was new is
+    noted there before storing (see `run_was_new`)."""
     started = time.perf_counter()
     run = load_table(path, "run")
     judgments = warehouse.load_stored("judgments", judgment_set_id)
     for spec in specs:
         check_before_storing(run, judgments, spec)
+    if claim_folder is not None and run_was_new(claim_folder) is None:
+        note = RUN_WAS_STORED if warehouse.run_record(run.table_id).exists() else RUN_WAS_NEW
+        (claim_folder / note).touch()
     report = warehouse.store_table(run)
     return replace(report, seconds=time.perf_counter() - started)
 
@@ -350,9 +358,12 @@ def check_inputs_task(
 
 
 @task(name="ingest-checked-run")
-def ingest_checked_run_task(warehouse_root: str, path: str, judgment_set_id: str, spec_jsons: list[str]) -> StoreReport:
+def ingest_checked_run_task(
+    warehouse_root: str, path: str, judgment_set_id: str, spec_jsons: list[str], claim_folder: str | None = None
+) -> StoreReport:
     specs = [EvaluationSpec.from_canonical_json(text) for text in spec_jsons]
-    return _logged(path, "run", ingest_checked_run(Warehouse(warehouse_root), path, judgment_set_id, specs))
+    folder = Path(claim_folder) if claim_folder else None
+    return _logged(path, "run", ingest_checked_run(Warehouse(warehouse_root), path, judgment_set_id, specs, folder))
 
 
 @task(name="plan-evaluation")
@@ -578,6 +589,13 @@ def claimed_files(inbox: Path) -> Iterator[Claim]:
         yield claim
 
 
+def run_was_new(claim_folder: Path) -> bool | None:
+    """Whether the claim's run was new to the warehouse when the claim first came to store it; None before that."""
+    if (claim_folder / RUN_WAS_NEW).exists():
+        return True
+    return False if (claim_folder / RUN_WAS_STORED).exists() else None
+
+
 def _take_over_dead_claim(claims: Path) -> Claim | None:
     if not claims.is_dir():
         return None
@@ -585,10 +603,13 @@ def _take_over_dead_claim(claims: Path) -> Claim | None:
         lock = hold_lock(folder.with_name(f"{folder.name}.lock"))
         if lock is None:
             continue  # a live nightly is handling it
-        files = sorted(p for p in folder.iterdir() if not p.name.endswith((SIDECAR_SUFFIX, ".error.txt")))
-        if not files:  # its file was already set aside when its process died
+        files = sorted(p for p in folder.iterdir()
+                       if not p.name.endswith(SIDECAR_SUFFIX) and not p.name.startswith("."))
+        if not files:  # its file was already set aside (the file moves last) when its process died
             Claim(folder.name, folder / "-", lock).release()
             continue
+        # A process killed between claiming the file and its sidecar left the sidecar in the inbox.
+        _move_if_present(claims.parent / f"{files[0].name}{SIDECAR_SUFFIX}", folder)
         return Claim(folder.name, files[0], lock)
     return None
 
@@ -607,13 +628,16 @@ def _claim_waiting_file(inbox: Path, claims: Path) -> Claim | None:
         except FileNotFoundError:  # another nightly claimed it first
             claim.release()
             continue
-        sidecar = path.with_name(path.name + SIDECAR_SUFFIX)
-        try:
-            os.rename(sidecar, claim.file.with_name(sidecar.name))
-        except FileNotFoundError:
-            pass
+        _move_if_present(path.with_name(path.name + SIDECAR_SUFFIX), claim.folder)
         return claim
     return None
+
+
+def _move_if_present(path: Path, folder: Path) -> None:
+    try:
+        os.rename(path, folder / path.name)
+    except FileNotFoundError:
+        pass
 
 
 def free_target(path: Path, folder: Path) -> Path:
@@ -626,14 +650,15 @@ def free_target(path: Path, folder: Path) -> Path:
 
 def set_aside(path: Path, target: Path, error: str | None = None) -> Path:
     """Move a processed or rejected file (and its sidecar) out of the inbox to `target` (see `free_target`); a
-    rejected one gets its error beside it."""
+    rejected one gets its error beside it. The file moves last: while it is where it was, a rerun after a kill
+    finishes setting it aside."""
     target.parent.mkdir(parents=True, exist_ok=True)
-    shutil.move(path, target)
     sidecar = path.with_name(path.name + SIDECAR_SUFFIX)
     if sidecar.exists():
         shutil.move(sidecar, target.with_name(target.name + SIDECAR_SUFFIX))
     if error is not None:
         target.with_name(target.name + ".error.txt").write_text(error + "\n")
+    shutil.move(path, target)
     return target
 
 
@@ -651,7 +676,8 @@ def _night_of_one_file(
     row: dict[str, Any] = {"file": path.name, "run_id": None, "evaluation_ids": [], "error": None,
                            "source_sha256": None}
     spec_jsons = [spec.canonical_json() for spec in specs]
-    state = ingest_checked_run_task(warehouse, str(path), judgment_set_id, spec_jsons, return_state=True)
+    state = ingest_checked_run_task(warehouse, str(path), judgment_set_id, spec_jsons, str(path.parent),
+                                    return_state=True)
     if state.is_failed():
         message = _failure_message(state.result(raise_on_failure=False))
         return row | {"outcome": "rejected", "error": message,
@@ -665,8 +691,10 @@ def _night_of_one_file(
     except Exception as error:  # checked before storing; whatever still fails is recorded, and the night goes on
         return row | {"outcome": "rejected", "error": _failure_message(error),
                       "moved_to": str(free_target(path, inbox / REJECTED).absolute())}, []
-    source_sha256 = store.record("run", stored.id)["source_sha256"] if stored.created else content_hashes(path)[0]
-    return row | {"outcome": "evaluated" if stored.created else "duplicate", "source_sha256": source_sha256,
+    # New to the warehouse when this file's claim first stored it, even if a killed attempt of this night did.
+    new = bool(run_was_new(path.parent))
+    source_sha256 = store.record("run", stored.id)["source_sha256"] if new else content_hashes(path)[0]
+    return row | {"outcome": "evaluated" if new else "duplicate", "source_sha256": source_sha256,
                   "evaluation_ids": [r.evaluation_id for r in reports], "moved_to": str(target)}, reports
 
 

@@ -18,7 +18,7 @@ import pytest
 from typer.testing import CliRunner
 
 from judged.flows.cli import app
-from judged.flows.pipeline import CLAIMED, nightly
+from judged.flows.pipeline import CLAIMED, RUN_WAS_NEW, ingest_file, nightly
 from judged.flows.sql import run_query
 from judged.flows.warehouse import Warehouse
 from judged.schemas.spec import PRESETS
@@ -127,3 +127,36 @@ def test_nightly_takes_the_spec_options_evaluate_takes(prefect_harness: str, tmp
     bad = runner.invoke(app, ["nightly", "--inbox", str(inbox), "--judgments", str(SEED_QRELS), "--warehouse",
                               str(warehouse), "--run-duplicates", "sometimes"])
     assert bad.exit_code == 2 and "run" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_a_rerun_after_a_kill_records_the_file_as_its_first_attempt_saw_it(
+    prefect_harness: str, tmp_path: Path
+) -> None:
+    """What a nightly killed after storing a run leaves: the claim folder (its lock free) with the file, the note
+    that the run was new, and the run stored; its sidecar still in the inbox (killed before moving it too). The
+    rerun records the file once, as `evaluated` with the sidecar's tag, like a night that was never killed; a file
+    whose run was in the warehouse before any night took it is a `duplicate`."""
+    warehouse, inbox = tmp_path / "warehouse", tmp_path / "inbox"
+    claim = inbox / CLAIMED / "0123456789abcdef0123456789abcdef"
+    claim.mkdir(parents=True)
+    (claim / "killed.run").write_text(seed_run("file-tag"))
+    (inbox / "killed.run.meta.toml").write_text('tag = "sidecar-tag"\n')
+    (claim / RUN_WAS_NEW).touch()
+    earlier = tmp_path / "earlier"
+    earlier.mkdir()
+    (earlier / "killed.run").write_text(seed_run("file-tag"))
+    (earlier / "killed.run.meta.toml").write_text('tag = "sidecar-tag"\n')
+    store = Warehouse(warehouse).ensure()
+    stored_by_the_killed_night = ingest_file(store, earlier / "killed.run", "run").id
+    (inbox / "seen-before.run").write_text(seed_run("seen"))
+    ingest_file(store, inbox / "seen-before.run", "run")
+
+    nightly(str(inbox), str(SEED_QRELS), [SPEC.canonical_json()], str(warehouse))
+
+    rows = run_query(store, "SELECT file, outcome, run_id FROM nightly ORDER BY file").rows
+    assert rows[0] == ("killed.run", "evaluated", stored_by_the_killed_night)
+    assert rows[1][:2] == ("seen-before.run", "duplicate") and len(rows) == 2
+    assert sorted(p.name for p in (inbox / "processed").iterdir()) == [
+        "killed.run", "killed.run.meta.toml", "seen-before.run"]
+    assert [p.name for p in inbox.iterdir() if p.is_file()] == []
+    assert not any((inbox / CLAIMED).iterdir())
