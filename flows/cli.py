@@ -203,6 +203,11 @@ DepthOption = Annotated[
 QueryWeightsOption = Annotated[
     Path | None, typer.Option(help="File of `query_id weight` lines: weighted mean (unlisted queries weigh 1).", rich_help_panel=_SPEC_PANEL)
 ]
+# Taken by every command that reads qrels or runs from files (evaluate, ingest-run, ingest-judgments, nightly, serve).
+AllowEmptyOption = Annotated[
+    bool, typer.Option("--allow-empty", help="Accept an input without rows (an empty file, blank or comment lines "
+                                             "only, a 0-row Parquet table) instead of refusing it.")
+]
 
 
 @app.command()
@@ -253,6 +258,7 @@ def evaluate(
         typer.Option(help="With --warehouse: run the shard tasks on Dask: 'local:N' (an in-process cluster of N "
                           "workers) or a scheduler address such as tcp://scheduler:8786."),
     ] = None,
+    allow_empty: AllowEmptyOption = False,
 ) -> None:
     """Evaluate RUN(s) against QRELS and print the summary (table), everything (json) or trec_eval-style lines."""
     from judged.flows.hashing import hash_in_background, hashes_on_demand
@@ -280,6 +286,7 @@ def evaluate(
                     f"not {dask!r}", EXIT_USAGE)
     if warehouse is not None:
         _require_writable_warehouse(warehouse)
+        _require_prefect_api()
     try:
         tie_share = float(tie_warning_share)
         if not 0 <= tie_share <= 1:
@@ -298,10 +305,11 @@ def evaluate(
         raise _fail(str(error), EXIT_INPUT) from None
     try:
         if warehouse is None:
-            judgments = load_table(qrels, "judgments", hashes=hashes.get(qrels))
+            judgments = load_table(qrels, "judgments", hashes=hashes.get(qrels), allow_empty=allow_empty)
             results = []
             for run in _tracked(runs, "evaluating"):
-                table = open_stored(run, "run") if run.is_dir() else load_table(run, "run", hashes=hashes.get(run))
+                table = (open_stored(run, "run") if run.is_dir()
+                         else load_table(run, "run", hashes=hashes.get(run), allow_empty=allow_empty))
                 evaluate_under = partial(evaluate_tables, table, judgments)
                 results.append(with_tie_warning(evaluate_under(spec), evaluate_under, tie_share))
         else:
@@ -310,7 +318,8 @@ def evaluate(
                 from judged.flows.warehouse import Warehouse
 
                 flow = evaluate_flow.with_options(task_runner=task_runner(dask))
-                reports = flow(str(qrels), [str(run) for run in runs], spec.canonical_json(), str(warehouse))
+                reports = flow(str(qrels), [str(run) for run in runs], spec.canonical_json(), str(warehouse),
+                               allow_empty=allow_empty)
             results = [load_result(Warehouse(warehouse), report.evaluation_id) for report in reports]
             for report in reports:
                 state = "stored" if report.created else "already stored, reused"
@@ -383,6 +392,43 @@ def _require_writable_warehouse(warehouse: Path) -> None:
         raise _fail(f"{warehouse}: --warehouse cannot be written here ({existing} is not writable)", EXIT_USAGE)
 
 
+def _require_readable_warehouse(warehouse: Path) -> None:
+    """One line and an exit unless `warehouse` is a warehouse folder this user can read (for `sql` and `show`,
+    which create nothing): a file or an unreadable place is a bad option value (exit 2); a missing folder or one
+    without a catalog is no warehouse (exit 1)."""
+    from judged.flows.warehouse import CATALOG
+
+    if warehouse.exists() and not warehouse.is_dir():
+        raise _fail(f"{warehouse}: --warehouse must be a folder, and this is a file", EXIT_USAGE)
+    if not warehouse.exists():
+        missing = warehouse
+        while not missing.parent.exists() and missing.parent != missing:
+            missing = missing.parent
+        if missing.parent.exists() and not missing.parent.is_dir():
+            raise _fail(f"{warehouse}: --warehouse cannot be a folder here ({missing.parent} is a file)", EXIT_USAGE)
+        if missing.parent.exists() and not os.access(missing.parent, os.R_OK | os.X_OK):
+            raise _fail(f"{warehouse}: --warehouse cannot be read here ({missing.parent} is not readable)",
+                        EXIT_USAGE)
+        raise _fail(f"{warehouse}: no such folder: --warehouse names a warehouse (ingest or evaluate something "
+                    "into it first)", EXIT_INPUT)
+    if not os.access(warehouse, os.R_OK | os.X_OK):
+        raise _fail(f"{warehouse}: --warehouse cannot be read here (no read permission)", EXIT_USAGE)
+    if not (warehouse / CATALOG).is_file():
+        raise _fail(f"{warehouse}: not a judged warehouse (no catalog, {CATALOG}): point --warehouse at one, or "
+                    "ingest or evaluate something into it first", EXIT_INPUT)
+
+
+def _require_prefect_api() -> None:
+    """Exit 1 with one line, before anything is created, when PREFECT_API_URL is set in the environment and no
+    Prefect API answers there (one set in a profile is checked when the flow starts: flows/server.py)."""
+    from judged.flows.server import require_reachable_api
+
+    try:
+        require_reachable_api(os.environ.get("PREFECT_API_URL"))
+    except InputError as error:
+        raise _fail(str(error), EXIT_INPUT) from None
+
+
 def _metadata_overrides(**fields: str | None) -> dict[str, str]:
     return {name: value for name, value in fields.items() if value is not None}
 
@@ -422,6 +468,7 @@ def ingest_judgments_command(
         bool, typer.Option("--revise", help="With --extends: a new grade for a judged pair replaces it (a revision).")
     ] = False,
     worklist: Annotated[str | None, typer.Option(help="With --extends: the worklist id the answers reply to.")] = None,
+    allow_empty: AllowEmptyOption = False,
 ) -> None:
     """Validate a judgment set and store it, content-addressed, with its metadata. Metadata comes from the sidecar
     `<qrels>.meta.toml` when present; options given here override it. With --extends, the file holds new answers
@@ -432,6 +479,7 @@ def ingest_judgments_command(
         return
     if revise or worklist is not None:
         raise _fail("--revise and --worklist go with --extends", EXIT_USAGE)
+    _require_prefect_api()
     from judged.flows.io import read_sidecar
     from judged.flows.pipeline import ingest_judgments
     from judged.schemas.provenance import JudgmentSetMetadata
@@ -446,7 +494,7 @@ def ingest_judgments_command(
             overrides["grade_scale"] = _parse_grades(grade)
         metadata = JudgmentSetMetadata.model_validate({**base.model_dump(), **overrides})
         with orchestrated(f"ingesting {qrels}"):
-            report = ingest_judgments(str(qrels), str(warehouse), metadata)
+            report = ingest_judgments(str(qrels), str(warehouse), metadata, allow_empty=allow_empty)
     except SpecError as error:
         raise _fail(str(error), EXIT_USAGE) from None
     except InputError as error:
@@ -531,9 +579,11 @@ def ingest_run_command(
     tag: Annotated[str | None, typer.Option(help="The run tag.")] = None,
     profile: Annotated[bool, typer.Option(help="Also print where the time went (read, checks, order, write, hash, "
                                                "record): one `phase` line each.")] = False,
+    allow_empty: AllowEmptyOption = False,
 ) -> None:
     """Validate a run and store it, content-addressed, with its metadata (sidecar `<run>.meta.toml` or options)."""
     _require_writable_warehouse(warehouse)
+    _require_prefect_api()
     from judged.flows.io import read_sidecar
     from judged.flows.pipeline import ingest_run
     from judged.schemas.provenance import RunMetadata
@@ -543,7 +593,7 @@ def ingest_run_command(
         overrides = _metadata_overrides(system=system, configuration=configuration, tag=tag)
         metadata = RunMetadata.model_validate({**base.model_dump(), **overrides})
         with orchestrated(f"ingesting {run}"):
-            report = ingest_run(str(run), str(warehouse), metadata)
+            report = ingest_run(str(run), str(warehouse), metadata, allow_empty=allow_empty)
     except InputError as error:
         raise _fail(str(error), EXIT_INPUT) from None
     _print_store_report(report, "run")
@@ -589,10 +639,12 @@ def nightly(
     judgment_duplicates: JudgmentDuplicatesOption = None,
     depth: DepthOption = None,
     query_weights: QueryWeightsOption = None,
+    allow_empty: AllowEmptyOption = False,
     warehouse: Annotated[Path, typer.Option(help=_WAREHOUSE_HELP)] = Path("warehouse"),
 ) -> None:
     """Run the nightly job once: ingest and evaluate every run waiting in the inbox."""
     _require_writable_warehouse(warehouse)
+    _require_prefect_api()
     from judged.flows.pipeline import nightly as nightly_flow
 
     try:
@@ -605,7 +657,8 @@ def nightly(
         )
         _announce_inbox(inbox)
         with orchestrated(f"nightly job over {inbox}"):
-            report = nightly_flow(str(inbox), judgments, [s.canonical_json() for s in specs], str(warehouse))
+            report = nightly_flow(str(inbox), judgments, [s.canonical_json() for s in specs], str(warehouse),
+                                  allow_empty)
     except SpecError as error:
         raise _fail(str(error), EXIT_USAGE) from None
     except InputError as error:
@@ -659,6 +712,7 @@ def serve(
     judgment_duplicates: JudgmentDuplicatesOption = None,
     depth: DepthOption = None,
     query_weights: QueryWeightsOption = None,
+    allow_empty: AllowEmptyOption = False,
     warehouse: Annotated[Path, typer.Option(help=_WAREHOUSE_HELP)] = Path("warehouse"),
     name: Annotated[str, typer.Option(help="Deployment name.")] = "judged-nightly",
 ) -> None:
@@ -682,6 +736,7 @@ def serve(
     if not os.environ.get("PREFECT_API_URL"):
         raise _fail("serve needs a Prefect server: start one with `prefect server start` and set PREFECT_API_URL",
                     EXIT_USAGE)
+    _require_prefect_api()
     try:
         _announce_inbox(inbox)
     except InputError as error:
@@ -697,6 +752,7 @@ def serve(
             "judgments": judgments_ref,
             "spec_jsons": [s.canonical_json() for s in specs],
             "warehouse": str(warehouse.resolve()),
+            "allow_empty": allow_empty,
         },
     )
 
@@ -719,6 +775,7 @@ def sql(
 
     if output_format not in ("table", "csv", "json"):
         raise _fail(f"--format must be table, csv or json, not {output_format!r}", EXIT_USAGE)
+    _require_readable_warehouse(warehouse)
     try:
         limits = QueryLimits(timeout_seconds=timeout, row_limit=limit, memory_limit=memory_limit)
     except ValueError as error:
@@ -769,6 +826,7 @@ def show(
     from judged.flows.report import print_tables
     from judged.flows.warehouse import Warehouse
 
+    _require_readable_warehouse(warehouse)
     try:
         store = Warehouse(warehouse)
         evaluation_id = store.resolve_evaluation(evaluation_id)
@@ -791,6 +849,7 @@ def demo(
     """The main job on bundled sample data: NIST's TREC DL 2020 passage judgments and three official runs are put
     into an inbox, and the nightly flow ingests and evaluates them (preset trec_eval) into the warehouse."""
     _require_writable_warehouse(warehouse)
+    _require_prefect_api()
     import shutil
 
     from judged.flows.pipeline import nightly as nightly_flow

@@ -12,7 +12,9 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from judged.flows.cli import EXIT_INPUT, EXIT_USAGE, _SPEC_PANEL, _fail, app, orchestrated, spec_from_options
+from judged.flows.cli import (
+    EXIT_INPUT, EXIT_USAGE, _SPEC_PANEL, _fail, _require_prefect_api, app, orchestrated, spec_from_options,
+)
 from judged.flows.wording import counted
 from judged.schemas.spec import PRESETS, EvaluationSpec, SpecError
 from judged.transforms.errors import InputError
@@ -110,6 +112,8 @@ def gathered(
         from judged.flows.compare import from_warehouse
         from judged.flows.pipeline import compare_flow
         from judged.flows.warehouse import Warehouse
+
+        _require_prefect_api()
 
         store = Warehouse(warehouse)
         if len(inputs) == 1 and is_comparison(store, inputs[0]):

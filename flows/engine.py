@@ -26,8 +26,8 @@ from judged.transforms.duplicates import duplicate_pairs, keep_one_per_pair, may
 from judged.transforms.errors import InputError
 from judged.transforms.layout import head_positions, head_rows
 from judged.transforms.measures import per_query_measures
-from judged.transforms.measures.ndcg import grades_outside_gain_map
-from judged.transforms.ranking import candidate_rows, first_rows_needed, stretch_starts
+from judged.transforms.measures.ndcg import gains_beyond_float64, grades_outside_gain_map
+from judged.transforms.ranking import QUERY, candidate_rows, first_rows_needed, stretch_starts
 from judged.transforms.shards import shard_count, with_bucket
 from judged.transforms.summary import summarize
 
@@ -178,6 +178,7 @@ def check_inputs(
     if uncovered.height:
         grades = uncovered["relevance"].to_list()
         raise InputError(judgments.source, f"grade(s) {grades} occur but the gain map {spec.gain_label} omits them")
+    _refuse_gains_beyond_float64(judgments, judgment_rows, spec)
     if spec.negative_grades == "error":
         negative = judgment_rows.filter(pl.col("relevance") < 0).sort("source_line").head(1).collect()
         if negative.height:
@@ -196,6 +197,29 @@ def check_inputs(
             raise InputError(
                 run.source, f"{missing.height} judged queries are missing from the run ({shown}); query set is strict"
             )
+
+
+def _refuse_gains_beyond_float64(judgments: LoadedTable, judgment_rows: pl.LazyFrame, spec: EvaluationSpec) -> None:
+    """InputError naming the first line whose grade's gain overflows float64 (else the highest grade of the first
+    query whose gains add up beyond it): nDCG would be NaN or infinite."""
+    found = gains_beyond_float64(judgment_rows, spec).sort(
+        "gain_overflows", "source_line", descending=[True, False]).collect()
+    if not found.height:
+        return
+    row = found.row(0, named=True)
+    if not row["gain_overflows"]:
+        query = found.filter(pl.col(QUERY) == row[QUERY])
+        row = query.sort("relevance", "source_line", descending=[True, False]).row(0, named=True)
+    why = ("its gain is beyond float64" if row["gain_overflows"]
+           else f"the gains of query '{row[QUERY]}' add up beyond float64")
+    hint = (" (exponential gain takes grades up to 1023; use --gain linear or a --gain-map)"
+            if spec.gain == "exponential" else "")
+    raise InputError(
+        judgments.source,
+        f"grade {row['relevance']}: under gain {spec.gain_label}, {why}, so nDCG would not be finite{hint}",
+        row["source_line"],
+        judgments.unit,
+    )
 
 
 def run_name(run: LoadedTable) -> str:

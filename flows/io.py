@@ -10,6 +10,7 @@ import gzip
 import itertools
 import json
 import os
+import sys
 import tomllib
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -28,7 +29,8 @@ from judged.schemas.provenance import JudgmentSetMetadata, RunMetadata, table_id
 from judged.schemas.tables import JUDGMENTS, RUN, RUN_ROWS, STORED_JUDGMENTS
 from judged.transforms.errors import InputError
 from judged.transforms.parse import (
-    conform_judgments, conform_run, in_contract, parse_trec_qrels, parse_trec_run, raise_first_problem,
+    conform_judgments, conform_run, ignored_run_columns, in_contract, parse_trec_qrels, parse_trec_run,
+    raise_first_problem,
 )
 from judged.transforms.shards import in_shard
 
@@ -375,11 +377,13 @@ def load_table(
     metadata: Metadata | None = None,
     hashes: Future[tuple[str, str]] | None = None,
     limits: Limits = DEFAULT_LIMITS,
+    allow_empty: bool = False,
 ) -> LoadedTable:
     """Read, parse and validate judgments or a run; any problem raises InputError naming the file and line.
     Without `metadata`, the sidecar `<file>.meta.toml` is read when present. `hashes` is the file's
     `content_hashes` already under way (flows.hashing); otherwise they are computed beside the parsing. `limits`
-    says which text is parsed in memory, and in what pieces."""
+    says which text is parsed in memory, and in what pieces. A table without rows is refused unless `allow_empty`
+    (see `require_rows`)."""
     path = Path(path)
     require_regular_file(path, "judgments file" if kind == "judgments" else "run file")
     if metadata is None:
@@ -388,6 +392,8 @@ def load_table(
     if hashes is None:
         hashes = hash_in_background([path])[path]
     parsed = _parse(path, kind, source_format, metadata, limits)
+    if not allow_empty:
+        require_rows(parsed.rows, path, kind, source_format)
     if isinstance(metadata, RunMetadata) and not metadata.tag:
         tag = parsed.common_tag if parsed.common_tag is not None else _common_tag(parsed.rows)
         metadata = metadata.model_copy(update={"tag": tag})
@@ -401,6 +407,43 @@ def load_table(
         in_memory=source_format != "parquet" and not _streamed(path, source_format, limits),
         query_rows=parsed.query_rows if kind == "run" else None,
     )
+
+
+# Files already warned of ignored columns in this process (path, size, mtime): a file read twice (checked, then
+# stored) is named once.
+_WARNED_OF_IGNORED_COLUMNS: set[tuple[str, int, int]] = set()
+
+
+def warn_of_ignored_columns(path: Path, lines: pl.LazyFrame) -> None:
+    """Say once on stderr that run lines had more than six columns and that the extra ones were ignored (as
+    trec_eval does), with their count and the first such line."""
+    ignored = ignored_run_columns(lines).collect().row(0, named=True)
+    if not ignored["n_lines"]:
+        return
+    status = path.stat()
+    key = (str(path.resolve()), status.st_size, status.st_mtime_ns)
+    if key in _WARNED_OF_IGNORED_COLUMNS:
+        return
+    _WARNED_OF_IGNORED_COLUMNS.add(key)
+    lines_text = "line has" if ignored["n_lines"] == 1 else f"{ignored['n_lines']:,} lines have"
+    print(f"judged: warning: {path}, line {ignored['first_line']}: {lines_text} more than 6 columns; the columns "
+          "after the sixth were ignored, as trec_eval ignores them (a document id with a space?)", file=sys.stderr)
+
+
+# How the command line accepts an empty input; named in the refusal.
+ALLOW_EMPTY_OPTION = "--allow-empty"
+
+
+def require_rows(rows: pl.LazyFrame, path: Path, kind: TableKind, source_format: str) -> None:
+    """InputError unless the validated table has a row: an empty file, one of blank lines only, a qrels file of
+    comments only or a Parquet table of 0 rows is most often a failed export, and would evaluate to every judged
+    query missing (an empty run) or to nothing scored (empty judgments). Reads at most one row."""
+    if rows.head(1).collect().height:
+        return
+    what = "judgment set" if kind == "judgments" else "run"
+    found = ("is a Parquet table of 0 rows" if source_format == "parquet"
+             else "has no rows (no lines, or only blank or comment lines)")
+    raise InputError(str(path), f"{found}: an empty {what} is refused unless {ALLOW_EMPTY_OPTION} is given")
 
 
 def _common_tag(run: pl.LazyFrame) -> str:
@@ -433,6 +476,8 @@ def _parse(path: Path, kind: TableKind, source_format: str, metadata: Metadata, 
     unresolved = metadata.unresolved_token if isinstance(metadata, JudgmentSetMetadata) else None
     parsed = (parse_trec_qrels(lines, unresolved) if kind == "judgments" else parse_trec_run(lines)).collect()
     raise_first_problem(parsed.select("source_line", "problem"), str(path), "line")
+    if kind == "run":
+        warn_of_ignored_columns(path, lines)
     return ParsedTable(in_contract(parsed.lazy(), JUDGMENTS if kind == "judgments" else RUN))
 
 

@@ -75,22 +75,22 @@ def using_api(api_url: str) -> Iterator[None]:
 
 def ingest_file(
     warehouse: Warehouse, path: str | Path, kind: str, metadata: Metadata | None = None,
-    limits: Limits = DEFAULT_LIMITS,
+    limits: Limits = DEFAULT_LIMITS, allow_empty: bool = False,
 ) -> StoreReport:
-    """Read, validate and store one file. Bad input raises InputError and writes nothing. The report's `seconds`
-    is the time this took (reading to the last file written), without any orchestration around it, and its
-    `phases` where that time went."""
+    """Read, validate and store one file. Bad input raises InputError and writes nothing (an empty table is bad
+    input unless `allow_empty`). The report's `seconds` is the time this took (reading to the last file written),
+    without any orchestration around it, and its `phases` where that time went."""
     started = time.perf_counter()
     phases = Phases()
     with phases.measure("read and check"):
-        loaded = load_table(path, kind, metadata, limits=limits)  # type: ignore[arg-type]
+        loaded = load_table(path, kind, metadata, limits=limits, allow_empty=allow_empty)  # type: ignore[arg-type]
     report = warehouse.store_table(loaded, limits, phases)
     return replace(report, seconds=time.perf_counter() - started, phases=phases.as_tuples())
 
 
 def check_inputs_before_storing(
     warehouse: Warehouse, judgments: str, runs: list[str], specs: list[EvaluationSpec],
-    judgments_metadata: Metadata | None = None,
+    judgments_metadata: Metadata | None = None, allow_empty: bool = False,
 ) -> None:
     """Every check that could refuse these inputs under these specs, before anything of them is stored: files are
     read and validated, ids resolved, and each run checked against the judgments as its evaluation would check it.
@@ -99,12 +99,12 @@ def check_inputs_before_storing(
     if not _stores_something(warehouse, judgments, runs):
         return
     judgment_table = (
-        load_table(judgments, "judgments", judgments_metadata) if Path(judgments).is_file()
+        load_table(judgments, "judgments", judgments_metadata, allow_empty=allow_empty) if Path(judgments).is_file()
         else warehouse.load_stored("judgments", warehouse.resolve_judgment_set(judgments))
     )
     for run in runs:
         if Path(run).is_file():
-            run_table = load_table(run, "run")
+            run_table = load_table(run, "run", allow_empty=allow_empty)
         elif Path(run).is_dir():
             run_table = open_stored(Path(run), "run").load()
         else:
@@ -124,13 +124,13 @@ def _stores_something(warehouse: Warehouse, judgments: str, runs: list[str]) -> 
 
 def ingest_checked_run(
     warehouse: Warehouse, path: str | Path, judgment_set_id: str, specs: list[EvaluationSpec],
-    claim_folder: Path | None = None,
+    claim_folder: Path | None = None, allow_empty: bool = False,
 ) -> StoreReport:
     """Read and validate a run, check it against a stored judgment set under every spec, and only then store it:
     a run its evaluation would refuse is never stored. With a nightly `claim_folder`, whether the run was new is
     noted there before storing (see `run_was_new`)."""
     started = time.perf_counter()
-    run = load_table(path, "run")
+    run = load_table(path, "run", allow_empty=allow_empty)
     judgments = warehouse.load_stored("judgments", judgment_set_id)
     for spec in specs:
         check_before_storing(run, judgments, spec)
@@ -332,9 +332,10 @@ def summary_rows(warehouse: Warehouse, reports: list[EvaluationReport]) -> list[
 
 @task(name="ingest-file")
 def ingest_file_task(
-    warehouse_root: str, path: str, kind: str, metadata: Metadata | None = None, limits: Limits = DEFAULT_LIMITS
+    warehouse_root: str, path: str, kind: str, metadata: Metadata | None = None, limits: Limits = DEFAULT_LIMITS,
+    allow_empty: bool = False,
 ) -> StoreReport:
-    return _logged(path, kind, ingest_file(Warehouse(warehouse_root), path, kind, metadata, limits))
+    return _logged(path, kind, ingest_file(Warehouse(warehouse_root), path, kind, metadata, limits, allow_empty))
 
 
 def _logged(path: str, kind: str, report: StoreReport) -> StoreReport:
@@ -351,19 +352,22 @@ def _logged(path: str, kind: str, report: StoreReport) -> StoreReport:
 
 @task(name="check-inputs")
 def check_inputs_task(
-    warehouse_root: str, judgments: str, runs: list[str], spec_jsons: list[str], judgments_metadata: Metadata | None
+    warehouse_root: str, judgments: str, runs: list[str], spec_jsons: list[str], judgments_metadata: Metadata | None,
+    allow_empty: bool = False,
 ) -> None:
     specs = [EvaluationSpec.from_canonical_json(text) for text in spec_jsons]
-    check_inputs_before_storing(Warehouse(warehouse_root), judgments, runs, specs, judgments_metadata)
+    check_inputs_before_storing(Warehouse(warehouse_root), judgments, runs, specs, judgments_metadata, allow_empty)
 
 
 @task(name="ingest-checked-run")
 def ingest_checked_run_task(
-    warehouse_root: str, path: str, judgment_set_id: str, spec_jsons: list[str], claim_folder: str | None = None
+    warehouse_root: str, path: str, judgment_set_id: str, spec_jsons: list[str], claim_folder: str | None = None,
+    allow_empty: bool = False,
 ) -> StoreReport:
     specs = [EvaluationSpec.from_canonical_json(text) for text in spec_jsons]
     folder = Path(claim_folder) if claim_folder else None
-    return _logged(path, "run", ingest_checked_run(Warehouse(warehouse_root), path, judgment_set_id, specs, folder))
+    stored = ingest_checked_run(Warehouse(warehouse_root), path, judgment_set_id, specs, folder, allow_empty)
+    return _logged(path, "run", stored)
 
 
 @task(name="plan-evaluation")
@@ -464,12 +468,12 @@ def publish_artifacts_task(warehouse_root: str, reports: list[EvaluationReport],
 @flow(name="ingest-judgments")
 def ingest_judgments(
     path: str, warehouse: str = DEFAULT_WAREHOUSE, metadata: Metadata | None = None,
-    rows_per_shard: int = DEFAULT_LIMITS.rows_per_shard,
+    rows_per_shard: int = DEFAULT_LIMITS.rows_per_shard, allow_empty: bool = False,
 ) -> StoreReport:
     """Validate a qrels file (TREC text, .gz or Parquet) and store it as a content-addressed judgment set, split
-    into shards of about `rows_per_shard` rows by query."""
+    into shards of about `rows_per_shard` rows by query. An empty one is refused unless `allow_empty`."""
     limits = replace(DEFAULT_LIMITS, rows_per_shard=rows_per_shard)
-    report = ingest_file_task(warehouse, path, "judgments", metadata, limits)
+    report = ingest_file_task(warehouse, path, "judgments", metadata, limits, allow_empty)
     refresh_catalog_task(warehouse)
     return report
 
@@ -477,12 +481,12 @@ def ingest_judgments(
 @flow(name="ingest-run")
 def ingest_run(
     path: str, warehouse: str = DEFAULT_WAREHOUSE, metadata: Metadata | None = None,
-    rows_per_shard: int = DEFAULT_LIMITS.rows_per_shard,
+    rows_per_shard: int = DEFAULT_LIMITS.rows_per_shard, allow_empty: bool = False,
 ) -> StoreReport:
     """Validate a run file (TREC text, .gz or Parquet) and store it as a content-addressed run, split into shards
-    of about `rows_per_shard` rows by query."""
+    of about `rows_per_shard` rows by query. An empty one is refused unless `allow_empty`."""
     limits = replace(DEFAULT_LIMITS, rows_per_shard=rows_per_shard)
-    report = ingest_file_task(warehouse, path, "run", metadata, limits)
+    report = ingest_file_task(warehouse, path, "run", metadata, limits, allow_empty)
     refresh_catalog_task(warehouse)
     return report
 
@@ -494,27 +498,30 @@ def evaluate_flow(
     spec_json: str,
     warehouse: str = DEFAULT_WAREHOUSE,
     judgments_metadata: Metadata | None = None,
+    allow_empty: bool = False,
 ) -> list[EvaluationReport]:
     """Evaluate runs against one judgment set under one spec. `judgments` and each run are a file (ingested
     first), a stored run's folder (warehouse/run_rows/<run_id>, of this warehouse or another) or an id already in
-    the warehouse (a judgment set may also be named: its latest version is used)."""
+    the warehouse (a judgment set may also be named: its latest version is used). Empty files are refused unless
+    `allow_empty`."""
     spec = EvaluationSpec.from_canonical_json(spec_json)
     store = Warehouse(warehouse)
-    check_inputs_task(warehouse, judgments, runs, [spec_json], judgments_metadata)  # before anything is stored
-    judgment_set_id = _judgment_set(store, judgments, judgments_metadata)
-    run_ids = [_run(store, run) for run in runs]
+    # before anything is stored
+    check_inputs_task(warehouse, judgments, runs, [spec_json], judgments_metadata, allow_empty)
+    judgment_set_id = _judgment_set(store, judgments, judgments_metadata, allow_empty)
+    run_ids = [_run(store, run, allow_empty) for run in runs]
     reports = evaluate_runs(warehouse, run_ids, judgment_set_id, [spec])
     refresh_catalog_task(warehouse)
     publish_artifacts_task(warehouse, reports)
     return reports
 
 
-def _run(store: Warehouse, reference: str) -> str:
+def _run(store: Warehouse, reference: str, allow_empty: bool = False) -> str:
     """A run file is ingested; a stored run's folder gives its id (its rows are stored here first when it comes
     from another warehouse); otherwise an id already in the warehouse."""
     path = Path(reference)
     if path.is_file():
-        return ingest_file_task(str(store.root), reference, "run").id
+        return ingest_file_task(str(store.root), reference, "run", allow_empty=allow_empty).id
     if path.is_dir():
         stored = open_stored(path, "run")
         if not store.run_record(stored.table_id).exists():
@@ -523,10 +530,10 @@ def _run(store: Warehouse, reference: str) -> str:
     return store.require_run(reference)
 
 
-def _judgment_set(store: Warehouse, reference: str, metadata: Metadata | None) -> str:
+def _judgment_set(store: Warehouse, reference: str, metadata: Metadata | None, allow_empty: bool = False) -> str:
     """A qrels file is ingested (nothing new if unchanged); otherwise an id, or a name meaning its latest version."""
     if Path(reference).is_file():
-        return ingest_file_task(str(store.root), reference, "judgments", metadata).id
+        return ingest_file_task(str(store.root), reference, "judgments", metadata, allow_empty=allow_empty).id
     return store.resolve_judgment_set(reference)
 
 
@@ -667,7 +674,7 @@ def _failure_message(error: BaseException | None) -> str:
 
 
 def _night_of_one_file(
-    store: Warehouse, path: Path, inbox: Path, judgment_set_id: str, specs: list[EvaluationSpec]
+    store: Warehouse, path: Path, inbox: Path, judgment_set_id: str, specs: list[EvaluationSpec], allow_empty: bool
 ) -> tuple[dict[str, Any], list[EvaluationReport]]:
     """Inside the nightly flow: check, store and evaluate one claimed run file. Returns its `nightly` row (with
     where the file is to be moved) and its evaluations; any failure makes a `rejected` row (a bad file never stops
@@ -676,7 +683,7 @@ def _night_of_one_file(
     row: dict[str, Any] = {"file": path.name, "run_id": None, "evaluation_ids": [], "error": None,
                            "source_sha256": None}
     spec_jsons = [spec.canonical_json() for spec in specs]
-    state = ingest_checked_run_task(warehouse, str(path), judgment_set_id, spec_jsons, str(path.parent),
+    state = ingest_checked_run_task(warehouse, str(path), judgment_set_id, spec_jsons, str(path.parent), allow_empty,
                                     return_state=True)
     if state.is_failed():
         message = _failure_message(state.result(raise_on_failure=False))
@@ -704,9 +711,11 @@ def nightly(
     judgments: str,
     spec_jsons: list[str],
     warehouse: str = DEFAULT_WAREHOUSE,
+    allow_empty: bool = False,
 ) -> NightlyReport:
     """Every run file dropped into the inbox since the last night: ingest it, evaluate it against the current
-    version of the judgment set under each spec, move it to processed/ (or rejected/ with its error), record."""
+    version of the judgment set under each spec, move it to processed/ (or rejected/ with its error), record.
+    An empty run file is rejected, and empty judgments refused, unless `allow_empty`."""
     logger = get_run_logger()
     store = Warehouse(warehouse).ensure()
     flow_run_id = _current_flow_run_id() or f"local-{now_utc().strftime('%Y%m%dT%H%M%S%f')}"
@@ -714,7 +723,7 @@ def nightly(
     inbox_path = Path(inbox)
     for folder in prepare_inbox(inbox_path):
         logger.info("created %s (it was missing)", folder)
-    judgment_set_id = _judgment_set(store, judgments, None)
+    judgment_set_id = _judgment_set(store, judgments, None, allow_empty)
     specs = [EvaluationSpec.from_canonical_json(text) for text in spec_jsons]
     waiting = inbox_files(inbox_path)
     logger.info("%s waiting in %s; judgment set %s; %s: %s", counted(len(waiting), "run file"), inbox_path,
@@ -729,7 +738,7 @@ def nightly(
             row = pl.read_parquet(record).row(0, named=True)
             reports = [EvaluationReport(e, False, row["run_id"], judgment_set_id) for e in row["evaluation_ids"]]
         else:
-            row, reports = _night_of_one_file(store, claim.file, inbox_path, judgment_set_id, specs)
+            row, reports = _night_of_one_file(store, claim.file, inbox_path, judgment_set_id, specs, allow_empty)
             row |= {"flow_run_id": flow_run_id, "started_at": started, "judgment_set_id": judgment_set_id}
             store.store_nightly(claim.id, pl.DataFrame([row], schema=NIGHTLY))
         target = set_aside(claim.file, Path(row["moved_to"]), row["error"])

@@ -43,6 +43,8 @@ STARTUP_TIMEOUT_SECONDS = 180.0
 UNRESPONSIVE_SECONDS = 15.0
 STOP_TIMEOUT_SECONDS = 20.0
 HEALTH_TIMEOUT_SECONDS = 2.0
+# A server the user configured may be remote or busy: it gets longer to answer before the command gives up on it.
+CONFIGURED_HEALTH_TIMEOUT_SECONDS = 5.0
 
 
 class ServerError(InputError):
@@ -88,6 +90,18 @@ def healthy(api_url: str, timeout: float = HEALTH_TIMEOUT_SECONDS) -> bool:
             return response.status == 200 and json.loads(response.read() or b"null") is True
     except (OSError, ValueError, urllib.error.URLError):
         return False
+
+
+def require_reachable_api(api_url: str | None, timeout: float = CONFIGURED_HEALTH_TIMEOUT_SECONDS) -> None:
+    """InputError naming a configured PREFECT_API_URL (None: none configured) where no Prefect API answers: a URL
+    the user set is never silently replaced by another server, and the command stops in one line before it reads
+    or stores anything (Prefect's client would fail later, with a traceback)."""
+    if api_url and not healthy(api_url, timeout):
+        raise InputError(
+            f"PREFECT_API_URL={api_url}",
+            "no Prefect API answers there: start that server (`prefect server start`), or unset PREFECT_API_URL to "
+            "let judged use its local server",
+        )
 
 
 def read_state(home: Path | None = None) -> ServerState | None:
@@ -288,6 +302,7 @@ def orchestration(feedback: Feedback, doing: str) -> Iterator[None]:
     with feedback.waiting("loading Prefect..."):
         from judged.flows import pipeline
     if pipeline.configured_api_url() is not None:
+        require_reachable_api(pipeline.configured_api_url())
         with feedback.following_flow_logs(doing):
             yield
         return

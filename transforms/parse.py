@@ -109,6 +109,14 @@ def parse_trec_run(lines: pl.LazyFrame) -> pl.LazyFrame:
     )
 
 
+def ignored_run_columns(lines: pl.LazyFrame) -> pl.LazyFrame:
+    """One row: how many run lines have more than six columns (`n_lines`), whose extra columns are ignored as
+    trec_eval ignores them, and the number of the first (`first_line`, null when there is none). A document id
+    holding a space is the usual cause, and then silently becomes other columns: the caller says so."""
+    extra = pl.col("line").str.count_matches(r"\S+") > 6
+    return lines.select(n_lines=extra.sum(), first_line=pl.col("line_number").filter(extra).min().cast(pl.Int64))
+
+
 def in_contract(rows: pl.LazyFrame, contract: dict[str, pl.DataType], *extra: str) -> pl.LazyFrame:
     """The contract's columns in order (then `extra` ones), each of its type. Only columns of another type are
     cast: a cast to the same string type still copies every string."""

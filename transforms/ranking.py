@@ -129,5 +129,6 @@ def ordered_sum(values: pl.Expr) -> pl.Expr:
 
 
 def ordered_mean(values: pl.Expr) -> pl.Expr:
-    """Mean of the non-null values, summed in row order (see `ordered_sum`)."""
-    return ordered_sum(values) / values.count()
+    """Mean of the non-null values, summed in row order (see `ordered_sum`); null when there are none (never the
+    NaN of 0 / 0)."""
+    return pl.when(values.count() > 0).then(ordered_sum(values) / values.count())

@@ -282,14 +282,22 @@ def test_truncated_gzip_is_an_input_error(tmp_path: Path) -> None:
 
 def test_file_of_blank_lines_is_an_empty_table(tmp_path: Path) -> None:
     path = write(tmp_path / "run.txt", "\n\n")
-    table = load_table(path, "run")
+    table = load_table(path, "run", allow_empty=True)
     assert table.frame.height == 0
     assert table.frame.schema == pl.Schema(RUN)
 
 
 def test_zero_byte_file_behaves_like_a_file_of_blank_lines(tmp_path: Path) -> None:
     path = write(tmp_path / "run.txt", b"")
-    assert load_table(path, "run").frame.height == 0
+    assert load_table(path, "run", allow_empty=True).frame.height == 0
+
+
+@pytest.mark.parametrize("kind", ["run", "judgments"])
+def test_a_table_without_rows_is_refused_unless_allowed(tmp_path: Path, kind: str) -> None:
+    path = write(tmp_path / "input.txt", "\n \n")
+    assert str(input_error(path, kind)) == (
+        f"{path}: has no rows (no lines, or only blank or comment lines): an empty "
+        f"{'run' if kind == 'run' else 'judgment set'} is refused unless --allow-empty is given")
 
 
 # -- Parquet ---------------------------------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ after with a tree listing and hashes; a few run through a real subprocess.
 from __future__ import annotations
 
 import gzip
+import os
 import subprocess
 import sys
 from collections.abc import Callable
@@ -27,6 +28,12 @@ runner = CliRunner()
 SEED_QRELS = REPO / "data" / "seed" / "qrels.txt"
 SEED_RUN = REPO / "data" / "seed" / "run.txt"
 GOOD_RUN = "q1 Q0 d1 1 3.0 t\nq1 Q0 d2 2 2.0 t\n"
+EMPTY = "an empty {} is refused unless --allow-empty is given"
+NO_ROWS = "has no rows (no lines, or only blank or comment lines): " + EMPTY
+ZERO_ROWS = "is a Parquet table of 0 rows: " + EMPTY
+EMPTY_RUN_FRAME = pl.DataFrame(schema={"query_id": pl.String, "doc_id": pl.String, "score": pl.Float64})
+EMPTY_QRELS_FRAME = pl.DataFrame(schema={"query_id": pl.String, "doc_id": pl.String, "relevance": pl.Int32})
+UNREACHABLE_API = "http://127.0.0.1:9/api"
 
 
 def text(content: str | bytes) -> Callable[[Path], Path]:
@@ -116,6 +123,12 @@ BAD_RUNS: list[tuple[str, Callable[[Path], Path], str]] = [
     ("sidecar not TOML", with_sidecar(b"tag = \n"), "not valid TOML"),
     ("sidecar unknown field", with_sidecar(b'colour = "blue"\n'), "colour"),
     ("sidecar too large", with_sidecar(b"# " + b"x" * (1 << 20) + b"\n"), "the limit for a sidecar"),
+    ("empty run", text(""), "input.txt: " + NO_ROWS.format("run")),
+    ("blank-only run", text("\n   \n\t\n"), "input.txt: " + NO_ROWS.format("run")),
+    # trec_eval reads no comments in a run: a comment-only run is refused at its first line
+    ("comment-only run", text("# nothing retrieved\n"), "input.txt, line 1: expected 6 columns"),
+    ("empty gzip run", gz(gzip.compress(b"")), "input.gz: " + NO_ROWS.format("run")),
+    ("0-row parquet run", parquet(EMPTY_RUN_FRAME), "input.parquet: " + ZERO_ROWS.format("run")),
 ]
 
 
@@ -175,6 +188,10 @@ BAD_QRELS: list[tuple[str, Callable[[Path], Path], str]] = [
     ("qrels not UTF-8", text(b"q1 0 d\xff 1\n"), "line 1: is not UTF-8 text"),
     ("qrels a directory", directory, "is a directory"),
     ("qrels duplicate judgment", text("q1 0 d1 1\nq1 0 d1 2\n"), "duplicate"),
+    ("empty qrels", text(""), "input.txt: " + NO_ROWS.format("judgment set")),
+    ("blank-only qrels", text("\n \n"), "input.txt: " + NO_ROWS.format("judgment set")),
+    ("comment-only qrels", text("# judged later\n# nothing yet\n"), "input.txt: " + NO_ROWS.format("judgment set")),
+    ("0-row parquet qrels", parquet(EMPTY_QRELS_FRAME), "input.parquet: " + ZERO_ROWS.format("judgment set")),
 ]
 
 
@@ -185,8 +202,45 @@ def test_bad_judgments_are_one_line_naming_the_file(tmp_path: Path, make: Callab
     _assert_refused(result, 1, message, path.name)
 
 
+# Judgments a spec cannot use: (case id, the judgments, the spec options, words the message must hold)
+BAD_GAINS: list[tuple[str, Callable[[Path], Path], list[str], str]] = [
+    ("grade 1024 under exponential gain", text("q1 0 d1 3\nq1 0 d2 1024\n"), ["--gain", "exponential"],
+     "input.txt, line 2: grade 1024: under gain exponential, its gain is beyond float64, so nDCG would not be finite"),
+    ("grade 2^31-1 under exponential gain", text("q1 0 d1 2147483647\n"), ["--gain", "exponential"],
+     "line 1: grade 2147483647: under gain exponential, its gain is beyond float64"),
+    # 2^1023 - 1 is finite, two of them in one query are not: the sum is named with the query's highest grade
+    ("two grades 1023 under exponential gain", text("q1 0 d1 1\nq1 0 d2 1023\nq1 0 d3 1023\n"),
+     ["--gain", "exponential"], "line 2: grade 1023: under gain exponential, the gains of query 'q1' add up beyond"),
+    ("gain map adding up beyond float64", text("q1 0 d1 1\nq1 0 d2 1\n"), ["--gain-map", "0=0,1=1e308"],
+     "the gains of query 'q1' add up beyond float64, so nDCG would not be finite"),
+]
+
+
+@pytest.mark.parametrize("make, options, message", [case[1:] for case in BAD_GAINS],
+                         ids=[case[0] for case in BAD_GAINS])
+def test_a_gain_beyond_float64_is_refused_naming_the_line_and_grade(
+    tmp_path: Path, make: Callable[[Path], Path], options: list[str], message: str
+) -> None:
+    path = make(tmp_path)
+    result = runner.invoke(app, ["evaluate", str(path), str(SEED_RUN), "--cutoffs", "10", *options])
+    _assert_refused(result, 1, message, path.name)
+
+
+def test_large_grades_under_linear_gain_and_1023_alone_under_exponential_are_finite(tmp_path: Path) -> None:
+    """Grades are 32-bit integers and a linear gain is the grade as a float64, so no grade overflows it; 2^1023 - 1
+    alone is finite, and nDCG of a run ranking that document first is 1."""
+    for grades, options in ((("2147483647", "2147483647", "1"), []), (("1023", "0", "1"), ["--gain", "exponential"])):
+        qrels = tmp_path / "qrels.txt"
+        qrels.write_text("".join(f"q1 0 d{i} {grade}\n" for i, grade in enumerate(grades, start=1)))
+        result = runner.invoke(app, ["evaluate", str(qrels), str(SEED_RUN), "--cutoffs", "10", "--format", "trec",
+                                     *options])
+        assert result.exit_code == 0, result.output
+        # seed run: d1, d2, d3 in that order, the ideal order for both sets of grades
+        assert result.stdout.splitlines()[0].endswith("\tq1\t1.0")
+
+
 def test_the_catalogue_has_at_least_60_cases() -> None:
-    assert len(BAD_RUNS) + len(BAD_OPTIONS) + len(BAD_QRELS) >= 60
+    assert len(BAD_RUNS) + len(BAD_OPTIONS) + len(BAD_QRELS) + len(BAD_GAINS) >= 60
 
 
 @pytest.fixture(scope="module")
@@ -199,7 +253,8 @@ def seeded_warehouse(prefect_harness: str, tmp_path_factory: pytest.TempPathFact
 
 STORED_CASES = [case for case in BAD_RUNS if case[0] in {
     "inf score", "1e999 score", "invalid UTF-8", "truncated gzip", "duplicate document", "parquet inf score",
-    "a directory", "sidecar not UTF-8", "rank not integer", "bad line after good"}]
+    "a directory", "sidecar not UTF-8", "rank not integer", "bad line after good", "empty run", "0-row parquet run",
+    "comment-only run"}]
 
 
 @pytest.mark.parametrize("make, message", [case[1:] for case in STORED_CASES], ids=[case[0] for case in STORED_CASES])
@@ -236,3 +291,102 @@ def _assert_refused(result, code: int, message: str, names: str | None = None) -
     if names is not None:
         assert names in lines[0]
     assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("make, message", [case[1:] for case in BAD_QRELS if "empty" in case[0] or "0-row" in case[0]],
+                         ids=[case[0] for case in BAD_QRELS if "empty" in case[0] or "0-row" in case[0]])
+def test_refused_judgments_leave_the_warehouse_unchanged(
+    seeded_warehouse: Path, tmp_path: Path, make: Callable[[Path], Path], message: str
+) -> None:
+    before = tree_listing(seeded_warehouse)
+    path = make(tmp_path)
+    for arguments in (["evaluate", str(path), str(SEED_RUN)], ["ingest-judgments", str(path)]):
+        result = runner.invoke(app, [*arguments, "--warehouse", str(seeded_warehouse)])
+        _assert_refused(result, 1, message, path.name)
+        assert tree_listing(seeded_warehouse) == before
+
+
+@pytest.mark.parametrize("case", [case for case in BAD_GAINS if "1024" in case[0] or "two" in case[0]],
+                         ids=lambda case: case[0])
+def test_a_gain_overflow_leaves_the_warehouse_unchanged(seeded_warehouse: Path, tmp_path: Path, case: tuple) -> None:
+    _, make, options, message = case
+    before = tree_listing(seeded_warehouse)
+    path = make(tmp_path)
+    result = runner.invoke(app, ["evaluate", str(path), str(SEED_RUN), "--cutoffs", "10", *options,
+                                 "--warehouse", str(seeded_warehouse)])
+    _assert_refused(result, 1, message, path.name)
+    assert tree_listing(seeded_warehouse) == before
+
+
+def test_an_empty_run_ingested_alone_leaves_the_warehouse_unchanged(seeded_warehouse: Path, tmp_path: Path) -> None:
+    before = tree_listing(seeded_warehouse)
+    path = text("\n\n")(tmp_path)
+    _assert_refused(runner.invoke(app, ["ingest-run", str(path), "--warehouse", str(seeded_warehouse)]), 1,
+                    NO_ROWS.format("run"), path.name)
+    assert tree_listing(seeded_warehouse) == before
+
+
+@pytest.mark.parametrize("arguments", [
+    ["evaluate", str(SEED_QRELS), str(SEED_RUN), "--warehouse", "{warehouse}"],
+    ["ingest-run", str(SEED_RUN), "--warehouse", "{warehouse}"],
+    ["ingest-judgments", str(SEED_QRELS), "--warehouse", "{warehouse}"],
+    ["nightly", "--inbox", "{tmp}/inbox", "--judgments", str(SEED_QRELS), "--warehouse", "{warehouse}"],
+    ["compare", str(SEED_QRELS), str(SEED_RUN), str(SEED_RUN), "--warehouse", "{warehouse}"],
+], ids=["evaluate", "ingest-run", "ingest-judgments", "nightly", "compare"])
+def test_an_unreachable_prefect_api_url_is_one_line_naming_it(
+    seeded_warehouse: Path, tmp_path: Path, arguments: list[str]
+) -> None:
+    before = tree_listing(seeded_warehouse)
+    arguments = [a.replace("{warehouse}", str(seeded_warehouse)).replace("{tmp}", str(tmp_path)) for a in arguments]
+    result = runner.invoke(app, arguments, env={"PREFECT_API_URL": UNREACHABLE_API})
+    _assert_refused(result, 1, f"PREFECT_API_URL={UNREACHABLE_API}: no Prefect API answers there")
+    assert "unset PREFECT_API_URL" in result.stderr and "prefect server start" in result.stderr
+    assert tree_listing(seeded_warehouse) == before
+    assert not (tmp_path / "inbox").exists()
+
+
+def test_an_unreachable_prefect_api_url_through_a_real_process(tmp_path: Path) -> None:
+    judged = Path(sys.executable).with_name("judged")
+    warehouse = tmp_path / "warehouse"
+    done = subprocess.run([str(judged), "ingest-run", str(SEED_RUN), "--warehouse", str(warehouse)],
+                          capture_output=True, text=True, timeout=300,
+                          env=os.environ | {"PREFECT_API_URL": UNREACHABLE_API})
+    assert done.returncode == 1
+    assert done.stderr.startswith(f"judged: error: PREFECT_API_URL={UNREACHABLE_API}: no Prefect API answers")
+    assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr + done.stdout
+    assert not warehouse.exists()
+
+
+BAD_READ_WAREHOUSES: list[tuple[str, str, int, str]] = [
+    ("a file", str(SEED_RUN), 2, "--warehouse must be a folder, and this is a file"),
+    ("below a file", f"{SEED_RUN}/warehouse", 2, "--warehouse cannot be a folder here"),
+    ("a missing folder", "{tmp}/missing/warehouse", 1, "no such folder"),
+    ("a folder that is not a warehouse", "{tmp}", 1, "not a judged warehouse (no catalog, catalog.duckdb)"),
+]
+
+
+@pytest.mark.parametrize("command", [["sql", "SELECT count(*) FROM runs"], ["show", "abc"]], ids=["sql", "show"])
+@pytest.mark.parametrize("where, code, message", [case[1:] for case in BAD_READ_WAREHOUSES],
+                         ids=[case[0] for case in BAD_READ_WAREHOUSES])
+def test_sql_and_show_check_the_warehouse_and_create_nothing(
+    tmp_path: Path, command: list[str], where: str, code: int, message: str
+) -> None:
+    (tmp_path / "stray.txt").write_text("not a warehouse\n")
+    before = tree_listing(tmp_path)
+    where = where.replace("{tmp}", str(tmp_path))
+    result = runner.invoke(app, [*command, "--warehouse", where])
+    _assert_refused(result, code, message, where)
+    assert tree_listing(tmp_path) == before and not (tmp_path / "missing").exists()
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads any folder: an unreadable warehouse cannot be made")
+@pytest.mark.parametrize("command", [["sql", "SELECT 1"], ["show", "abc"]], ids=["sql", "show"])
+def test_sql_and_show_refuse_an_unreadable_warehouse(tmp_path: Path, command: list[str]) -> None:
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0)
+    try:
+        result = runner.invoke(app, [*command, "--warehouse", str(locked)])
+        _assert_refused(result, 2, "--warehouse cannot be read here", str(locked))
+    finally:
+        locked.chmod(0o700)
