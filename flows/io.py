@@ -392,8 +392,8 @@ def load_table(
     if hashes is None:
         hashes = hash_in_background([path])[path]
     parsed = _parse(path, kind, source_format, metadata, limits)
-    if not allow_empty:
-        require_rows(parsed.rows, path, kind, source_format)
+    if not allow_empty:  # a Parquet file's own rows (its footer says), not the checked scan over them
+        require_rows(pl.scan_parquet(path) if source_format == "parquet" else parsed.rows, path, kind, source_format)
     if isinstance(metadata, RunMetadata) and not metadata.tag:
         tag = parsed.common_tag if parsed.common_tag is not None else _common_tag(parsed.rows)
         metadata = metadata.model_copy(update={"tag": tag})
@@ -435,10 +435,10 @@ ALLOW_EMPTY_OPTION = "--allow-empty"
 
 
 def require_rows(rows: pl.LazyFrame, path: Path, kind: TableKind, source_format: str) -> None:
-    """InputError unless the validated table has a row: an empty file, one of blank lines only, a qrels file of
+    """InputError unless the table has a row: an empty file, one of blank lines only, a qrels file of
     comments only or a Parquet table of 0 rows is most often a failed export, and would evaluate to every judged
     query missing (an empty run) or to nothing scored (empty judgments). Reads at most one row."""
-    if rows.head(1).collect().height:
+    if rows.head(1).select(pl.len()).collect().item():
         return
     what = "judgment set" if kind == "judgments" else "run"
     found = ("is a Parquet table of 0 rows" if source_format == "parquet"
