@@ -3,7 +3,8 @@ random point, the warehouse is checked (every view answers, no partial table), t
 the warehouse's content equals that of a clean warehouse that ran the same writes without faults. Analysts query
 the warehouse in a loop all along (0 errors allowed), and every nightly file has exactly one `nightly` row.
 
-Short by default (one kill per writer, for CI). The long run, whose figures are in the README:
+Short by default (one kill per writer, for CI). The long run, whose figures are in the README, also runs ten rounds
+of two nightly processes started together on one inbox:
 
     JUDGED_FAULTS=long .venv/bin/python -m pytest -s tests/reliability/test_faults.py
 
@@ -161,3 +162,53 @@ def test_killed_writers_leave_a_warehouse_equal_to_a_clean_one(prefect_harness: 
     print(f"\nfault injection: {json.dumps(figures)}; analysts: {analysts.queries} queries, "
           f"{len(analysts.errors)} errors; nightly rows: {len(recorded)} files, each once; "
           f"0 wedged, 0 partial, content equal to the clean warehouse")
+
+
+def concurrent_nightly_rounds() -> int:
+    """Rounds of two nightlies on one inbox: none in the short run (CI has tests/reliability/test_nightly.py's
+    round), 10 in the long one, a third of N with JUDGED_FAULTS=N."""
+    setting = os.environ.get("JUDGED_FAULTS", "short")
+    return 0 if setting == "short" else 10 if setting == "long" else max(1, int(setting) // 3)
+
+
+@pytest.mark.skipif(concurrent_nightly_rounds() == 0, reason="the long run's rounds (JUDGED_FAULTS=long); CI runs one "
+                    "in tests/reliability/test_nightly.py")
+def test_two_nightlies_on_one_inbox_never_crash_and_record_each_file_once(
+    prefect_harness: str, tmp_path: Path
+) -> None:
+    """Rounds of two nightly processes started together on one inbox (four runs and a bad file each), while an
+    analyst queries: both exit 0, each file has one `nightly` row, nothing stays in the inbox or its claims."""
+    rounds = concurrent_nightly_rounds()
+    env = os.environ | {"PREFECT_API_URL": prefect_harness}
+    warehouse = tmp_path / "warehouse"
+    judgment_set_id = ingest_judgments(str(QRELS), str(warehouse)).id
+    analysts = Analysts(warehouse)
+    thread = threading.Thread(target=analysts.run, daemon=True)
+    thread.start()
+    crashes: list[str] = []
+    files: list[str] = []
+    try:
+        for round_ in range(rounds):
+            inbox = tmp_path / f"inbox-{round_}"
+            files += make_inbox(inbox, 2 * round_) + make_inbox(inbox, 2 * round_ + 1)
+            (inbox / f"bad-{round_}.txt").write_text("q1 Q0 d1 one 3.0 bad\n")
+            files.append(f"bad-{round_}.txt")
+            args = ["nightly", str(warehouse), 2 * round_, judgment_set_id, "", str(inbox)]
+            children = [_start_child(args, env) for _ in range(2)]
+            for child in children:
+                _, error = child.communicate(timeout=900)
+                if child.returncode != 0:
+                    crashes.append(error[-2000:])
+            assert [p.name for p in inbox.iterdir() if p.is_file()] == []
+            assert not (inbox / CLAIMED).exists() or list((inbox / CLAIMED).iterdir()) == []
+    finally:
+        analysts.stop.set()
+        thread.join(timeout=60)
+    assert crashes == []
+    recorded = content(warehouse)["nightly"]
+    assert sorted(row[0] for row in recorded) == sorted(files) and all(row[-1] == 1 for row in recorded)
+    assert sum(row[1] == "rejected" for row in recorded) == rounds
+    assert analysts.errors == [] and analysts.queries > 0
+    print(f"\ntwo nightlies on one inbox: {rounds} rounds, {2 * rounds} processes, {len(crashes)} crashes; "
+          f"{len(recorded)} files, each recorded once; analysts: {analysts.queries} queries, "
+          f"{len(analysts.errors)} errors")
