@@ -96,7 +96,8 @@ def require_reachable_api(api_url: str | None, timeout: float = CONFIGURED_HEALT
     """InputError naming a configured PREFECT_API_URL (None: none configured) where no Prefect API answers: a URL
     the user set is never silently replaced by another server, and the command stops in one line before it reads
     or stores anything (Prefect's client would fail later, with a traceback)."""
-    if api_url and not healthy(api_url, timeout):
+    # Twice: a busy server may miss one deadline; nothing listening refuses at once, both times.
+    if api_url and not any(healthy(api_url, timeout) for _ in range(2)):
         raise InputError(
             f"PREFECT_API_URL={api_url}",
             "no Prefect API answers there: start that server (`prefect server start`), or unset PREFECT_API_URL to "
