@@ -47,6 +47,9 @@ class Limits:
     # ones stream in batches of `sink_batch_rows`.
     in_memory_sink_rows: int = 10_000_000
     sink_batch_rows: int = 2_000_000
+    # Shards of a run put in stored order and written at once, each in its own thread: Polars' Parquet writer and
+    # most of the ordering run on one core, so two keep both cores busy (and hold two shards in memory).
+    shard_writers: int = 2
 
     def __post_init__(self) -> None:
         for name, value in vars(self).items():

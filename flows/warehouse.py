@@ -29,6 +29,7 @@ import os
 import shutil
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -187,6 +188,7 @@ def sink_shards(
     root: Path | None = None,
     phases: Phases | None = None,
     queries: pl.DataFrame | None = None,
+    writers: int = DEFAULT_LIMITS.shard_writers,
 ) -> None:
     """Write rows as one Parquet file per non-empty shard into a staging folder (see `staged`; `root` is the
     warehouse, by default the folder's grandparent), then rename it into place whole; an existing folder is left
@@ -196,14 +198,15 @@ def sink_shards(
     over the rows. Large tables stream, in bounded memory: batches of `batch_rows` rows get their query's bucket
     and are appended, as row groups, to the open file of their shard. For a `ranked` run those files are cheap
     intermediates, each then read back alone and rewritten by `write_ranked`. A ranked run that fits in memory
-    (`in_memory`) is split by shard in memory and each shard written ranked at once. Shards are written one at a
-    time. `phases` gets where the time went."""
+    (`in_memory`) is split by shard in memory and each shard written ranked at once. Ranked shards are written
+    `writers` at a time, one thread each. `phases` gets where the time went."""
     if folder.exists():
         return
     folder.parent.mkdir(parents=True, exist_ok=True)
     with staged(root or folder.parent.parent, folder) as temporary:
         temporary.mkdir()
-        _sink_into(rows, temporary, shards, metadata, ranked, in_memory, batch_rows, phases or Phases(), queries)
+        _sink_into(rows, temporary, shards, metadata, ranked, in_memory, batch_rows, phases or Phases(), queries,
+                   writers)
         try:
             os.replace(temporary, folder)
         except OSError:
@@ -214,7 +217,7 @@ def sink_shards(
 
 def _sink_into(
     rows: pl.LazyFrame, temporary: Path, shards: int, metadata: dict[str, str], ranked: bool, in_memory: bool,
-    batch_rows: int, phases: Phases, queries: pl.DataFrame | None,
+    batch_rows: int, phases: Phases, queries: pl.DataFrame | None, writers: int,
 ) -> None:
     """`sink_shards`' writing, into the staging folder `temporary`."""
     with phases.measure("buckets"):
@@ -232,33 +235,45 @@ def _sink_into(
     if ranked and in_memory:
         with phases.measure("split"):
             parts = shard_parts(rows.collect(engine="in-memory"))
-        for shard, part in parts.items():
-            write_ranked(part, temporary / shard_file(shard, shards), metadata, phases)
+        with phases.measure(f"shards ({writers} at a time)"), ThreadPoolExecutor(writers) as pool:
+            done = [pool.submit(write_ranked, part, temporary / shard_file(shard, shards), metadata, phases)
+                    for shard, part in parts.items()]
+            del parts  # each shard's rows are freed once written
+            for future in done:
+                future.result()
     else:
         unsorted = "unsorted-" if ranked else ""
         # A file that is read back once and deleted is written cheaply: lz4, dictionaries only for the columns
         # that repeat (a run id written plain on every row would take more room than the rows themselves).
         repeated = ["run_id", "query_id", "run_tag"]
         options = {"compression": "lz4", "use_dictionary": repeated} if unsorted else {}
-        writers: dict[int, pq.ParquetWriter] = {}
+        open_files: dict[int, pq.ParquetWriter] = {}
         try:
             with phases.measure("split (read, bucket, write intermediates)" if ranked else "split and write"):
                 for batch in rows.collect_batches(chunk_size=batch_rows, engine="streaming"):
                     for shard, part in shard_parts(batch).items():
                         table = part.to_arrow()
-                        if shard not in writers:
+                        if shard not in open_files:
                             path = temporary / f"{unsorted}{shard_file(shard, shards)}"
-                            writers[shard] = pq.ParquetWriter(path, table.schema.with_metadata(metadata), **options)
-                        writers[shard].write_table(table)
+                            open_files[shard] = pq.ParquetWriter(path, table.schema.with_metadata(metadata), **options)
+                        open_files[shard].write_table(table)
         finally:
-            for writer in writers.values():
+            for writer in open_files.values():
                 writer.close()
-        for shard in sorted(writers) if ranked else []:
-            intermediate = temporary / f"{unsorted}{shard_file(shard, shards)}"
-            with phases.measure("read back intermediates"):
-                part = pl.read_parquet(intermediate)
-            write_ranked(part, temporary / shard_file(shard, shards), metadata, phases)
-            intermediate.unlink()
+        if ranked:
+            with phases.measure(f"shards ({writers} at a time)"), ThreadPoolExecutor(writers) as pool:
+                for future in [pool.submit(_rewrite_ranked, temporary, shard, shards, metadata, phases)
+                               for shard in sorted(open_files)]:
+                    future.result()
+
+
+def _rewrite_ranked(temporary: Path, shard: int, shards: int, metadata: dict[str, str], phases: Phases) -> None:
+    """One shard's intermediate file (see `_sink_into`) read back, written ranked, and removed."""
+    intermediate = temporary / f"unsorted-{shard_file(shard, shards)}"
+    with phases.measure("read back intermediates"):
+        part = pl.read_parquet(intermediate)
+    write_ranked(part, temporary / shard_file(shard, shards), metadata, phases)
+    intermediate.unlink()
 
 
 def write_ranked(rows: pl.DataFrame, target: Path, metadata: dict[str, str], phases: Phases | None = None) -> None:
@@ -397,6 +412,7 @@ class Warehouse:
         sink_shards(
             rows, stored, shards, metadata, ranked=table.kind == "run", in_memory=n_rows <= limits.in_memory_sink_rows,
             batch_rows=limits.sink_batch_rows, root=self.root, phases=phases, queries=table.query_rows,
+            writers=limits.shard_writers,
         )
         with phases.measure("record"):
             if table.kind == "run":
