@@ -226,7 +226,12 @@ def _sink_into(
         )
 
     def shard_parts(frame: pl.DataFrame) -> dict[int, pl.DataFrame]:
-        keyed = frame.join(buckets, on="query_id", how="left", maintain_order="left")
+        # A query's rows come in stretches of consecutive rows: the bucket is looked up once per stretch (a join of
+        # the stretches' ids), not once per row.
+        stretches = frame.select(pl.col("query_id").rle().struct.field("value").alias("query_id")).join(
+            buckets, on="query_id", how="left", maintain_order="left"
+        )
+        keyed = frame.with_columns(bucket=stretches["bucket"].gather(frame["query_id"].rle_id()))
         by_shard = keyed.with_columns(shard=pl.col("bucket") % shards).partition_by(
             "shard", as_dict=True, include_key=False
         )
