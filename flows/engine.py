@@ -451,6 +451,11 @@ def coverage_warnings(summary: pl.DataFrame, spec: EvaluationSpec) -> list[str]:
 def check_before_storing(run: LoadedTable, judgments: LoadedTable, spec: EvaluationSpec) -> None:
     """Every check of `evaluate_part` that can refuse these inputs under the spec (duplicates under an `error`
     policy, then `check_inputs`), without evaluating: a flow runs it before it stores anything of them."""
-    judgment_rows, _ = without_duplicates(judgments, spec.judgment_duplicates, suspected=True)
-    run_rows, _ = without_duplicates(run, spec.run_duplicates, suspected=not run.duplicate_free)
+    # The pairs are looked at only where a query may repeat a document (`may_have_duplicates`: one row per
+    # query, streamed): a run of tens of millions of rows is never grouped by pair in memory to find none.
+    def suspected(table: LoadedTable) -> bool:
+        return bool(may_have_duplicates(table.scan).collect(engine="streaming").item())
+
+    judgment_rows, _ = without_duplicates(judgments, spec.judgment_duplicates, suspected(judgments))
+    run_rows, _ = without_duplicates(run, spec.run_duplicates, not run.duplicate_free and suspected(run))
     check_inputs(run, run_rows, judgments, judgment_rows, spec)
