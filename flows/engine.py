@@ -350,9 +350,15 @@ def scanned_per_query(
 def scanned_candidate_parts(
     rows: pl.LazyFrame, spec: EvaluationSpec, engine: Literal["in-memory", "streaming"], part_rows: int
 ) -> Iterator[pl.DataFrame]:
-    """The `candidate_rows` of a scan read once in batches of about `part_rows` rows, a part at a time: each
-    batch is cut after its last whole stretch of one query id (the rest waits for the next batch), so a query
-    listed in one stretch has all its rows in one part."""
+    """The `candidate_rows` of a scan read once in batches of whole stretches (`whole_stretch_batches`), a part
+    at a time: a query listed in one stretch has all its rows in one part."""
+    for batch in whole_stretch_batches(rows, part_rows):
+        yield candidate_rows(batch.lazy(), spec).collect(engine=engine)
+
+
+def whole_stretch_batches(rows: pl.LazyFrame, part_rows: int) -> Iterator[pl.DataFrame]:
+    """A scan's rows read once in batches of about `part_rows` rows, each cut after its last whole stretch of one
+    query id (the rest waits for the next batch)."""
     held: pl.DataFrame | None = None
     for batch in rows.collect_batches(chunk_size=part_rows, engine="streaming"):
         if batch.height == 0:
@@ -361,10 +367,27 @@ def scanned_candidate_parts(
             batch = pl.concat([held, batch], rechunk=False)
         last_start: int = stretch_starts(batch.lazy()).select(pl.col("start").last()).collect().item()
         if last_start:
-            yield candidate_rows(batch.slice(0, last_start).lazy(), spec).collect(engine=engine)
+            yield batch.slice(0, last_start)
         held = batch.slice(last_start)
     if held is not None and held.height:
-        yield candidate_rows(held.lazy(), spec).collect(engine=engine)
+        yield held
+
+
+def may_repeat_documents(table: LoadedTable, part_rows: int) -> bool:
+    """`may_have_duplicates` of a table. A scanned table is looked at a batch of whole stretches at a time, so
+    memory holds one batch, not a distinct count over every row; a query listed in several stretches was never
+    seen whole, and then the table is looked at whole."""
+    if table.in_memory:
+        return bool(may_have_duplicates(table.scan).collect().item())
+    stretch_queries: list[pl.Series] = []
+    for batch in whole_stretch_batches(table.scan, part_rows):
+        if may_have_duplicates(batch.lazy()).collect().item():
+            return True
+        stretch_queries.append(batch[QUERY].rle().struct.field("value"))
+    queries = pl.concat(stretch_queries) if stretch_queries else pl.Series(QUERY, [], pl.String)
+    if queries.n_unique() < queries.len():
+        return bool(may_have_duplicates(table.scan).collect(engine="streaming").item())
+    return False
 
 
 def assemble(plan: Plan, parts: list[pl.DataFrame], warnings: list[str]) -> EvaluationResult:
@@ -448,13 +471,15 @@ def coverage_warnings(summary: pl.DataFrame, spec: EvaluationSpec) -> list[str]:
     return warnings
 
 
-def check_before_storing(run: LoadedTable, judgments: LoadedTable, spec: EvaluationSpec) -> None:
+def check_before_storing(
+    run: LoadedTable, judgments: LoadedTable, spec: EvaluationSpec, limits: Limits = DEFAULT_LIMITS
+) -> None:
     """Every check of `evaluate_part` that can refuse these inputs under the spec (duplicates under an `error`
     policy, then `check_inputs`), without evaluating: a flow runs it before it stores anything of them."""
-    # The pairs are looked at only where a query may repeat a document (`may_have_duplicates`: one row per
-    # query, streamed): a run of tens of millions of rows is never grouped by pair in memory to find none.
+    # The pairs are looked at only where a query may repeat a document: a run of tens of millions of rows is
+    # never grouped by pair in memory to find none.
     def suspected(table: LoadedTable) -> bool:
-        return bool(may_have_duplicates(table.scan).collect(engine="streaming").item())
+        return may_repeat_documents(table, limits.streamed_candidate_part_rows)
 
     judgment_rows, _ = without_duplicates(judgments, spec.judgment_duplicates, suspected(judgments))
     run_rows, _ = without_duplicates(run, spec.run_duplicates, not run.duplicate_free and suspected(run))

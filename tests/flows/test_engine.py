@@ -211,3 +211,44 @@ def test_a_scanned_run_is_cut_between_queries(tmp_path: Path, monkeypatch: pytes
     scanned = evaluate(load_table(text, "run", limits=bounded), load_table(qrels, "judgments"), spec, limits=bounded)
     assert scanned.per_query.equals(whole.per_query)
     assert [rows for rows in parts if rows] == [40] * 6  # (an empty frame gives the queries the run lacks)
+
+
+@pytest.mark.parametrize(
+    ("layout", "repeated"),
+    [
+        ("one stretch per query", False),
+        ("one stretch per query", True),
+        ("a query in two stretches", False),
+        ("a query in two stretches", True),  # the repeated document lies in both stretches
+    ],
+)
+def test_checks_before_storing_look_at_a_scanned_run_in_bounded_batches(
+    tmp_path: Path, layout: str, repeated: bool
+) -> None:
+    """A scanned run (`in_memory_text_bytes=1`) is checked for repeated documents a few rows at a time: a repeat
+    within a stretch, and one across two stretches of a query (never seen together in a batch), are both refused;
+    a run without one passes. The in-memory check agrees."""
+    from judged.flows.engine import check_before_storing, may_repeat_documents
+
+    rows = {q: [f"{q} Q0 d{i} {i + 1} {100 - i} t" for i in range(6)] for q in ("q1", "q2")}
+    if repeated:
+        rows["q1"][5] = "q1 Q0 d0 6 95 t"
+    if layout == "one stretch per query":
+        lines = rows["q1"] + rows["q2"]
+    else:
+        lines = rows["q1"][:3] + rows["q2"] + rows["q1"][3:]
+    text = tmp_path / "run.txt"
+    text.write_text("\n".join(lines) + "\n")
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("q1 0 d0 1\nq2 0 d1 2\n")
+    bounded = Limits(in_memory_text_bytes=1, streamed_candidate_part_rows=4)
+    scanned, in_memory = load_table(text, "run", limits=bounded), load_table(text, "run")
+    assert not scanned.in_memory and in_memory.in_memory
+    assert may_repeat_documents(scanned, 4) is repeated
+    assert may_repeat_documents(in_memory, 4) is repeated
+    judgments, spec = load_table(qrels, "judgments"), PRESETS["trec_eval"]
+    if repeated:
+        with pytest.raises(InputError, match="duplicate"):
+            check_before_storing(scanned, judgments, spec, bounded)
+    else:
+        check_before_storing(scanned, judgments, spec, bounded)
