@@ -252,7 +252,7 @@ def evaluate_part(plan: Plan, part: Part, engine: EngineType = "auto") -> tuple[
         engine = "in-memory" if run.in_memory and judgments.in_memory else "streaming"
         k = first_rows_needed(spec)
         candidates_engine = "streaming" if k is not None and k <= limits.streamed_candidates_max_k else engine
-    judgments_suspected = may_have_duplicates(judgments.scan).collect(engine=engine).item()
+    judgments_suspected = may_repeat_documents(judgments, limits.streamed_candidate_part_rows)
     judgment_rows, warnings = without_duplicates(judgments, spec.judgment_duplicates, judgments_suspected)
     if run.stored_order is None and not run.in_memory:  # a scanned file (large text, Parquet): never held whole
         per_query = scanned_per_query(plan, run, judgments, judgment_rows, candidates_engine)

@@ -37,7 +37,8 @@ STATE_FILE = "server.json"
 LOG_FILE = "server.log"
 LOCK_FILE = "start.lock"
 HOST = "127.0.0.1"
-# A first start runs the database migrations: 10-20 s on a quiet machine, longer on a busy one.
+# A first start runs the database migrations, which take many times longer on a busy machine than on a quiet one
+# (benchmarks/README.md, "Where the time goes").
 STARTUP_TIMEOUT_SECONDS = 180.0
 # A server whose process lives but whose API does not answer within this is replaced.
 UNRESPONSIVE_SECONDS = 15.0
