@@ -9,18 +9,12 @@ so the Python API (`judged.evaluate`, `judged.Warehouse`, in `judged.flows.api`)
 from __future__ import annotations
 
 import importlib
-from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from judged.flows.api import Evaluation, Warehouse, evaluate
     from judged.schemas.spec import EvaluationSpec, SpecError
     from judged.transforms.errors import InputError
-
-try:
-    __version__ = version("judged")
-except PackageNotFoundError:  # a checkout used without installing it
-    __version__ = "0+unknown"
 
 # Public name -> the module that defines it, imported when the name is first used.
 _LAZY = {
@@ -34,10 +28,23 @@ _LAZY = {
 __all__ = ["__version__", *_LAZY]
 
 
+def _installed_version() -> str:
+    """The installed distribution's version (looking it up scans the environment: done on first use only)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("judged")
+    except PackageNotFoundError:  # a checkout used without installing it
+        return "0+unknown"
+
+
 def __getattr__(name: str) -> Any:
-    if name not in _LAZY:
+    if name == "__version__":
+        value: Any = _installed_version()
+    elif name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+    else:
         raise AttributeError(f"module 'judged' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_LAZY[name]), name)
     globals()[name] = value
     return value
 

@@ -310,8 +310,11 @@ def evaluate(
             for run in _tracked(runs, "evaluating"):
                 table = (open_stored(run, "run") if run.is_dir()
                          else load_table(run, "run", hashes=hashes.get(run), allow_empty=allow_empty))
-                evaluate_under = partial(evaluate_tables, table, judgments)
-                results.append(with_tie_warning(evaluate_under(spec), evaluate_under, tie_share))
+                # trec_eval's lines have no place for the intervals, nor does the tie warning's mean under
+                # another rule: neither computes them.
+                result = evaluate_tables(table, judgments, spec, intervals=output_format != "trec")
+                evaluate_under = partial(evaluate_tables, table, judgments, intervals=False)
+                results.append(with_tie_warning(result, evaluate_under, tie_share))
         else:
             with orchestrated(f"evaluating {counted(len(runs), 'run')} into {warehouse}"):
                 from judged.flows.pipeline import evaluate_flow, load_result, task_runner

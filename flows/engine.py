@@ -66,7 +66,9 @@ class Part:
 class Plan:
     """One evaluation cut into parts, made by `plan`: its inputs, spec and limits, the parts, the run's name and
     the evaluation id (made on first use, once). Every driver (the direct command, the Prefect tasks, Dask)
-    evaluates each part with `evaluate_part` and gives the per-query rows of all of them to `assemble`."""
+    evaluates each part with `evaluate_part` and gives the per-query rows of all of them to `assemble`.
+    `intervals` false leaves the nDCG intervals out (null), for an output that cannot show them; a stored
+    evaluation always has them."""
 
     run: LoadedTable | StoredTable
     judgments: LoadedTable | StoredTable
@@ -75,6 +77,7 @@ class Plan:
     parts: tuple[Part, ...]
     run_name: str
     identify: Callable[[], str] = field(repr=False)
+    intervals: bool = True
 
     @property
     def evaluation_id(self) -> str:
@@ -113,6 +116,7 @@ def plan(
     judgments: LoadedTable | StoredTable,
     spec: EvaluationSpec,
     limits: Limits = DEFAULT_LIMITS,
+    intervals: bool = True,
 ) -> Plan:
     """How to evaluate a run against judgments under the spec. A loaded run is one part. A stored run is
     evaluated part by part, each with the judgments of its queries, so memory holds one part at a time and the
@@ -141,6 +145,7 @@ def plan(
         parts=tuple(Part(shard, of) for shard in range(of)),
         run_name=run.name if isinstance(run, StoredTable) else run_name(run),
         identify=result_identity(run, judgments, spec),
+        intervals=intervals,
     )
 
 
@@ -268,7 +273,8 @@ def evaluate_part(plan: Plan, part: Part, engine: EngineType = "auto") -> tuple[
     if run_warnings:  # rows were dropped: the candidates come from what is left
         candidates = collect_candidates(run_rows, spec, candidates_engine, None)
     check_inputs(run, run_rows, judgments, judgment_rows, spec)
-    per_query = per_query_measures(candidates.lazy(), judgment_rows, spec, plan.grades).collect(engine=candidates_engine)
+    per_query = per_query_measures(candidates.lazy(), judgment_rows, spec, plan.grades, plan.intervals)
+    per_query = per_query.collect(engine=candidates_engine)
     return per_query, warnings + run_warnings
 
 
@@ -319,7 +325,8 @@ def scanned_per_query(
         candidates = pl.concat(group)
         queries = candidates.select(pl.col("query_id").unique())
         group_judgments = judgment_rows.join(queries.lazy(), on="query_id", how="semi")
-        per_query.append(per_query_measures(candidates.lazy(), group_judgments, spec, plan.grades).collect(engine=engine))
+        rows = per_query_measures(candidates.lazy(), group_judgments, spec, plan.grades, plan.intervals)
+        per_query.append(rows.collect(engine=engine))
 
     # A group is evaluated once the next one is full, and the last (partial) one joins the group before it: every
     # group holds at least `scanned_candidate_rows` candidates (or is the whole run). Polars computes a per-query
@@ -343,7 +350,7 @@ def scanned_per_query(
         return None  # a query in several batches
     missing = judgment_rows.join(run_queries.to_frame().lazy(), on="query_id", how="anti")
     no_candidates = candidate_rows(run.scan.clear(), spec)
-    per_query.append(per_query_measures(no_candidates, missing, spec, plan.grades).collect(engine=engine))
+    per_query.append(per_query_measures(no_candidates, missing, spec, plan.grades, plan.intervals).collect(engine=engine))
     return pl.concat(per_query).sort("query_id", maintain_order=True)
 
 
@@ -429,10 +436,11 @@ def evaluate(
     spec: EvaluationSpec,
     engine: EngineType = "auto",
     limits: Limits = DEFAULT_LIMITS,
+    intervals: bool = True,
 ) -> EvaluationResult:
     """Evaluate a run against judgments under the spec, in this process, part after part of its plan (a stored
-    run in bounded memory)."""
-    planned = plan(run, judgments, spec, limits)
+    run in bounded memory); `intervals` as for `Plan`."""
+    planned = plan(run, judgments, spec, limits, intervals)
     parts, warnings = [], []
     for part in planned.parts:
         per_query, part_warnings = evaluate_part(planned, part, engine)

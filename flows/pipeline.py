@@ -228,9 +228,9 @@ def finish_evaluation(
     parts = [pl.read_parquet(path) for path in staged]
     shard_warnings = [w for path in staged for w in json.loads(pl.read_parquet_metadata(path)["judged.warnings"])]
     # The tie warning evaluates the stored inputs again under the other tie rules, here in the finishing task, and
-    # only when the share of queries with ties across a cutoff calls for it.
+    # only when the share of queries with ties across a cutoff calls for it (its means need no intervals).
     result = with_tie_warning(assemble(planned, parts, shard_warnings),
-                              partial(evaluate, planned.run, planned.judgments, limits=planned.limits))
+                              partial(evaluate, planned.run, planned.judgments, limits=planned.limits, intervals=False))
     finished = now_utc()
     provenance = ProvenanceRecord(
         evaluation_id=identifier,

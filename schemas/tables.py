@@ -14,19 +14,22 @@ the schemas, validation, view comments and documentation follow.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import polars as pl
-import pyarrow as pa
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 from judged.schemas.comparison import COMPARISON_PER_QUERY, COMPARISON_RECORDS, COMPARISONS
 
 STATUSES: tuple[str, ...] = ("scored", "missing_from_run", "no_relevant_judgments", "no_judgments")
-INTERVAL_KINDS: tuple[str, ...] = ("exact", "bound")
-"""How a per-query interval was found: `exact` (the extremes over every assignment), `bound` (an interval that
-provably contains them: a very long list, or a top-k read whose unread rows may hold unjudged documents)."""
 """Per-query status. `scored`: judged and retrieved with IDCG > 0. `missing_from_run`: judged, absent from the run.
 `no_relevant_judgments`: judged, but nothing to find (nDCG: IDCG = 0; the binary measures: no grade >= rel).
 `no_judgments`: in the run only."""
+INTERVAL_KINDS: tuple[str, ...] = ("exact", "bound")
+"""How a per-query interval was found: `exact` (the extremes over every assignment), `bound` (an interval that
+provably contains them: a very long list, or a top-k read whose unread rows may hold unjudged documents)."""
 
 
 class ContractError(ValueError):
@@ -66,6 +69,8 @@ class Table:
 
     def arrow_schema(self) -> pa.Schema:
         """The Arrow schema, with each column's nullability and description (field metadata)."""
+        import pyarrow as pa  # here, not at the top: a command that only reads and prints never loads pyarrow
+
         converted = pl.DataFrame(schema=self.schema).to_arrow().schema
         return pa.schema(
             [

@@ -531,7 +531,7 @@ def _batched_rows(frame: pl.DataFrame, levels: np.ndarray) -> np.ndarray:
     positive = pl.element().filter(pl.element() > 0)
     usual = frame.select(
         (pl.col("judged_ideal").list.max() > 0)
-        & pl.col("judged_ideal").list.eval(positive.is_in(scale).all()).list.first()
+        & pl.col("judged_ideal").list.eval(positive.is_in(scale.implode()).all()).list.first()
         & (pl.col("fixed") >= 0)
     ).to_series().fill_null(False).to_numpy()
     slots = frame["weights"].list.len().to_numpy()

@@ -493,3 +493,37 @@ def test_swapped_arguments_say_the_order() -> None:
     result = judged("evaluate", SEED_RUN, SEED_QRELS)
     assert_one_line_error(result, 1, f"{SEED_RUN}, line 1: expected 4 columns `qid iter docid grade`, found 6: this "
                                      "looks like a run; the order is QRELS RUN (2 more bad lines)")
+
+
+@pytest.mark.parametrize("output_format", ["trec", "json"])
+def test_what_a_command_loads_follows_what_it_prints(tmp_path: Path, output_format: str) -> None:
+    """trec_eval's lines have no place for the intervals: `--format trec` neither computes them nor loads what
+    only they need (numpy) or the exact parser and Arrow output need (pyarrow), on inputs the fast reader takes;
+    `--format json` prints the intervals."""
+    qrels, run = tmp_path / "qrels.txt", tmp_path / "run.txt"
+    qrels.write_text("".join(f"q{q} 0 d{d} {(q + d) % 3}\n" for q in range(5) for d in range(0, 20, 2)))
+    run.write_text("".join(f"q{q} Q0 d{d} {d + 1} {100 - d} t\n" for q in range(5) for d in range(20)))
+    script = (
+        "import io, sys, contextlib\n"
+        "from judged.flows.cli import main\n"
+        "sys.argv = ['judged', 'evaluate', sys.argv[1], sys.argv[2], '--preset', 'trec_eval', '--cutoffs', '10',"
+        " '--format', sys.argv[3]]\n"
+        "out = io.StringIO()\n"
+        "with contextlib.redirect_stdout(out):\n"
+        "    try:\n"
+        "        main()\n"
+        "    except SystemExit as exit:\n"
+        "        assert not exit.code, exit.code\n"
+        "print(out.getvalue())\n"
+        "print(sorted(m for m in ('numpy', 'pyarrow', 'judged.transforms.intervals') if m in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script, str(qrels), str(run), output_format],
+                          capture_output=True, text=True, check=True)
+    *printed, loaded = done.stdout.strip().splitlines()
+    if output_format == "trec":
+        assert loaded == "[]"
+        assert sum(line.startswith("ndcg_cut_10\tq") for line in printed) == 5
+    else:
+        assert "judged.transforms.intervals" in loaded
+        rows = json.loads("\n".join(printed))["evaluations"][0]["per_query"]
+        assert all(row["value_min"] <= row["value"] < row["value_max"] for row in rows)  # every odd doc unjudged

@@ -252,3 +252,30 @@ def test_checks_before_storing_look_at_a_scanned_run_in_bounded_batches(
             check_before_storing(scanned, judgments, spec, bounded)
     else:
         check_before_storing(scanned, judgments, spec, bounded)
+
+
+@pytest.mark.parametrize("run_kind", ["text", "parquet", "stored"])
+def test_an_evaluation_without_intervals_differs_only_in_them(tmp_path: Path, run_kind: str) -> None:
+    """`intervals=False` (trec_eval's lines, the tie warning's means) leaves value_min, value_max and
+    interval_kind null on every row and every other column as the full evaluation has it, on each path; the full
+    evaluation does have intervals, some of them wider than the value."""
+    from judged.flows.pipeline import ingest_file
+    from judged.flows.warehouse import Warehouse
+
+    qrels, text, parquet = bounded_inputs(tmp_path, bounded_run_lines("grouped"))
+    spec = build_spec("trec_eval", measures="nDCG@10,AP,P@5")
+    judgments = load_table(qrels, "judgments")
+    if run_kind == "stored":
+        warehouse = Warehouse(tmp_path / "w")
+        run = warehouse.stored("run", ingest_file(warehouse, text, "run").id)  # type: ignore[assignment]
+    else:
+        run = load_table(text if run_kind == "text" else parquet, "run")
+    full = evaluate(run, judgments, spec)
+    bare = evaluate(run, judgments, spec, intervals=False)
+    interval_columns = ["value_min", "value_max", "interval_kind"]
+    assert bare.per_query.select(interval_columns).null_count().row(0) == (bare.per_query.height,) * 3
+    assert_frame_equal(bare.per_query.drop(interval_columns), full.per_query.drop(interval_columns))
+    assert bare.summary["value"].to_list() == full.summary["value"].to_list()
+    ndcg = full.per_query.filter(pl.col("measure") == "nDCG", pl.col("value").is_not_null())
+    assert ndcg["value_min"].null_count() == 0
+    assert (ndcg["value_max"] - ndcg["value_min"]).max() > 0

@@ -15,7 +15,6 @@ import polars as pl
 
 from judged.schemas.spec import EvaluationSpec
 from judged.schemas.tables import PER_QUERY
-from judged.transforms.intervals import INTERVAL_KIND, ndcg_intervals, with_intervals
 from judged.transforms.judging import query_universe, ranked_and_judged
 from judged.transforms.measures import ap, judged, ndcg, precision, rbp, recall, rprec, rr
 from judged.transforms.ranking import QUERY, candidate_rows
@@ -36,10 +35,16 @@ COMPUTATIONS: dict[str, PerQuery] = {
 
 
 def per_query_measures(
-    candidates: pl.LazyFrame, judgments: pl.LazyFrame, spec: EvaluationSpec, grades: Sequence[int] | None = None
+    candidates: pl.LazyFrame,
+    judgments: pl.LazyFrame,
+    spec: EvaluationSpec,
+    grades: Sequence[int] | None = None,
+    intervals: bool = True,
 ) -> pl.LazyFrame:
     """Every measure of the spec per query (PER_QUERY contract), from the run's `candidate_rows` and judgments
-    free of duplicate pairs. Rows are sorted by query, then measure in the declared order, then cutoff.
+    free of duplicate pairs. Rows are sorted by query, then measure in the declared order, then cutoff. With
+    `intervals` false the nDCG intervals are not computed and `value_min`, `value_max` and `interval_kind` are
+    null on every row (for an output that has no place for them, such as trec_eval's lines).
 
     Queries of the run without judgments are reported (`no_judgments`) but never scored; judged queries missing
     from the run take each measure's declared value under `query_set='judged'` and are null under `both`
@@ -54,14 +59,25 @@ def per_query_measures(
     # nDCG rows get their interval over the unjudged documents (transforms/intervals.py; `grades`: the judgment
     # set's declared scale, or None for the grades present); the other measures' value_min/value_max stay null.
     ndcg_cutoffs = tuple(m.cutoff for m in by_name.get("nDCG", []))
-    intervals_spec = spec.model_copy(update={"cutoffs": ndcg_cutoffs}) if ndcg_cutoffs else None
-    interval_rows = (
-        ndcg_intervals(rows, judgments, intervals_spec, grades).with_columns(measure=pl.lit("nDCG"))
-        if intervals_spec is not None
-        else pl.LazyFrame(schema={QUERY: pl.String, "cutoff": pl.Int32, "value_min": pl.Float64,
-                                  "value_max": pl.Float64, "interval_kind": INTERVAL_KIND, "measure": pl.String})
-    )
-    per_query = with_intervals(per_query, interval_rows).select(list(PER_QUERY)).cast(PER_QUERY)
+    if not intervals:
+        per_query = per_query.with_columns(
+            value_min=pl.lit(None, pl.Float64), value_max=pl.lit(None, pl.Float64),
+            interval_kind=pl.lit(None, PER_QUERY["interval_kind"]),
+        )
+    else:
+        # Imported here: the interval kernel needs numpy, which an evaluation without intervals never loads.
+        from judged.transforms.intervals import ndcg_intervals, with_intervals
+
+        intervals_spec = spec.model_copy(update={"cutoffs": ndcg_cutoffs}) if ndcg_cutoffs else None
+        interval_rows = (
+            ndcg_intervals(rows, judgments, intervals_spec, grades).with_columns(measure=pl.lit("nDCG"))
+            if intervals_spec is not None
+            else pl.LazyFrame(schema={QUERY: pl.String, "cutoff": pl.Int32, "value_min": pl.Float64,
+                                      "value_max": pl.Float64, "interval_kind": PER_QUERY["interval_kind"],
+                                      "measure": pl.String})
+        )
+        per_query = with_intervals(per_query, interval_rows)
+    per_query = per_query.select(list(PER_QUERY)).cast(PER_QUERY)
     families = list(dict.fromkeys(m.family for m in spec.measure_list()))
     if len(families) == 1:
         return per_query.sort([QUERY, "cutoff"], nulls_last=True)
