@@ -102,9 +102,10 @@ class Plan:
         return buckets.select(pl.col("bucket") % of).collect().to_series()
 
     @cached_property
-    def grades(self) -> tuple[int, ...]:
-        """The grade scale of the intervals, of the whole judgment set (a part's judgments may lack some grades)."""
-        return grade_scale(self.judgments)
+    def interval_grades(self) -> tuple[int, ...] | None:
+        """The grade scale of the intervals, of the whole judgment set (a part's judgments may lack some grades);
+        None without intervals."""
+        return grade_scale(self.judgments) if self.intervals else None
 
     @staticmethod
     def _loaded(table: LoadedTable | StoredTable) -> LoadedTable:
@@ -259,7 +260,7 @@ def evaluate_part(plan: Plan, part: Part, engine: EngineType = "auto") -> tuple[
         candidates_engine = "streaming" if k is not None and k <= limits.streamed_candidates_max_k else engine
     judgments_suspected = may_repeat_documents(judgments, limits.streamed_candidate_part_rows)
     judgment_rows, warnings = without_duplicates(judgments, spec.judgment_duplicates, judgments_suspected)
-    if run.stored_order is None and not run.in_memory:  # a scanned file (large text, Parquet): never held whole
+    if run.stored_order is None and not run.in_memory and not read_whole(run, limits):  # large text, Parquet
         per_query = scanned_per_query(plan, run, judgments, judgment_rows, candidates_engine)
         if per_query is not None:
             return per_query, warnings
@@ -273,9 +274,16 @@ def evaluate_part(plan: Plan, part: Part, engine: EngineType = "auto") -> tuple[
     if run_warnings:  # rows were dropped: the candidates come from what is left
         candidates = collect_candidates(run_rows, spec, candidates_engine, None)
     check_inputs(run, run_rows, judgments, judgment_rows, spec)
-    per_query = per_query_measures(candidates.lazy(), judgment_rows, spec, plan.grades, plan.intervals)
+    per_query = per_query_measures(candidates.lazy(), judgment_rows, spec, plan.interval_grades, plan.intervals)
     per_query = per_query.collect(engine=candidates_engine)
     return per_query, warnings + run_warnings
+
+
+def read_whole(run: LoadedTable, limits: Limits) -> bool:
+    """Whether a scanned run is read whole, in one streaming pass, rather than in batches (`scanned_per_query`): a
+    Parquet file of at most `limits.whole_scan_rows` rows (a count its metadata gives; scanned text is not counted
+    before it is read)."""
+    return run.source_format == "parquet" and run.scan.select(pl.len()).collect().item() <= limits.whole_scan_rows
 
 
 def collect_candidates(
@@ -325,7 +333,7 @@ def scanned_per_query(
         candidates = pl.concat(group)
         queries = candidates.select(pl.col("query_id").unique())
         group_judgments = judgment_rows.join(queries.lazy(), on="query_id", how="semi")
-        rows = per_query_measures(candidates.lazy(), group_judgments, spec, plan.grades, plan.intervals)
+        rows = per_query_measures(candidates.lazy(), group_judgments, spec, plan.interval_grades, plan.intervals)
         per_query.append(rows.collect(engine=engine))
 
     # A group is evaluated once the next one is full, and the last (partial) one joins the group before it: every
@@ -350,7 +358,7 @@ def scanned_per_query(
         return None  # a query in several batches
     missing = judgment_rows.join(run_queries.to_frame().lazy(), on="query_id", how="anti")
     no_candidates = candidate_rows(run.scan.clear(), spec)
-    per_query.append(per_query_measures(no_candidates, missing, spec, plan.grades, plan.intervals).collect(engine=engine))
+    per_query.append(per_query_measures(no_candidates, missing, spec, plan.interval_grades, plan.intervals).collect(engine=engine))
     return pl.concat(per_query).sort("query_id", maintain_order=True)
 
 

@@ -155,12 +155,14 @@ def bounded_inputs(tmp_path: Path, rows: list[str]) -> tuple[Path, Path, Path]:
 @pytest.mark.parametrize("order", ["grouped", "blocks", "shuffled"])
 def test_scanned_runs_in_batches_give_the_in_memory_result(tmp_path: Path, order: str, spec_name: str) -> None:
     """A run too large to parse in memory (here: any text, by `Limits`) and a Parquet run are scanned, their
-    candidates found a batch of a few hundred rows at a time and evaluated in groups: the same per-query rows,
+    candidates found a batch of a few hundred rows at a time (or a small Parquet run's in one pass) and evaluated
+    in groups: the same per-query rows,
     summary and warnings as the run parsed in memory, for a run without duplicates and one with, under each
     duplicates policy (an `error` one refuses it with the same message)."""
     # Groups of 800 candidates (16 queries of whole lists) at least: in much smaller frames, Polars computes some
     # quotients (P@k) an ulp apart (see `scanned_per_query`); the engine's groups hold a million.
-    bounded = Limits(in_memory_text_bytes=1, streamed_candidate_part_rows=400, scanned_candidate_rows=800)
+    bounded = Limits(in_memory_text_bytes=1, streamed_candidate_part_rows=400, scanned_candidate_rows=800,
+                     whole_scan_rows=1)
     rows = bounded_run_lines(order)
     cases = [("error", rows)] + [(policy, with_duplicates(rows)) for policy in ("first", "last", "error")]
     for case, (policy, lines) in enumerate(cases):
@@ -168,7 +170,8 @@ def test_scanned_runs_in_batches_give_the_in_memory_result(tmp_path: Path, order
         qrels, text, parquet = bounded_inputs(folder, lines)
         spec = BOUNDED_SPECS[spec_name].with_options(run_duplicates=policy)
         outcomes = []
-        for run, limits in ((text, Limits()), (text, bounded), (parquet, bounded)):
+        # The Parquet file in batches (bounded) and whole, as a small one is read (`read_whole`).
+        for run, limits in ((text, Limits()), (text, bounded), (parquet, bounded), (parquet, Limits())):
             loaded = load_table(run, "run", limits=limits)
             assert loaded.in_memory == (limits == Limits() and run == text)
             try:

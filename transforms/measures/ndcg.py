@@ -49,9 +49,10 @@ def gains_beyond_float64(judgments: pl.LazyFrame, spec: EvaluationSpec) -> pl.La
     """The judgment rows that would make nDCG non-finite: each row whose gain is beyond float64 (under exponential
     gain, any grade of 1024 or more: 2^1024 - 1 is), and each row of a query whose positive gains add up beyond it
     (a DCG or ideal DCG is at most that sum, so below it every nDCG is finite). `gain_overflows` tells the two
-    apart. Empty for specs without nDCG, whose measures use no gain."""
+    apart. Empty for specs without nDCG, whose measures use no gain, and under linear gain."""
     judged = judgments.filter(pl.col("relevance").is_not_null()).with_columns(_gain=gain_of(spec))
-    if not any(isinstance(measure, NDCG) for measure in spec.measure_list()):
+    # A linear gain is the grade, an Int32: no number of them adds up beyond float64.
+    if spec.gain == "linear" or not any(isinstance(measure, NDCG) for measure in spec.measure_list()):
         return judged.head(0).select(QUERY, "relevance", "source_line", gain_overflows=pl.lit(True))
     query_sum = pl.when(pl.col("_gain") > 0).then(pl.col("_gain")).sum().over(QUERY)
     gain_overflows = ~pl.col("_gain").is_finite()
