@@ -24,7 +24,7 @@ from prefect import flow, get_run_logger, task
 from prefect.task_runners import ThreadPoolTaskRunner
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.runtime import flow_run
-from prefect.settings import PREFECT_API_URL, get_current_settings, temporary_settings
+from prefect.settings import PREFECT_API_URL, PREFECT_FLOWS_HEARTBEAT_FREQUENCY, get_current_settings, temporary_settings
 
 from judged.flows.engine import (
     EvaluationResult, Part, Plan, assemble, check_before_storing, evaluate, evaluate_part, plan,
@@ -64,9 +64,19 @@ def configured_api_url() -> str | None:
 
 
 @contextmanager
-def using_api(api_url: str) -> Iterator[None]:
-    """Flows called in this block report to the Prefect API at `api_url`."""
-    with temporary_settings(updates={PREFECT_API_URL: api_url}):
+def using_api(api_url: str | None) -> Iterator[None]:
+    """Flows called in this block report to the Prefect API at `api_url` (None: Prefect's temporary server), a
+    server judged chose, whose flow runs send no heartbeat unless one is configured.
+
+    A flow run's heartbeat is an event every 180 s by default, for an automation that marks a silent run crashed;
+    Prefect's heartbeat thread sleeps a second at a time, so every flow run waits up to a second for it at its end
+    (benchmarks/README.md, the fixed cost of a warehouse command). judged's own crash safety does not rely on it
+    (staged writes, the warehouse lock). A configured frequency, and any server the user configured, keep
+    Prefect's behaviour."""
+    updates: dict[Any, Any] = {} if api_url is None else {PREFECT_API_URL: api_url}
+    if "heartbeat_frequency" not in get_current_settings().flows.model_fields_set:
+        updates[PREFECT_FLOWS_HEARTBEAT_FREQUENCY] = None
+    with temporary_settings(updates=updates):
         yield
 
 

@@ -309,7 +309,9 @@ def orchestration(feedback: Feedback, doing: str) -> Iterator[None]:
             yield
         return
     if mode == "temporary":
-        with feedback.following_flow_logs(f"{doing} (on Prefect's temporary server, ~10-20 s to start)"):
+        with pipeline.using_api(None), feedback.following_flow_logs(
+            f"{doing} (on Prefect's temporary server, ~10-20 s to start)"
+        ):
             yield
         return
     state = ensure_server(feedback)
