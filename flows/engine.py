@@ -342,7 +342,7 @@ def scanned_per_query(
     # (seen on polars 2.1): large groups give the whole run's values.
     ready: list[pl.DataFrame] = []
     group: list[pl.DataFrame] = []
-    for part in scanned_candidate_parts(run.scan, spec, engine, limits.streamed_candidate_part_rows):
+    for part in scanned_candidate_parts(run.scan, spec, limits.streamed_candidate_part_rows):
         if part["docs_may_repeat"].any():
             return None
         seen.append(part["query_id"].unique())
@@ -362,13 +362,12 @@ def scanned_per_query(
     return pl.concat(per_query).sort("query_id", maintain_order=True)
 
 
-def scanned_candidate_parts(
-    rows: pl.LazyFrame, spec: EvaluationSpec, engine: Literal["in-memory", "streaming"], part_rows: int
-) -> Iterator[pl.DataFrame]:
+def scanned_candidate_parts(rows: pl.LazyFrame, spec: EvaluationSpec, part_rows: int) -> Iterator[pl.DataFrame]:
     """The `candidate_rows` of a scan read once in batches of whole stretches (`whole_stretch_batches`), a part
-    at a time: a query listed in one stretch has all its rows in one part."""
+    at a time: a query listed in one stretch has all its rows in one part. A batch is held in memory, where Polars'
+    in-memory engine finds its candidates faster than the streaming one."""
     for batch in whole_stretch_batches(rows, part_rows):
-        yield candidate_rows(batch.lazy(), spec).collect(engine=engine)
+        yield candidate_rows(batch.lazy(), spec).collect(engine="in-memory")
 
 
 def whole_stretch_batches(rows: pl.LazyFrame, part_rows: int) -> Iterator[pl.DataFrame]:
