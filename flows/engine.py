@@ -358,7 +358,8 @@ def scanned_per_query(
         return None  # a query in several batches
     missing = judgment_rows.join(run_queries.to_frame().lazy(), on="query_id", how="anti")
     no_candidates = candidate_rows(run.scan.clear(), spec)
-    per_query.append(per_query_measures(no_candidates, missing, spec, plan.interval_grades, plan.intervals).collect(engine=engine))
+    absent = per_query_measures(no_candidates, missing, spec, plan.interval_grades, plan.intervals)
+    per_query.append(absent.collect(engine=engine))
     return pl.concat(per_query).sort("query_id", maintain_order=True)
 
 

@@ -24,7 +24,9 @@ from prefect import flow, get_run_logger, task
 from prefect.task_runners import ThreadPoolTaskRunner
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.runtime import flow_run
-from prefect.settings import PREFECT_API_URL, PREFECT_FLOWS_HEARTBEAT_FREQUENCY, get_current_settings, temporary_settings
+from prefect.settings import (
+    PREFECT_API_URL, PREFECT_FLOWS_HEARTBEAT_FREQUENCY, get_current_settings, temporary_settings,
+)
 
 from judged.flows.engine import (
     EvaluationResult, Part, Plan, assemble, check_before_storing, evaluate, evaluate_part, plan,

@@ -26,6 +26,9 @@ def timed(command: list[str], cwd: Path) -> tuple[float, float]:
 
 
 def main() -> int:
+    if len(sys.argv) != 7:
+        print(__doc__, file=sys.stderr)
+        return 2
     data, rounds, old, old_stored, new, new_stored = sys.argv[1:7]
     sides = {"old": (old, old_stored), "new": (new, new_stored)}
     measured: dict[tuple[str, str], list[tuple[float, float]]] = {}
@@ -38,8 +41,9 @@ def main() -> int:
                 measured.setdefault((path, side), []).append(timed(command, Path(data)))
     for (path, side), values in measured.items():
         walls = [wall for wall, _ in values]
+        peak = statistics.median(mib for _, mib in values)
         print(f"{path} {side}: median {statistics.median(walls):.2f} s (rounds: "
-              f"{' / '.join(f'{w:.2f}' for w in walls)}), peak RSS median {statistics.median(m for _, m in values):.0f} MiB")
+              f"{' / '.join(f'{w:.2f}' for w in walls)}), peak RSS median {peak:.0f} MiB")
     return 0
 
 
