@@ -640,7 +640,7 @@ def default_tools(size: str) -> list[str]:
 def byte_compile_judged(log: Callable[[str], None]) -> None:
     """Byte-compile judged's sources, as installing its wheel does. An editable install compiles them on first
     import and keeps the bytecode, except where PYTHONDONTWRITEBYTECODE is set: then every `judged` process would
-    compile them again (~40 ms at each start), a cost no installed copy pays."""
+    compile them again at its start, a cost no installed copy pays (benchmarks/README.md, "What is measured")."""
     import compileall
 
     root = Path(__file__).resolve().parents[1]

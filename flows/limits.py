@@ -31,8 +31,9 @@ class Limits:
     # many rows at a time, read in one streaming pass: beside the candidates, only a batch or two are held.
     streamed_candidate_part_rows: int = 1_000_000
     # A Parquet run of up to this many rows (counted from the file's metadata) is read whole in one streaming
-    # pass, which is faster than batches and holds about 85 bytes a row (under 1 GiB at 10M rows); a larger one,
-    # and text too large to parse in memory, are read in batches as above.
+    # pass, which is faster than batches but holds memory in proportion to the rows: up to this count it stays
+    # well under the direct paths' 2 GiB bound (benchmarks/README.md, M's Parquet file). A larger one, and text
+    # too large to parse in memory, are read in batches as above.
     whole_scan_rows: int = 10_000_000
     # A scanned run's candidates are turned into per-query rows a group of about this many at a time: a top-10
     # spec at 49M rows keeps about 0.5M candidates (one group, as if held whole); a spec that reads whole lists

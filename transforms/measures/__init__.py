@@ -56,18 +56,13 @@ def per_query_measures(
         by_name.setdefault(measure.name, []).append(measure)
     frames = [COMPUTATIONS[name](rows, judgments, queries, measures, spec) for name, measures in by_name.items()]
     per_query = pl.concat(frames, how="vertical")
-    # nDCG rows get their interval over the unjudged documents (transforms/intervals.py; `grades`: the judgment
-    # set's declared scale, or None for the grades present); the other measures' value_min/value_max stay null.
-    ndcg_cutoffs = tuple(m.cutoff for m in by_name.get("nDCG", []))
-    if not intervals:
-        per_query = per_query.with_columns(
-            value_min=pl.lit(None, pl.Float64), value_max=pl.lit(None, pl.Float64),
-            interval_kind=pl.lit(None, PER_QUERY["interval_kind"]),
-        )
-    else:
+    if intervals:
+        # nDCG rows get their interval over the unjudged documents (transforms/intervals.py; `grades`: the judgment
+        # set's declared scale, or None for the grades present); the other measures' value_min/value_max stay null.
         # Imported here: the interval kernel needs numpy, which an evaluation without intervals never loads.
         from judged.transforms.intervals import ndcg_intervals, with_intervals
 
+        ndcg_cutoffs = tuple(m.cutoff for m in by_name.get("nDCG", []))
         intervals_spec = spec.model_copy(update={"cutoffs": ndcg_cutoffs}) if ndcg_cutoffs else None
         interval_rows = (
             ndcg_intervals(rows, judgments, intervals_spec, grades).with_columns(measure=pl.lit("nDCG"))
@@ -77,6 +72,11 @@ def per_query_measures(
                                       "measure": pl.String})
         )
         per_query = with_intervals(per_query, interval_rows)
+    else:
+        per_query = per_query.with_columns(
+            value_min=pl.lit(None, pl.Float64), value_max=pl.lit(None, pl.Float64),
+            interval_kind=pl.lit(None, PER_QUERY["interval_kind"]),
+        )
     per_query = per_query.select(list(PER_QUERY)).cast(PER_QUERY)
     families = list(dict.fromkeys(m.family for m in spec.measure_list()))
     if len(families) == 1:
