@@ -195,11 +195,11 @@ def sink_shards(
     as it is (same content).
 
     `queries` holds the table's query ids when they are already known (a frame with `query_id`), sparing a pass
-    over the rows. Large tables stream, in bounded memory: batches of `batch_rows` rows get their query's bucket
-    and are appended, as row groups, to the open file of their shard. For a `ranked` run those files are cheap
-    intermediates, each then read back alone and rewritten by `write_ranked`. A ranked run that fits in memory
-    (`in_memory`) is split by shard in memory and each shard written ranked at once. Ranked shards are written
-    `writers` at a time, one thread each. `phases` gets where the time went."""
+    over the rows. Large tables stream, in bounded memory. Judgments: batches of `batch_rows` rows get their
+    query's bucket and are appended, as row groups, to the open file of their shard. A `ranked` run is spilled by
+    shard in one streaming pass (`spill_by_shard`), then each shard is read back alone and written by
+    `write_ranked`; one that fits in memory (`in_memory`) is split by shard in memory instead. Ranked shards are
+    written `writers` at a time, one thread each. `phases` gets where the time went."""
     if folder.exists():
         return
     folder.parent.mkdir(parents=True, exist_ok=True)
@@ -246,46 +246,69 @@ def _sink_into(
             del parts  # each shard's rows are freed once written
             for future in done:
                 future.result()
+    elif ranked:
+        # Every shard's rows are spilled at once by one streaming pass, then each shard is read back alone and
+        # written ranked: memory holds a batch while spilling and one shard per writer afterwards.
+        spill = temporary / "_spill"
+        with phases.measure("split (read, bucket, spill)"):
+            spill_by_shard(rows, buckets, shards, spill)
+        with phases.measure(f"shards ({writers} at a time)"), ThreadPoolExecutor(writers) as pool:
+            for future in [pool.submit(_rewrite_spilled, spill, shard, temporary / shard_file(shard, shards),
+                                       metadata, phases)
+                           for shard in spilled_shards(spill)]:
+                future.result()
+        if spill.exists():
+            spill.rmdir()  # emptied shard by shard: anything left would be a bug, not to be hidden
     else:
-        unsorted = "unsorted-" if ranked else ""
-        # A file that is read back once and deleted is written cheaply: lz4, dictionaries only for the columns
-        # that repeat (a run id written plain on every row would take more room than the rows themselves).
-        repeated = ["run_id", "query_id", "run_tag"]
-        options = {"compression": "lz4", "use_dictionary": repeated} if unsorted else {}
         open_files: dict[int, pq.ParquetWriter] = {}
         try:
-            with phases.measure("split (read, bucket, write intermediates)" if ranked else "split and write"):
+            with phases.measure("split and write"):
                 for batch in rows.collect_batches(chunk_size=batch_rows, engine="streaming"):
                     for shard, part in shard_parts(batch).items():
                         table = part.to_arrow()
                         if shard not in open_files:
-                            path = temporary / f"{unsorted}{shard_file(shard, shards)}"
-                            open_files[shard] = pq.ParquetWriter(path, table.schema.with_metadata(metadata), **options)
+                            path = temporary / shard_file(shard, shards)
+                            open_files[shard] = pq.ParquetWriter(path, table.schema.with_metadata(metadata))
                         open_files[shard].write_table(table)
         finally:
             for writer in open_files.values():
                 writer.close()
-        if ranked:
-            with phases.measure(f"shards ({writers} at a time)"), ThreadPoolExecutor(writers) as pool:
-                for future in [pool.submit(_rewrite_ranked, temporary, shard, shards, metadata, phases)
-                               for shard in sorted(open_files)]:
-                    future.result()
 
 
-def _rewrite_ranked(temporary: Path, shard: int, shards: int, metadata: dict[str, str], phases: Phases) -> None:
-    """One shard's intermediate file (see `_sink_into`) read back, written ranked, and removed."""
-    intermediate = temporary / f"unsorted-{shard_file(shard, shards)}"
-    with phases.measure("read back intermediates"):
-        part = pl.read_parquet(intermediate)
-    write_ranked(part, temporary / shard_file(shard, shards), metadata, phases)
-    intermediate.unlink()
+# The spill's folders are named `<SPILL_KEY>=<shard>` (Polars' partitioned sink names them by key and value).
+SPILL_KEY = "shard"
+
+
+def spill_by_shard(rows: pl.LazyFrame, buckets: pl.DataFrame, shards: int, spill: Path) -> None:
+    """Rows with their query's `bucket`, in one streaming pass, into one lz4 Arrow IPC file per non-empty shard
+    under `spill` (a file that is read back once and deleted is written cheaply), each shard's rows in the order
+    they came."""
+    keyed = rows.join(buckets.lazy(), on="query_id", how="left", maintain_order="left")
+    keyed.with_columns((pl.col("bucket") % shards).alias(SPILL_KEY)).sink_ipc(
+        pl.PartitionBy(spill, key=SPILL_KEY, include_key=False, approximate_bytes_per_file=None),
+        compression="lz4", mkdir=True, maintain_order=True,
+    )
+
+
+def spilled_shards(spill: Path) -> list[int]:
+    """The shards `spill_by_shard` wrote, in order."""
+    if not spill.is_dir():
+        return []
+    return sorted(int(folder.name.removeprefix(f"{SPILL_KEY}=")) for folder in spill.iterdir())
+
+
+def _rewrite_spilled(spill: Path, shard: int, target: Path, metadata: dict[str, str], phases: Phases) -> None:
+    """One shard's spilled rows (see `spill_by_shard`) read back, written ranked at `target`, and removed."""
+    folder = spill / f"{SPILL_KEY}={shard}"
+    with phases.measure("read back the spill"):
+        part = pl.concat([pl.read_ipc(path) for path in sorted(folder.glob("*.ipc"))])
+    write_ranked(part, target, metadata, phases)
+    shutil.rmtree(folder)
 
 
 def write_ranked(rows: pl.DataFrame, target: Path, metadata: dict[str, str], phases: Phases | None = None) -> None:
     """One shard of a run in stored order (`transforms.layout.in_stored_order`), with its own count of duplicate
-    (query, document) pairs (a query lies in one shard, so the count is exact). Row groups are as long as the first
-    band, so that band is exactly the first row group and a head read skips every other by its `position`
-    statistics."""
+    (query, document) pairs (a query lies in one shard, so the count is exact), written by `write_stored_part`."""
     phases = phases or Phases()
     # The rows are in memory: Polars' in-memory engine sorts them faster than its default streaming one.
     with phases.measure("duplicates"):
@@ -297,15 +320,19 @@ def write_ranked(rows: pl.DataFrame, target: Path, metadata: dict[str, str], pha
         already_ranked = not suspected and is_ranked(rows.lazy()).collect(engine="in-memory").item()
         ordering = in_stored_order_of_ranked if already_ranked else in_stored_order
         stored = ordering(rows.lazy()).collect(engine="in-memory")
-        first_band = int((stored["band"] == 0).sum())
-    # zstd level 1: a faster store for files slightly larger than at Polars' default level (benchmarks/README.md).
     with phases.measure("write"):
-        stored.drop("band").write_parquet(
-            target,
-            compression_level=1,
-            row_group_size=max(first_band, 1),
-            metadata=metadata | {DUPLICATE_PAIRS_KEY: str(duplicates)},
-        )
+        write_stored_part(stored, target, metadata | {DUPLICATE_PAIRS_KEY: str(duplicates)})
+
+
+def write_stored_part(stored: pl.DataFrame, target: Path, metadata: dict[str, str]) -> None:
+    """A shard's rows, already in stored order with their `band`, written as its Parquet file: row groups as long
+    as the first band, so that band is exactly the first row group and a head read skips every other by its
+    `position` statistics; zstd level 1, a faster store for files slightly larger than at Polars' default level
+    (benchmarks/README.md)."""
+    first_band = int((stored["band"] == 0).sum())
+    stored.drop("band").write_parquet(
+        target, compression_level=1, row_group_size=max(first_band, 1), metadata=metadata
+    )
 
 
 def now_utc() -> datetime:
