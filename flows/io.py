@@ -389,6 +389,11 @@ def load_table(
     if metadata is None:
         metadata = read_sidecar(path, kind)
     source_format = sniff_format(path)
+    status = path.stat()
+    key = (str(path.resolve()), status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns, kind,
+           metadata.model_dump_json(), limits, allow_empty)
+    if hashes is None and (scanned := _SCANNED_TABLES.get(key)) is not None:
+        return scanned
     if hashes is None:
         hashes = hash_in_background([path])[path]
     parsed = _parse(path, kind, source_format, metadata, limits)
@@ -397,7 +402,7 @@ def load_table(
     if isinstance(metadata, RunMetadata) and not metadata.tag:
         tag = parsed.common_tag if parsed.common_tag is not None else _common_tag(parsed.rows)
         metadata = metadata.model_copy(update={"tag": tag})
-    return LoadedTable(
+    table = LoadedTable(
         kind=kind,
         scan=parsed.rows,
         source=str(path),
@@ -407,6 +412,19 @@ def load_table(
         in_memory=source_format != "parquet" and not _streamed(path, source_format, limits),
         query_rows=parsed.query_rows if kind == "run" else None,
     )
+    if kind == "run" and not table.in_memory:
+        _SCANNED_TABLES[key] = table
+        while len(_SCANNED_TABLES) > _SCANNED_TABLES_KEPT:
+            _SCANNED_TABLES.pop(next(iter(_SCANNED_TABLES)))
+    return table
+
+
+# The last runs this process read by scanning their file (large text, Parquet), by the file's identity (path,
+# inode, size, modification time) and how they were read: a flow that checks a run before storing it reads and
+# checks it once. Their rows stay on disk, so keeping them costs a few small frames; a run parsed in memory is
+# never kept (nor judgments, whose rows are taken into memory whole).
+_SCANNED_TABLES: dict[tuple[object, ...], LoadedTable] = {}
+_SCANNED_TABLES_KEPT = 2
 
 
 # Files already warned of ignored columns in this process (path, size, mtime): a file read twice (checked, then

@@ -458,3 +458,21 @@ def test_rank_beyond_int32_is_read_whole(tmp_path: Path) -> None:
     frame = load_table(path, "run").frame
     assert frame.schema == pl.Schema(RUN)
     assert frame["source_rank"].to_list() == [1, 3_000_000_000]
+
+
+def test_a_scanned_run_is_read_once_per_version_of_its_file(tmp_path: Path) -> None:
+    """A flow checks a run, then stores it: a run too large to hold (here: any, by the limits) is read and checked
+    once, until its file changes; a run parsed in memory is read again (its rows are not kept)."""
+    run = tmp_path / "run.txt"
+    run.write_text("q1 Q0 d1 1 2.0 tag\nq1 Q0 d2 2 1.0 tag\n")
+    scanned = Limits(in_memory_text_bytes=1)
+    first = load_table(run, "run", limits=scanned)
+    assert not first.in_memory
+    assert load_table(run, "run", limits=scanned) is first
+    assert load_table(run, "run") is not load_table(run, "run")  # parsed in memory
+    run.write_text("q1 Q0 d1 1 2.0 tag\nq1 Q0 d3 2 1.0 tag\n")  # same size, new content
+    later = run.stat().st_mtime_ns + 1_000_000
+    os.utime(run, ns=(later, later))
+    changed = load_table(run, "run", limits=scanned)
+    assert changed is not first
+    assert changed.scan.collect()["doc_id"].to_list() == ["d1", "d3"]
