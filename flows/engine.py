@@ -380,12 +380,27 @@ def whole_stretch_batches(rows: pl.LazyFrame, part_rows: int) -> Iterator[pl.Dat
             continue
         if held is not None:
             batch = pl.concat([held, batch], rechunk=False)
-        last_start: int = stretch_starts(batch.lazy()).select(pl.col("start").last()).collect().item()
+        last_start = last_stretch_start(batch[QUERY])
         if last_start:
             yield batch.slice(0, last_start)
         held = batch.slice(last_start)
     if held is not None and held.height:
         yield held
+
+
+def last_stretch_start(query_ids: pl.Series) -> int:
+    """The offset of the last stretch of one query id in `query_ids` (0: one stretch throughout). It is looked for
+    from the end, in windows that double: a stretch is one query's rows, short beside a batch, so this compares a
+    few thousand ids where `stretch_starts` compares every one (most of a batch's cost beside its candidates)."""
+    last, window = query_ids[-1], 1 << 12
+    while True:
+        start = max(query_ids.len() - window, 0)
+        others = (query_ids.slice(start) != last).arg_true()
+        if others.len():
+            return start + int(others[-1]) + 1
+        if start == 0:
+            return 0
+        window *= 2
 
 
 def may_repeat_documents(table: LoadedTable, part_rows: int) -> bool:

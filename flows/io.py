@@ -30,7 +30,7 @@ from judged.schemas.tables import JUDGMENTS, RUN, RUN_ROWS, STORED_JUDGMENTS
 from judged.transforms.errors import InputError
 from judged.transforms.parse import (
     conform_judgments, conform_run, ignored_run_columns, in_contract, parse_trec_qrels, parse_trec_run,
-    raise_first_problem,
+    raise_first_problem, run_problem_probe,
 )
 from judged.transforms.shards import in_shard
 
@@ -469,6 +469,20 @@ def _common_tag(run: pl.LazyFrame) -> str:
     return _tag_of(*run.select(_tag_summary()).collect(engine="streaming").row(0))
 
 
+def _parquet_common_tag(run: pl.LazyFrame) -> str | None:
+    """`_common_tag` of a Parquet run whose `run_tag` is a string column (None otherwise, or without one: then
+    `_common_tag` decides), found on the file's own column: its first tag, then whether another occurs, which
+    Polars answers from the statistics of every row group that holds one tag only."""
+    if run.collect_schema().get("run_tag") != pl.String:
+        return None
+    tags = pl.col("run_tag")
+    first = run.select(tags.drop_nulls().first()).collect().item()
+    if first is None:
+        return ""
+    differ = run.filter(tags != first).head(1).collect().height > 0  # nulls are no tag: `!=` leaves them out
+    return _tag_of(first, differ)
+
+
 def _parse(path: Path, kind: TableKind, source_format: str, metadata: Metadata, limits: Limits) -> ParsedTable:
     """The validated table in its contract; InputError on the first problem. A Parquet input stays a lazy scan
     (validated in one streaming pass); text is parsed in memory."""
@@ -482,14 +496,18 @@ def _parse(path: Path, kind: TableKind, source_format: str, metadata: Metadata, 
         try:
             scanned = pl.scan_parquet(path)
             conformed = conform_judgments(scanned, str(path)) if kind == "judgments" else conform_run(scanned, str(path))
-            problems = (
-                conformed.filter(pl.col("problem").is_not_null()).select("source_line", "problem")
-                .collect(engine="streaming")
-            )
+            probe = run_problem_probe(scanned) if kind == "run" else None
+            if probe is None or probe.collect(engine="streaming").height:  # numbered, to name the first problem
+                problems = (
+                    conformed.filter(pl.col("problem").is_not_null()).select("source_line", "problem")
+                    .collect(engine="streaming")
+                )
+                raise_first_problem(problems, str(path), "row")
+            tag_wanted = isinstance(metadata, RunMetadata) and not metadata.tag
+            common_tag = _parquet_common_tag(scanned) if tag_wanted else None
         except pl.exceptions.PolarsError as error:
             raise InputError(str(path), f"cannot be read as Parquet: {str(error).splitlines()[0]}") from None
-        raise_first_problem(problems, str(path), "row")
-        return ParsedTable(in_contract(conformed, contract))
+        return ParsedTable(in_contract(conformed, contract), common_tag)
     lines = read_lines(path, gzipped=source_format == "trec.gz")
     unresolved = metadata.unresolved_token if isinstance(metadata, JudgmentSetMetadata) else None
     parsed = (parse_trec_qrels(lines, unresolved) if kind == "judgments" else parse_trec_run(lines)).collect()

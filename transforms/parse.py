@@ -174,15 +174,7 @@ def conform_run(table: pl.LazyFrame, source: str) -> pl.LazyFrame:
     source_rank = pl.col(rank_column).cast(pl.Int64) if rank_column else pl.lit(None, pl.Int64)
     run_tag = pl.col("run_tag").cast(pl.String) if "run_tag" in schema else pl.lit(None, pl.String)
     score = pl.col("score").cast(pl.Float64)
-    problem = (
-        pl.when(score.is_null())
-        .then(pl.lit("score is null"))
-        .when(score.is_nan())
-        .then(pl.lit("score is NaN"))
-        .when(score.is_infinite())
-        .then(pl.lit("score is not finite (inf or -inf)"))
-        .otherwise(_missing_id_problem())
-    )
+    problem = pl.coalesce(_score_problem(score), _missing_id_problem())
     return table.with_row_index("source_line", offset=1).select(
         query_id=pl.col("query_id"),
         doc_id=pl.col("doc_id"),
@@ -192,6 +184,46 @@ def conform_run(table: pl.LazyFrame, source: str) -> pl.LazyFrame:
         source_line=pl.col("source_line"),
         problem=problem,
     ).cast(RUN | {"problem": pl.String()})
+
+
+# Types a Parquet run's rank and tag columns may have for `conform_run`'s casts never to fail (a UInt64 rank may
+# not fit an Int64; a binary tag may not be text).
+_SAFE_RANK = (pl.Int8, pl.Int16, pl.Int32, pl.Int64, pl.UInt8, pl.UInt16, pl.UInt32, pl.Null)
+_SAFE_TAG = (pl.String, pl.Categorical, pl.Enum, pl.Null)
+
+
+def run_problem_probe(table: pl.LazyFrame) -> pl.LazyFrame | None:
+    """Rows of a Parquet run table (at most two) that `conform_run` would give a problem; none: it gives none.
+    They are looked for on the table's own columns, without row numbers, so Polars skips every row group whose
+    statistics show no null ids and reads the scores alone. None when a column needs a cast that could fail: only
+    `conform_run`'s pass over every row can tell then. Call it after `conform_run`, which checks the columns."""
+    schema = table.collect_schema()
+    rank_column = next((name for name in ("source_rank", "rank") if name in schema), None)
+    ids_are_text = schema["query_id"] == pl.String and schema["doc_id"] == pl.String
+    if not ids_are_text or (rank_column and not isinstance(schema[rank_column], _SAFE_RANK)) or (
+        "run_tag" in schema and not isinstance(schema["run_tag"], _SAFE_TAG)
+    ):
+        return None
+    # Two filters, not one: a condition on the scores would keep Polars from skipping by the ids' statistics.
+    return pl.concat([
+        table.filter(pl.col("query_id").is_null() | pl.col("doc_id").is_null()).head(1).select("query_id"),
+        table.filter(pl.any_horizontal(condition for condition, _ in _score_problems(pl.col("score").cast(pl.Float64))))
+        .head(1).select("query_id"),
+    ])
+
+
+def _score_problems(score: pl.Expr) -> list[tuple[pl.Expr, str]]:
+    """What makes a run's score (a Float64) unusable, and how a problem names it, first match first."""
+    return [(score.is_null(), "score is null"), (score.is_nan(), "score is NaN"),
+            (score.is_infinite(), "score is not finite (inf or -inf)")]
+
+
+def _score_problem(score: pl.Expr) -> pl.Expr:
+    """The first of `_score_problems` that holds (null: none)."""
+    problem = pl.lit(None, pl.String)
+    for condition, message in reversed(_score_problems(score)):
+        problem = pl.when(condition).then(pl.lit(message)).otherwise(problem)
+    return problem
 
 
 def _missing_id_problem() -> pl.Expr:

@@ -11,12 +11,12 @@ import pytest
 from polars.testing import assert_frame_equal
 
 import judged.flows.engine
-from judged.flows.engine import evaluate, plan
+from judged.flows.engine import evaluate, last_stretch_start, plan
 from judged.flows.io import load_table
 from judged.flows.limits import Limits
 from judged.schemas.spec import PRESETS, EvaluationSpec, build_spec
 from judged.transforms.errors import InputError
-from judged.transforms.ranking import candidate_rows
+from judged.transforms.ranking import candidate_rows, stretch_starts
 
 SPECS = {
     "trec_eval@10": PRESETS["trec_eval"].with_options(cutoffs=(10,)),
@@ -282,3 +282,11 @@ def test_an_evaluation_without_intervals_differs_only_in_them(tmp_path: Path, ru
     ndcg = full.per_query.filter(pl.col("measure") == "nDCG", pl.col("value").is_not_null())
     assert ndcg["value_min"].null_count() == 0
     assert (ndcg["value_max"] - ndcg["value_min"]).max() > 0
+
+
+@pytest.mark.parametrize("lengths", [[1], [5000], [3, 1], [2, 9000], [7000, 1, 1, 4], [1] * 50])
+def test_the_last_stretch_starts_where_stretch_starts_says(lengths: list[int]) -> None:
+    """Looked for from the end in doubling windows, including stretches longer than the first window."""
+    ids = pl.Series("query_id", [f"q{number % 2}" for number, length in enumerate(lengths) for _ in range(length)])
+    expected = stretch_starts(ids.to_frame().lazy()).select(pl.col("start").last()).collect().item()
+    assert last_stretch_start(ids) == expected

@@ -476,3 +476,32 @@ def test_a_scanned_run_is_read_once_per_version_of_its_file(tmp_path: Path) -> N
     changed = load_table(run, "run", limits=scanned)
     assert changed is not first
     assert changed.scan.collect()["doc_id"].to_list() == ["d1", "d3"]
+
+
+@pytest.mark.parametrize(
+    ("tags", "expected"),
+    [
+        (["a"] * 6, "a"),
+        (["a", "a", None, "a", "a", "a"], "a"),  # no tag is not another tag
+        ([None] * 6, ""),
+        (["a", "a", "a", "a", "a", "b"], ""),  # another tag in a later row group only
+        (["b", "a", "a", "a", "a", "a"], ""),
+    ],
+)
+def test_a_parquet_runs_common_tag_from_its_own_column(tmp_path: Path, tags: list, expected: str) -> None:
+    path = tmp_path / "run.parquet"
+    pl.DataFrame({
+        "query_id": ["q1"] * 6, "doc_id": [f"d{i}" for i in range(6)], "score": [6.0, 5, 4, 3, 2, 1], "run_tag": tags,
+    }).write_parquet(path, row_group_size=2)  # statistics per two rows: most groups are skipped by them
+    assert load_table(path, "run").metadata.tag == expected
+
+
+def test_a_parquet_runs_problems_in_later_row_groups_are_named(tmp_path: Path) -> None:
+    """Row groups without nulls are skipped by their statistics while looking for problems: those in the others
+    are still found, and the first one named with the count of the rest."""
+    path = tmp_path / "run.parquet"
+    docs: list[str | None] = [f"d{i}" for i in range(40)]
+    scores = [float(40 - i) for i in range(40)]
+    docs[33], scores[21] = None, float("nan")
+    pl.DataFrame({"query_id": ["q1"] * 40, "doc_id": docs, "score": scores}).write_parquet(path, row_group_size=4)
+    assert str(input_error(path, "run")) == f"{path}, row 22: score is NaN (1 more bad rows)"

@@ -12,7 +12,9 @@ import polars as pl
 import pytest
 
 from judged.transforms.errors import InputError
-from judged.transforms.parse import parse_trec_qrels, parse_trec_run, raise_first_problem
+from judged.transforms.parse import (
+    conform_run, parse_trec_qrels, parse_trec_run, raise_first_problem, run_problem_probe,
+)
 
 
 def lines_of(text: str) -> pl.LazyFrame:
@@ -304,3 +306,40 @@ def test_swapped_arguments_get_a_hint() -> None:
     assert problem == f"expected 6 columns `qid Q0 docid rank score tag`, found 4: this looks like qrels; {SWAPPED_HINT}"
     five = pl.LazyFrame({"line_number": [1], "line": ["q1 0 d1 3 x"]})
     assert parse_trec_qrels(five).collect()["problem"][0] == "expected 4 columns `qid iter docid grade`, found 5"
+
+
+def _parquet_run(**columns: Any) -> pl.LazyFrame:
+    base: dict[str, Any] = {"query_id": ["q1", "q1", "q2"], "doc_id": ["d1", "d2", "d1"], "score": [2.0, 1.0, 0.5]}
+    return pl.LazyFrame(base | columns)
+
+
+@pytest.mark.parametrize(
+    ("columns", "found"),
+    [
+        ({}, 0),
+        ({"doc_id": ["d1", None, "d1"]}, 1),
+        ({"query_id": [None, "q1", "q2"]}, 1),
+        ({"score": [2.0, float("nan"), 0.5]}, 1),
+        ({"score": [2.0, float("-inf"), None]}, 1),
+        ({"doc_id": [None, "d2", "d1"], "score": [float("inf"), 1.0, 0.5]}, 2),
+        ({"score": pl.Series([2, 1, 0], dtype=pl.Int16), "rank": pl.Series([1, 2, 1], dtype=pl.UInt32)}, 0),
+    ],
+)
+def test_the_problem_probe_finds_a_row_exactly_when_conform_run_names_one(columns: dict, found: int) -> None:
+    table = _parquet_run(**columns)
+    probe = run_problem_probe(table)
+    assert probe is not None
+    assert probe.collect().height == found
+    assert (conform_run(table, "run.parquet").filter(pl.col("problem").is_not_null()).collect().height > 0) == (found > 0)
+
+
+@pytest.mark.parametrize(
+    "columns",
+    [
+        {"rank": pl.Series([1, 2, 1], dtype=pl.UInt64)},  # may not fit the contract's Int64
+        {"run_tag": pl.Series([b"a", b"b", b"c"], dtype=pl.Binary)},  # may not be text
+        {"doc_id": pl.Series([1, 2, 1], dtype=pl.Int64)},  # cast to text
+    ],
+)
+def test_no_probe_where_a_cast_of_conform_run_could_fail(columns: dict) -> None:
+    assert run_problem_probe(_parquet_run(**columns)) is None
