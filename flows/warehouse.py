@@ -189,8 +189,10 @@ def sink_shards(
     phases: Phases | None = None,
     queries: pl.DataFrame | None = None,
     writers: int = DEFAULT_LIMITS.shard_writers,
+    leading: dict[str, str] | None = None,
 ) -> None:
-    """Write rows as one Parquet file per non-empty shard into a staging folder (see `staged`; `root` is the
+    """Write rows, after the `leading` columns (name: the value every row has, such as the table's id), as one
+    Parquet file per non-empty shard into a staging folder (see `staged`; `root` is the
     warehouse, by default the folder's grandparent), then rename it into place whole; an existing folder is left
     as it is (same content).
 
@@ -206,7 +208,7 @@ def sink_shards(
     with staged(root or folder.parent.parent, folder) as temporary:
         temporary.mkdir()
         _sink_into(rows, temporary, shards, metadata, ranked, in_memory, batch_rows, phases or Phases(), queries,
-                   writers)
+                   writers, leading or {})
         try:
             os.replace(temporary, folder)
         except OSError:
@@ -217,9 +219,10 @@ def sink_shards(
 
 def _sink_into(
     rows: pl.LazyFrame, temporary: Path, shards: int, metadata: dict[str, str], ranked: bool, in_memory: bool,
-    batch_rows: int, phases: Phases, queries: pl.DataFrame | None, writers: int,
+    batch_rows: int, phases: Phases, queries: pl.DataFrame | None, writers: int, leading: dict[str, str],
 ) -> None:
     """`sink_shards`' writing, into the staging folder `temporary`."""
+    constants = [pl.lit(value, pl.String).alias(name) for name, value in leading.items()]
     with phases.measure("buckets"):
         buckets = query_buckets((rows if queries is None else queries.lazy()).select("query_id")).collect(
             engine="streaming"
@@ -239,7 +242,7 @@ def _sink_into(
 
     if ranked and in_memory:
         with phases.measure("split"):
-            parts = shard_parts(rows.collect(engine="in-memory"))
+            parts = shard_parts(rows.select(*constants, pl.all()).collect(engine="in-memory"))
         with phases.measure(f"shards ({writers} at a time)"), ThreadPoolExecutor(writers) as pool:
             done = [pool.submit(write_ranked, part, temporary / shard_file(shard, shards), metadata, phases)
                     for shard, part in parts.items()]
@@ -248,13 +251,14 @@ def _sink_into(
                 future.result()
     elif ranked:
         # Every shard's rows are spilled at once by one streaming pass, then each shard is read back alone and
-        # written ranked: memory holds a batch while spilling and one shard per writer afterwards.
+        # written ranked: memory holds a batch while spilling and one shard per writer afterwards. The leading
+        # columns are added as each shard is written: the spill need not carry the same value on every row.
         spill = temporary / "_spill"
         with phases.measure("split (read, bucket, spill)"):
             spill_by_shard(rows, buckets, shards, spill)
         with phases.measure(f"shards ({writers} at a time)"), ThreadPoolExecutor(writers) as pool:
             for future in [pool.submit(_rewrite_spilled, spill, shard, temporary / shard_file(shard, shards),
-                                       metadata, phases)
+                                       metadata, phases, constants)
                            for shard in spilled_shards(spill)]:
                 future.result()
         if spill.exists():
@@ -263,7 +267,8 @@ def _sink_into(
         open_files: dict[int, pq.ParquetWriter] = {}
         try:
             with phases.measure("split and write"):
-                for batch in rows.collect_batches(chunk_size=batch_rows, engine="streaming"):
+                for batch in rows.select(*constants, pl.all()).collect_batches(chunk_size=batch_rows,
+                                                                               engine="streaming"):
                     for shard, part in shard_parts(batch).items():
                         table = part.to_arrow()
                         if shard not in open_files:
@@ -297,11 +302,14 @@ def spilled_shards(spill: Path) -> list[int]:
     return sorted(int(folder.name.removeprefix(f"{SPILL_KEY}=")) for folder in spill.iterdir())
 
 
-def _rewrite_spilled(spill: Path, shard: int, target: Path, metadata: dict[str, str], phases: Phases) -> None:
-    """One shard's spilled rows (see `spill_by_shard`) read back, written ranked at `target`, and removed."""
+def _rewrite_spilled(
+    spill: Path, shard: int, target: Path, metadata: dict[str, str], phases: Phases, constants: list[pl.Expr]
+) -> None:
+    """One shard's spilled rows (see `spill_by_shard`) read back, after the `constants` columns, written ranked at
+    `target`, and removed."""
     folder = spill / f"{SPILL_KEY}={shard}"
     with phases.measure("read back the spill"):
-        part = pl.concat([pl.read_ipc(path) for path in sorted(folder.glob("*.ipc"))])
+        part = pl.concat([pl.read_ipc(path) for path in sorted(folder.glob("*.ipc"))]).select(*constants, pl.all())
     write_ranked(part, target, metadata, phases)
     shutil.rmtree(folder)
 
@@ -439,12 +447,11 @@ class Warehouse:
         shards = shard_count(n_rows, limits.rows_per_shard)
         record = self._table_record(table, shards)
         metadata = {"judged.table": table.kind, "judged.record": record.write_json()}
-        rows = table.scan.select(pl.lit(table_id).alias(id_column), pl.all())
         stored = self.root / folder / table_id
         sink_shards(
-            rows, stored, shards, metadata, ranked=table.kind == "run", in_memory=n_rows <= limits.in_memory_sink_rows,
-            batch_rows=limits.sink_batch_rows, root=self.root, phases=phases, queries=table.query_rows,
-            writers=limits.shard_writers,
+            table.scan, stored, shards, metadata, ranked=table.kind == "run",
+            in_memory=n_rows <= limits.in_memory_sink_rows, batch_rows=limits.sink_batch_rows, root=self.root,
+            phases=phases, queries=table.query_rows, writers=limits.shard_writers, leading={id_column: table_id},
         )
         with phases.measure("record"):
             if table.kind == "run":
