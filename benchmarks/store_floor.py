@@ -1,16 +1,16 @@
-"""The floor under storing a text run on this machine: the CPU seconds of the work that any store of it must do,
-each measured alone in this one process, and the most rows per second they leave room for.
+"""The floor under storing a run on this machine: the CPU seconds of the work that any store of it must do, each
+measured alone in this one process, and the most rows per second they leave room for.
 
-    python benchmarks/store_floor.py [--size L] [--data-dir /tmp/judged-bench] [--cores N]
+    python benchmarks/store_floor.py [--size L] [--input text|parquet] [--data-dir /tmp/judged-bench] [--cores N]
 
-On the harness's generated text run (benchmarks/generate.py; generated when missing), with judged's own code for
-each step:
-- parse: the run's text read once into typed rows by the reader the store uses (Polars' streaming CSV reader, in
-  batches), the rows then dropped;
+On the harness's generated run (benchmarks/generate.py; generated when missing), its text (the store's throughput
+target) or its Parquet file (what the harness's flow stores), with judged's own code for each step:
+- parse: the run read once into typed rows by the reader the store uses (Polars' streaming CSV or Parquet reader,
+  in batches), the rows then dropped;
 - spill: what storing in bounded memory adds. A shard holds queries from the whole file, so no shard can be
   written before the last line is read, and the rows do not fit in memory (about 1.5 GiB as Polars holds them at
   49M rows, against 2 GiB for the whole store): each row goes to its shard's spill file and is read back
-  (`spill_by_shard` streams the text again, so its figure is given less the parse's);
+  (`spill_by_shard` reads the run again, so its figure is given less the parse's);
 - order and duplicates: each shard put in stored order and its duplicate pairs counted, as the store does
   (reported, but counted in no floor);
 - write: each shard's Parquet file written from rows already in stored order (`write_stored_part`).
@@ -74,11 +74,11 @@ class Steps:
             spent[1] += cpu_seconds() - cpu
 
 
-def measure_floor(run_text: Path, scratch: Path, steps: Steps) -> int:
-    """Measure each step on `run_text` (spill files under `scratch`); returns the run's rows."""
-    table = load_table(run_text, "run")
+def measure_floor(run: Path, scratch: Path, steps: Steps) -> int:
+    """Measure each step on the `run` file (spill files under `scratch`); returns the run's rows."""
+    table = load_table(run, "run")
     n_rows = table.counts["n_rows"]
-    rows = table.scan.select(pl.lit(RUN_ID).alias("run_id"), pl.all())
+    rows = table.scan
     with steps.measure("parse"):
         for _batch in rows.collect_batches(chunk_size=DEFAULT_LIMITS.sink_batch_rows, engine="streaming"):
             pass
@@ -91,6 +91,7 @@ def measure_floor(run_text: Path, scratch: Path, steps: Steps) -> int:
     for shard in spilled_shards(spill):
         with steps.measure("spill read back"):
             part = pl.concat([pl.read_ipc(path) for path in sorted((spill / f"{SPILL_KEY}={shard}").glob("*.ipc"))])
+            part = part.select(pl.lit(RUN_ID).alias("run_id"), pl.all())  # as the store adds it
         with steps.measure("order and duplicates"):
             if may_have_duplicates(part.lazy()).collect(engine="in-memory").item():
                 duplicate_pairs(part.lazy()).collect(engine="in-memory")
@@ -119,20 +120,24 @@ def report(steps: Steps, n_rows: int, cores: int, print_line: Callable[[str], No
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--size", choices=[name for name, size in SIZES.items() if size.text_run], default="L")
+    parser.add_argument("--size", choices=list(SIZES), default="L")
+    parser.add_argument("--input", choices=["text", "parquet"], default="text")
     parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR)
     parser.add_argument("--cores", type=int, default=os.cpu_count() or 1,
                         help="cores the CPU seconds are spread over (default: this machine's)")
     args = parser.parse_args(argv)
+    if args.input == "text" and not SIZES[args.size].text_run:
+        parser.error(f"size {args.size} has no text run; use --input parquet")
     inputs = args.data_dir / args.size
     generate(args.size, inputs)
+    run = inputs / ("run.txt" if args.input == "text" else "run.parquet")
     scratch = Path(tempfile.mkdtemp(prefix="judged-store-floor-"))
     steps = Steps()
     try:
-        n_rows = measure_floor(inputs / "run.txt", scratch, steps)
+        n_rows = measure_floor(run, scratch, steps)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    print(f"size {args.size}, polars {pl.__version__}, {os.cpu_count()} cores on this machine")
+    print(f"size {args.size}, {run.name}, polars {pl.__version__}, {os.cpu_count()} cores on this machine")
     report(steps, n_rows, args.cores)
     return 0
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from benchmarks import store_floor
 from benchmarks.generate import generate
 from benchmarks.run import HEADER, format_report, run_benchmark
 
@@ -100,6 +101,18 @@ def test_ingest_is_timed_without_comparing_values(tmp_path: Path) -> None:
     text = format_report(report)
     assert "ingest, the reading and storing itself" in text and "M rows/s" in text
     assert "where the store's time went" in text and "order " in text and "write " in text
+
+
+@pytest.mark.parametrize("source", ["text", "parquet"])
+def test_the_store_floor_measures_every_step_and_prints_its_bounds(
+    tmp_path: Path, source: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert store_floor.main(["--size", "tiny", "--input", source, "--data-dir", str(tmp_path), "--cores", "2"]) == 0
+    printed = capsys.readouterr().out
+    for step in ("parse", "spill, with its parse", "spill read back", "order and duplicates", "write"):
+        assert f"\n{step}: " in printed
+    assert "read-and-write floor (parse + write)" in printed and "bounded-memory floor" in printed
+    assert printed.count(" rows/s at most (") == 2
 
 
 @pytest.mark.parametrize("tool, module", [("ir_measures", "ir_measures"), ("ranx-text", "ranx")])
