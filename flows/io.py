@@ -11,6 +11,7 @@ import itertools
 import json
 import os
 import sys
+import threading
 import tomllib
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -392,7 +393,9 @@ def load_table(
     status = path.stat()
     key = (str(path.resolve()), status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns, kind,
            metadata.model_dump_json(), limits, allow_empty)
-    if hashes is None and (scanned := _SCANNED_TABLES.get(key)) is not None:
+    with _SCANNED_TABLES_LOCK:
+        scanned = _SCANNED_TABLES.get(key) if hashes is None else None
+    if scanned is not None:
         return scanned
     if hashes is None:
         hashes = hash_in_background([path])[path]
@@ -413,9 +416,10 @@ def load_table(
         query_rows=parsed.query_rows if kind == "run" else None,
     )
     if kind == "run" and not table.in_memory:
-        _SCANNED_TABLES[key] = table
-        while len(_SCANNED_TABLES) > _SCANNED_TABLES_KEPT:
-            _SCANNED_TABLES.pop(next(iter(_SCANNED_TABLES)))
+        with _SCANNED_TABLES_LOCK:  # a flow's tasks run in threads
+            _SCANNED_TABLES[key] = table
+            while len(_SCANNED_TABLES) > _SCANNED_TABLES_KEPT:
+                del _SCANNED_TABLES[next(iter(_SCANNED_TABLES))]
     return table
 
 
@@ -425,6 +429,7 @@ def load_table(
 # never kept (nor judgments, whose rows are taken into memory whole).
 _SCANNED_TABLES: dict[tuple[object, ...], LoadedTable] = {}
 _SCANNED_TABLES_KEPT = 2
+_SCANNED_TABLES_LOCK = threading.Lock()
 
 
 # Files already warned of ignored columns in this process (path, size, mtime): a file read twice (checked, then
@@ -484,8 +489,9 @@ def _parquet_common_tag(run: pl.LazyFrame) -> str | None:
 
 
 def _parse(path: Path, kind: TableKind, source_format: str, metadata: Metadata, limits: Limits) -> ParsedTable:
-    """The validated table in its contract; InputError on the first problem. A Parquet input stays a lazy scan
-    (validated in one streaming pass); text is parsed in memory."""
+    """The validated table in its contract; InputError on the first problem. A Parquet input stays a lazy scan,
+    validated on its own columns (a run: `run_problem_probe`) or in one streaming pass that numbers the rows, which
+    names the first problem; text is parsed in memory."""
     unresolved_token = getattr(metadata, "unresolved_token", None)
     if source_format != "parquet" and unresolved_token is None:
         fast = read_trec_fast(path, source_format == "trec.gz", kind, limits)

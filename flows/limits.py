@@ -48,8 +48,8 @@ class Limits:
     # Plain text is parsed in pieces of about this size, so the file's bytes are never held whole beside the rows.
     # It stays below glibc's largest mmap threshold (32 MB), so each piece reuses the memory of the one before.
     text_piece_bytes: int = 16 << 20
-    # A run of up to this many rows is split into shards in memory at ingest (about 1 GiB at 10M rows); larger
-    # ones stream in batches of `sink_batch_rows`.
+    # A run of up to this many rows is split into shards in memory at ingest (about 1 GiB at 10M rows); a larger
+    # one is spilled by shard in one streaming pass. Large judgment sets stream in batches of `sink_batch_rows`.
     in_memory_sink_rows: int = 10_000_000
     sink_batch_rows: int = 2_000_000
     # Shards of a run put in stored order and written at once, each in its own thread: Polars' Parquet writer and
