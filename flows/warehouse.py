@@ -190,6 +190,7 @@ def sink_shards(
     queries: pl.DataFrame | None = None,
     writers: int = DEFAULT_LIMITS.shard_writers,
     leading: dict[str, str] | None = None,
+    spill_batch_rows: int = DEFAULT_LIMITS.spill_batch_rows,
 ) -> None:
     """Write rows, after the `leading` columns (name: the value every row has, such as the table's id), as one
     Parquet file per non-empty shard into a staging folder (see `staged`; `root` is the
@@ -199,7 +200,8 @@ def sink_shards(
     `queries` holds the table's query ids when they are already known (a frame with `query_id`), sparing a pass
     over the rows. Large tables stream, in bounded memory. Judgments: batches of `batch_rows` rows get their
     query's bucket and are appended, as row groups, to the open file of their shard. A `ranked` run is spilled by
-    shard in one streaming pass (`spill_by_shard`), then each shard is read back alone and written by
+    shard in one streaming pass (`spill_by_shard`, in record batches of `spill_batch_rows`), then each shard is
+    read back alone and written by
     `write_ranked`; one that fits in memory (`in_memory`) is split by shard in memory instead. Ranked shards are
     written `writers` at a time, one thread each. `phases` gets where the time went."""
     if folder.exists():
@@ -208,7 +210,7 @@ def sink_shards(
     with staged(root or folder.parent.parent, folder) as temporary:
         temporary.mkdir()
         _sink_into(rows, temporary, shards, metadata, ranked, in_memory, batch_rows, phases or Phases(), queries,
-                   writers, leading or {})
+                   writers, leading or {}, spill_batch_rows)
         try:
             os.replace(temporary, folder)
         except OSError:
@@ -220,6 +222,7 @@ def sink_shards(
 def _sink_into(
     rows: pl.LazyFrame, temporary: Path, shards: int, metadata: dict[str, str], ranked: bool, in_memory: bool,
     batch_rows: int, phases: Phases, queries: pl.DataFrame | None, writers: int, leading: dict[str, str],
+    spill_batch_rows: int,
 ) -> None:
     """`sink_shards`' writing, into the staging folder `temporary`."""
     constants = [pl.lit(value, pl.String).alias(name) for name, value in leading.items()]
@@ -255,7 +258,7 @@ def _sink_into(
         # columns are added as each shard is written: the spill need not carry the same value on every row.
         spill = temporary / "_spill"
         with phases.measure("split (read, bucket, spill)"):
-            spill_by_shard(rows, buckets, shards, spill)
+            spill_by_shard(rows, buckets, shards, spill, spill_batch_rows)
         with phases.measure(f"shards ({writers} at a time)"), ThreadPoolExecutor(writers) as pool:
             for future in [pool.submit(_rewrite_spilled, spill, shard, temporary / shard_file(shard, shards),
                                        metadata, phases, constants)
@@ -284,14 +287,17 @@ def _sink_into(
 SPILL_KEY = "shard"
 
 
-def spill_by_shard(rows: pl.LazyFrame, buckets: pl.DataFrame, shards: int, spill: Path) -> None:
+def spill_by_shard(
+    rows: pl.LazyFrame, buckets: pl.DataFrame, shards: int, spill: Path,
+    batch_rows: int = DEFAULT_LIMITS.spill_batch_rows,
+) -> None:
     """Rows with their query's `bucket`, in one streaming pass, into one lz4 Arrow IPC file per non-empty shard
     under `spill` (a file that is read back once and deleted is written cheaply), each shard's rows in the order
-    they came."""
+    they came, in record batches of `batch_rows` (each open file buffers one)."""
     keyed = rows.join(buckets.lazy(), on="query_id", how="left", maintain_order="left")
     keyed.with_columns((pl.col("bucket") % shards).alias(SPILL_KEY)).sink_ipc(
         pl.PartitionBy(spill, key=SPILL_KEY, include_key=False, approximate_bytes_per_file=None),
-        compression="lz4", mkdir=True, maintain_order=True,
+        compression="lz4", mkdir=True, maintain_order=True, record_batch_size=batch_rows,
     )
 
 
@@ -452,6 +458,7 @@ class Warehouse:
             table.scan, stored, shards, metadata, ranked=table.kind == "run",
             in_memory=n_rows <= limits.in_memory_sink_rows, batch_rows=limits.sink_batch_rows, root=self.root,
             phases=phases, queries=table.query_rows, writers=limits.shard_writers, leading={id_column: table_id},
+            spill_batch_rows=limits.spill_batch_rows,
         )
         with phases.measure("record"):
             if table.kind == "run":

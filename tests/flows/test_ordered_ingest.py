@@ -16,7 +16,9 @@ from judged.flows.pipeline import ingest_file
 from judged.flows.warehouse import Warehouse
 
 IN_MEMORY = Limits(rows_per_shard=120)
-STREAMED = Limits(rows_per_shard=120, in_memory_sink_rows=1, sink_batch_rows=97, in_memory_text_bytes=1)
+STREAMED = Limits(
+    rows_per_shard=120, in_memory_sink_rows=1, sink_batch_rows=97, in_memory_text_bytes=1, spill_batch_rows=5
+)
 
 
 def ranked_lines(seed: int, ties: str) -> list[list[str]]:

@@ -127,7 +127,7 @@ def test_streamed_ingest_writes_the_same_parts_as_the_in_memory_one(
 ) -> None:
     streamed = Warehouse(tmp_path / "streamed")
     # Every run of more than one row takes the two streaming passes, in batches of 100 rows.
-    limits = Limits(rows_per_shard=300, in_memory_sink_rows=1, sink_batch_rows=100)
+    limits = Limits(rows_per_shard=300, in_memory_sink_rows=1, sink_batch_rows=100, spill_batch_rows=7)
     report = ingest_file(streamed, stored["run"], "run", limits=limits)
     assert report.id == stored["id"]
     in_memory = stored["warehouse"].stored("run", stored["id"]).parts()
