@@ -42,7 +42,7 @@ import polars as pl  # noqa: E402
 from benchmarks.generate import SIZES, generate  # noqa: E402
 from judged.flows.io import load_table  # noqa: E402
 from judged.flows.limits import DEFAULT_LIMITS  # noqa: E402
-from judged.flows.warehouse import SPILL_KEY, spill_by_shard, spilled_shards, write_stored_part  # noqa: E402
+from judged.flows.warehouse import read_spilled, spill_by_shard, spilled_shards, write_stored_part  # noqa: E402
 from judged.transforms.duplicates import duplicate_pairs, may_have_duplicates  # noqa: E402
 from judged.transforms.layout import in_stored_order  # noqa: E402
 from judged.transforms.shards import query_buckets, shard_count  # noqa: E402
@@ -90,8 +90,7 @@ def measure_floor(run: Path, scratch: Path, steps: Steps) -> int:
         spill_by_shard(rows, buckets, shards, spill)
     for shard in spilled_shards(spill):
         with steps.measure("spill read back"):
-            part = pl.concat([pl.read_ipc(path) for path in sorted((spill / f"{SPILL_KEY}={shard}").glob("*.ipc"))])
-            part = part.select(pl.lit(RUN_ID).alias("run_id"), pl.all())  # as the store adds it
+            part = read_spilled(spill, shard).select(pl.lit(RUN_ID).alias("run_id"), pl.all())  # as the store adds it
         with steps.measure("order and duplicates"):
             if may_have_duplicates(part.lazy()).collect(engine="in-memory").item():
                 duplicate_pairs(part.lazy()).collect(engine="in-memory")

@@ -53,8 +53,8 @@ class Limits:
     in_memory_sink_rows: int = 10_000_000
     sink_batch_rows: int = 2_000_000
     # Rows per record batch of that spill: each shard's open file buffers up to a batch, so the spill holds about
-    # shards x this many rows beside the stream (at 490M rows, 512 shards: ~1.3 GiB, where Polars' default batches
-    # held 3.8 GiB; at 49M rows it is also faster).
+    # shards x this many rows beside the stream, whatever the shard count (Polars' default batches grow with the
+    # rows and, at hundreds of shards, past the ingest's memory bound: benchmarks/README.md, XL).
     spill_batch_rows: int = 16_384
     # Shards of a run put in stored order and written at once, each in its own thread: Polars' Parquet writer and
     # most of the ordering run on one core, so two keep both cores busy (and hold two shards in memory).

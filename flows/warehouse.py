@@ -308,16 +308,20 @@ def spilled_shards(spill: Path) -> list[int]:
     return sorted(int(folder.name.removeprefix(f"{SPILL_KEY}=")) for folder in spill.iterdir())
 
 
+def read_spilled(spill: Path, shard: int) -> pl.DataFrame:
+    """One shard's rows as `spill_by_shard` spilled them, in their order."""
+    return pl.concat([pl.read_ipc(path) for path in sorted((spill / f"{SPILL_KEY}={shard}").glob("*.ipc"))])
+
+
 def _rewrite_spilled(
     spill: Path, shard: int, target: Path, metadata: dict[str, str], phases: Phases, constants: list[pl.Expr]
 ) -> None:
-    """One shard's spilled rows (see `spill_by_shard`) read back, after the `constants` columns, written ranked at
+    """One shard's spilled rows read back (`read_spilled`), after the `constants` columns, written ranked at
     `target`, and removed."""
-    folder = spill / f"{SPILL_KEY}={shard}"
     with phases.measure("read back the spill"):
-        part = pl.concat([pl.read_ipc(path) for path in sorted(folder.glob("*.ipc"))]).select(*constants, pl.all())
+        part = read_spilled(spill, shard).select(*constants, pl.all())
     write_ranked(part, target, metadata, phases)
-    shutil.rmtree(folder)
+    shutil.rmtree(spill / f"{SPILL_KEY}={shard}")
 
 
 def write_ranked(rows: pl.DataFrame, target: Path, metadata: dict[str, str], phases: Phases | None = None) -> None:

@@ -168,7 +168,7 @@ def conform_run(table: pl.LazyFrame, source: str) -> pl.LazyFrame:
     _require_columns(schema, PARQUET_RUN_REQUIRED, source, "qrels", "relevance")
     if not schema["score"].is_numeric():
         raise InputError(source, f"column 'score' has type {schema['score']}; scores must be numbers")
-    rank_column = next((name for name in ("source_rank", "rank") if name in schema), None)
+    rank_column = _rank_column(schema)
     if rank_column and not (schema[rank_column].is_integer() or schema[rank_column] == pl.Null):
         raise InputError(source, f"column {rank_column!r} has type {schema[rank_column]}; ranks must be integers")
     source_rank = pl.col(rank_column).cast(pl.Int64) if rank_column else pl.lit(None, pl.Int64)
@@ -186,6 +186,11 @@ def conform_run(table: pl.LazyFrame, source: str) -> pl.LazyFrame:
     ).cast(RUN | {"problem": pl.String()})
 
 
+def _rank_column(schema: pl.Schema) -> str | None:
+    """A Parquet run's rank column: `source_rank` (the contract's name), else `rank`, else none."""
+    return next((name for name in ("source_rank", "rank") if name in schema), None)
+
+
 # Types a Parquet run's rank and tag columns may have for `conform_run`'s casts never to fail (a UInt64 rank may
 # not fit an Int64; a binary tag may not be text).
 _SAFE_RANK = (pl.Int8, pl.Int16, pl.Int32, pl.Int64, pl.UInt8, pl.UInt16, pl.UInt32, pl.Null)
@@ -198,7 +203,7 @@ def run_problem_probe(table: pl.LazyFrame) -> pl.LazyFrame | None:
     statistics show no null ids and reads the scores alone. None when a column needs a cast that could fail: only
     `conform_run`'s pass over every row can tell then. Call it after `conform_run`, which checks the columns."""
     schema = table.collect_schema()
-    rank_column = next((name for name in ("source_rank", "rank") if name in schema), None)
+    rank_column = _rank_column(schema)
     ids_are_text = schema["query_id"] == pl.String and schema["doc_id"] == pl.String
     if not ids_are_text or (rank_column and not isinstance(schema[rank_column], _SAFE_RANK)) or (
         "run_tag" in schema and not isinstance(schema["run_tag"], _SAFE_TAG)
