@@ -4,7 +4,7 @@
 
 Each figure is a whole process (or a phase inside one), timed with perf_counter, with the CPU time of the process
 (user + system, of the process and the children it waited for) and the 1-minute load average before it:
-- Prefect's import (`import judged.flows.pipeline`), against the direct path's own imports;
+- Prefect's import (`import judged.flows.pipeline.flows`), against the direct path's own imports;
 - `judged server start` with a fresh PREFECT_HOME (the database is created: migrations) and again with the same
   home after `judged server stop`;
 - the direct seed evaluation, and the seed through the flow on the local server (started beforehand), with its
@@ -36,10 +36,10 @@ JUDGED = [sys.executable, "-m", "judged.flows.cli"]
 PHASES = r"""
 import json, os, sys, time
 started = time.perf_counter()
-from judged.flows.progress import Feedback
-from judged.flows.server import orchestration
+from judged.flows.pipeline.progress import Feedback
+from judged.flows.pipeline.server import orchestration
 from judged.schemas.spec import build_spec
-import judged.flows.pipeline as pipeline
+import judged.flows.pipeline.flows as pipeline
 imported = time.perf_counter()
 spec = build_spec("trec_eval", cutoffs=(10,))
 with orchestration(Feedback(), "seed"):
@@ -99,10 +99,10 @@ def main() -> int:
     rows: list[str] = []
     phases: list[dict] = []
     try:
-        rows.append(line("import of the direct path (`import judged.flows.engine`)", [
-            run([sys.executable, "-c", "import judged.flows.engine"], base) for _ in range(args.reps)]))
-        rows.append(line("import of Prefect (`import judged.flows.pipeline`)", [
-            run([sys.executable, "-c", "import judged.flows.pipeline"], base) for _ in range(args.reps)]))
+        rows.append(line("import of the direct path (`import judged.flows.engine.evaluate`)", [
+            run([sys.executable, "-c", "import judged.flows.engine.evaluate"], base) for _ in range(args.reps)]))
+        rows.append(line("import of Prefect (`import judged.flows.pipeline.flows`)", [
+            run([sys.executable, "-c", "import judged.flows.pipeline.flows"], base) for _ in range(args.reps)]))
         rows.append(line("`judged server start`, fresh PREFECT_HOME (database created)",
                          [run([*JUDGED, "server", "start"], local)]))
         run([*JUDGED, "server", "stop"], local)

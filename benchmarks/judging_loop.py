@@ -31,8 +31,8 @@ from pathlib import Path
 import polars as pl
 from scipy.stats import kendalltau
 
-from judged.flows.engine import grade_scale
-from judged.flows.io import load_table
+from judged.flows.engine.evaluate import grade_scale
+from judged.flows.store.readers import load_table
 from judged.schemas.spec import preset
 from judged.transforms.judging import attach_judgments
 from judged.transforms.ranking import candidate_rows, rank_run

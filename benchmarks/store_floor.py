@@ -40,9 +40,9 @@ if __package__ in (None, ""):  # run as a script: make `benchmarks` importable
 import polars as pl  # noqa: E402
 
 from benchmarks.generate import SIZES, generate  # noqa: E402
-from judged.flows.io import load_table  # noqa: E402
-from judged.flows.limits import DEFAULT_LIMITS  # noqa: E402
-from judged.flows.warehouse import read_spilled, spill_by_shard, spilled_shards, write_stored_part  # noqa: E402
+from judged.flows.store.readers import load_table  # noqa: E402
+from judged.flows.engine.limits import DEFAULT_LIMITS  # noqa: E402
+from judged.flows.store.warehouse import read_spilled, spill_by_shard, spilled_shards, write_stored_part  # noqa: E402
 from judged.transforms.duplicates import duplicate_pairs, may_have_duplicates  # noqa: E402
 from judged.transforms.layout import in_stored_order  # noqa: E402
 from judged.transforms.shards import query_buckets, shard_count  # noqa: E402

@@ -21,12 +21,12 @@ from typing import Any
 import polars as pl
 import pyarrow as pa
 
-from judged.flows.engine import EvaluationResult
-from judged.flows.engine import evaluate as evaluate_tables
-from judged.flows.hashing import known_hashes
-from judged.flows.io import LoadedTable, TableKind, load_table, open_stored
-from judged.flows.versions import implementation_commit, implementation_version, library_versions
-from judged.flows.warehouse import Warehouse as Store
+from judged.flows.engine.evaluate import EvaluationResult
+from judged.flows.engine.evaluate import evaluate as evaluate_tables
+from judged.flows.store.hashing import known_hashes
+from judged.flows.store.readers import LoadedTable, TableKind, load_table, open_stored
+from judged.flows.engine.versions import implementation_commit, implementation_version, library_versions
+from judged.flows.store.warehouse import Warehouse as Store
 from judged.schemas.provenance import InputRecord, JudgmentSetMetadata, ProvenanceRecord, RunMetadata
 from judged.schemas.spec import EvaluationSpec, SpecError, build_spec
 from judged.schemas.tables import JUDGMENTS, PER_QUERY, RUN, STORED_PER_QUERY
@@ -264,7 +264,7 @@ class Warehouse:
         return f"Warehouse({str(self.root)!r})"
 
     def _query(self, sql: str, parameters: list[Any] | None = None) -> pl.DataFrame:
-        from judged.flows.sql import open_readonly
+        from judged.flows.store.sql import open_readonly
 
         connection = open_readonly(self._store)
         try:

@@ -2,7 +2,7 @@
 every evaluation stores (SPEC section 3).
 
 Belongs here: pure descriptions and derivations. What looks outside (installed versions, the git commit) is read
-by `judged.flows.versions` and passed in.
+by `judged.flows.engine.versions` and passed in.
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ def table_id(kind: str, content_sha256: str, table_metadata: BaseModel) -> str:
 
 
 def evaluation_id(run_id: str, judgment_set_id: str, spec_hash: str, version: str) -> str:
-    """Same inputs, same spec, same implementation `version` (judged's, see `judged.flows.versions`): same
+    """Same inputs, same spec, same implementation `version` (judged's, see `judged.flows.engine.versions`): same
     identifier, so a rerun is recognisable."""
     return derive_id(
         "evaluation", {"run": run_id, "judgments": judgment_set_id, "spec": spec_hash, "implementation": version}

@@ -45,8 +45,8 @@ SAMPLE = REPO / "data" / "trec-dl-2020-sample"
 def no_local_server_left() -> Iterator[None]:
     """Whatever a test did, no judged local Prefect server of this session's PREFECT_HOME outlives the session."""
     yield
-    from judged.flows.progress import Feedback
-    from judged.flows.server import stop_server
+    from judged.flows.pipeline.progress import Feedback
+    from judged.flows.pipeline.server import stop_server
 
     stop_server(Feedback())
 

@@ -1,6 +1,6 @@
 """The layers, checked on the source: `schemas` imports neither `transforms` nor `flows`, `transforms` does not import
-`flows`, only `flows/pipeline.py` imports Prefect (the CLI and every other module reach it lazily through
-`judged.flows.pipeline`), `schemas` and `transforms` do no I/O of their own (no subprocess, environment, files or
+`flows`, only the pipeline (`flows/pipeline/`) imports Prefect (the CLI and every other module reach it lazily
+through it), `schemas` and `transforms` do no I/O of their own (no subprocess, environment, files or
 package metadata), and `import judged` loads nothing heavy.
 
 Every `import` statement counts, at module level or inside a function: a lazy import is still a dependency."""
@@ -18,8 +18,8 @@ import pytest
 from tests.conftest import REPO
 
 LAYERS = ("schemas", "transforms", "flows")
-# The only module that may import Prefect (and its Dask runner).
-PREFECT_HOME_MODULE = "flows/pipeline.py"
+# The only package that may import Prefect (and its Dask runner).
+PREFECT_HOME = "flows/pipeline/"
 PREFECT_PACKAGES = ("prefect", "prefect_dask")
 # Modules through which a layer would read the machine or the environment rather than its arguments.
 IO_MODULES = ("subprocess", "os", "platform", "importlib.metadata", "importlib.resources", "shutil", "socket",
@@ -56,13 +56,13 @@ def _within(module: str, prefix: str) -> bool:
 def violations(relative_path: str, source: str) -> list[str]:
     """Every import in the module at `relative_path` (relative to the repository root) that its layer forbids."""
     layer = relative_path.split("/")[0] if "/" in relative_path else ""
-    package = "judged" + (f".{layer}" if layer else "")
+    package = ".".join(["judged", *relative_path.split("/")[:-1]])
     found = []
     for line, module in imported_modules(source, package):
         if module.startswith("__future__"):
             continue
-        if relative_path != PREFECT_HOME_MODULE and any(_within(module, p) for p in PREFECT_PACKAGES):
-            found.append(f"{relative_path}:{line} imports {module} (only {PREFECT_HOME_MODULE} may import Prefect)")
+        if not relative_path.startswith(PREFECT_HOME) and any(_within(module, p) for p in PREFECT_PACKAGES):
+            found.append(f"{relative_path}:{line} imports {module} (only {PREFECT_HOME} may import Prefect)")
         for forbidden in FORBIDDEN.get(layer, ()):
             if _within(module, forbidden):
                 found.append(f"{relative_path}:{line} imports {module} (the {layer} layer must not)")
@@ -80,7 +80,9 @@ def test_the_package_has_its_three_layers() -> None:
     modules = package_modules()
     for layer in LAYERS:
         assert f"{layer}/__init__.py" in modules
-    assert "flows/pipeline.py" in modules and "flows/cli.py" in modules
+    for package in ("cli", "engine", "store", "pipeline", "report"):
+        assert f"flows/{package}/__init__.py" in modules
+    assert "flows/pipeline/flows.py" in modules and "flows/cli/app.py" in modules
 
 
 @pytest.mark.parametrize("relative_path", package_modules())
@@ -91,13 +93,13 @@ def test_module_keeps_to_its_layer(relative_path: str) -> None:
 @pytest.mark.parametrize(
     ("relative_path", "source", "expected"),
     [
-        ("schemas/x.py", "from judged.flows.io import load_table", "imports judged.flows.io"),
+        ("schemas/x.py", "from judged.flows.store.readers import load_table", "imports judged.flows.store.readers"),
         ("schemas/x.py", "def f():\n    from ..transforms import ndcg", "imports judged.transforms"),
         ("schemas/x.py", "import subprocess", "imports subprocess"),
         ("schemas/x.py", "from importlib import metadata", "imports importlib.metadata"),
         ("transforms/x.py", "from judged.flows import engine", "imports judged.flows"),
         ("transforms/x.py", "import os.path", "imports os.path"),
-        ("flows/cli.py", "def f():\n    from prefect import flow", "imports prefect"),
+        ("flows/cli/app.py", "def f():\n    from prefect import flow", "imports prefect"),
         ("flows/api.py", "import prefect_dask", "imports prefect_dask"),
         ("__init__.py", "from prefect.runtime import flow_run", "imports prefect.runtime"),
     ],
@@ -108,7 +110,7 @@ def test_the_check_finds_each_kind_of_violation(relative_path: str, source: str,
 
 
 def test_the_check_allows_what_the_layers_may_do() -> None:
-    assert violations("flows/pipeline.py", "from prefect import flow\nimport prefect_dask") == []
+    assert violations("flows/pipeline/flows.py", "from prefect import flow\nimport prefect_dask") == []
     assert violations("transforms/x.py", "from judged.schemas.spec import EvaluationSpec\nimport polars") == []
     assert violations("flows/x.py", "import subprocess\nfrom judged.transforms import parse") == []
 

@@ -17,10 +17,10 @@ OFF = os.environ.get("TUNING_OFF", "none")
 if OFF not in ("none", "arenas", "exit-freeze", "early-hash"):
     sys.exit(f"cli_tuning_off: TUNING_OFF must be none, arenas, exit-freeze or early-hash, not {OFF!r}")
 
-import judged.flows.cli as cli  # noqa: E402  (it loads neither Polars nor the engine)
+import judged.flows.cli.app as cli  # noqa: E402  (it loads neither Polars nor the engine)
 
 if OFF == "early-hash":
-    import judged.flows.hashing as hashing
+    import judged.flows.store.hashing as hashing
 
     hashing.hash_in_background = hashing.hashes_on_demand
 # What `cli.tune_process` does, less the tuning switched off.

@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 import judged
-from judged.flows.cli import app
+from judged.flows.cli.app import app
 from tests.conftest import REPO
 
 README = (REPO / "README.md").read_text()
@@ -81,7 +81,7 @@ def test_unknown_evaluation_is_an_input_error(workspace: Path) -> None:
 
 
 def test_every_stored_table_keeps_its_declared_contract(workspace: Path) -> None:
-    from judged.flows.warehouse import TABLES
+    from judged.flows.store.warehouse import TABLES
     from judged.schemas.tables import VIEWS
 
     root = workspace / "warehouse"

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner, Result
 
-from judged.flows.cli import app
+from judged.flows.cli.app import app
 from tests.conftest import REPO, SAMPLE
 
 QRELS = SAMPLE / "qrels.dl20-passage.txt"

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from judged.flows.pipeline import evaluate_flow, ingest_judgments, ingest_run
-from judged.flows.sql import open_readonly
-from judged.flows.warehouse import STAGING, Warehouse
-from judged.flows.versions import implementation_version
+from judged.flows.pipeline.flows import evaluate_flow, ingest_judgments, ingest_run
+from judged.flows.store.sql import open_readonly
+from judged.flows.store.warehouse import STAGING, Warehouse
+from judged.flows.engine.versions import implementation_version
 from judged.schemas.provenance import evaluation_id
 from judged.schemas.spec import PRESETS
 from tests.conftest import REPO, SAMPLE
@@ -42,7 +42,7 @@ CHILD = textwrap.dedent(
             time.sleep(600)
 
     pl.DataFrame.write_parquet = write_then_hang
-    from judged.flows.pipeline import evaluate_flow
+    from judged.flows.pipeline.flows import evaluate_flow
     evaluate_flow(sys.argv[3], [sys.argv[4]], sys.argv[5], sys.argv[6])
     """
 ).format(staging=STAGING)

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 import pytrec_eval
 
-from judged.flows.engine import EvaluationResult, evaluate
-from judged.flows.io import LoadedTable, load_table
+from judged.flows.engine.evaluate import EvaluationResult, evaluate
+from judged.flows.store.readers import LoadedTable, load_table
 from judged.schemas.spec import build_spec
 
 CUTOFFS = (10, 100, 1000)

@@ -8,8 +8,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from judged.flows.engine import evaluate
-from judged.flows.io import load_table
+from judged.flows.engine.evaluate import evaluate
+from judged.flows.store.readers import load_table
 from judged.schemas.spec import PRESETS
 
 SPEC = PRESETS["trec_eval"].with_options(cutoffs=(10, 100))

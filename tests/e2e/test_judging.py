@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from judged.flows.cli import app
-from judged.flows.pipeline import evaluate_flow, ingest_judgments, ingest_run, nightly
+from judged.flows.cli.app import app
+from judged.flows.pipeline.flows import evaluate_flow, ingest_judgments, ingest_run, nightly
 from judged.schemas.spec import PRESETS
 from tests.conftest import REPO, SAMPLE
 from tests.helpers import tree_listing
@@ -45,8 +45,8 @@ def warehouse(prefect_harness: str, tmp_path_factory: pytest.TempPathFactory) ->
 
 
 def test_markdown_artifact_and_show_give_the_interval_and_the_widest_queries(warehouse: Path) -> None:
-    from judged.flows.pipeline import EvaluationReport, evaluation_markdown
-    from judged.flows.warehouse import Warehouse
+    from judged.flows.pipeline.flows import EvaluationReport, evaluation_markdown
+    from judged.flows.store.warehouse import Warehouse
 
     store = Warehouse(warehouse)
     (dora,) = sql(warehouse, "SELECT evaluation_id, run_id, judgment_set_id FROM evaluations WHERE run_name = 'DoRA_Large'")

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from judged.flows.server import process_alive, read_state
+from judged.flows.pipeline.server import process_alive, read_state
 from tests.conftest import REPO, SAMPLE
 
 BIN = Path(sys.executable).parent

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from judged.flows.engine import EvaluationResult, evaluate
-from judged.flows.io import LoadedTable, load_table
+from judged.flows.engine.evaluate import EvaluationResult, evaluate
+from judged.flows.store.readers import LoadedTable, load_table
 from judged.schemas.spec import PRESETS, EvaluationSpec
 
 CUTOFFS = (10, 100, 1000)

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from judged.flows.cli import app
-from judged.flows.warehouse import CATALOG_STORAGE_VERSION
+from judged.flows.cli.app import app
+from judged.flows.store.warehouse import CATALOG_STORAGE_VERSION
 from tests.conftest import REPO
 
 runner = CliRunner()

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from judged.flows.cli import app
+from judged.flows.cli.app import app
 from tests.conftest import SAMPLE
 
 QRELS = SAMPLE / "qrels.dl20-passage.txt"

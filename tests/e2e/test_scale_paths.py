@@ -8,15 +8,15 @@ import numpy as np
 import polars as pl
 import pytest
 
-from judged.flows.engine import Part, evaluate
-from judged.flows.io import load_table, open_stored
-from judged.flows.limits import Limits
-from judged.flows.pipeline import (
+from judged.flows.engine.evaluate import Part, evaluate
+from judged.flows.store.readers import load_table, open_stored
+from judged.flows.engine.limits import Limits
+from judged.flows.pipeline.flows import (
     evaluate_shard, evaluate_flow, finish_evaluation, ingest_file, ingest_judgments, ingest_run, stored_plan,
     task_runner,
 )
-from judged.flows.warehouse import now_utc
-from judged.flows.warehouse import Warehouse
+from judged.flows.store.warehouse import now_utc
+from judged.flows.store.warehouse import Warehouse
 from judged.schemas.spec import PRESETS, EvaluationSpec
 from tests.conftest import SAMPLE
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from judged.flows.engine import evaluate
-from judged.flows.io import load_table
+from judged.flows.engine.evaluate import evaluate
+from judged.flows.store.readers import load_table
 from judged.schemas.spec import PRESETS, TREC_EVAL_CUTOFFS
 
 SPEC = PRESETS["trec_eval"].with_options(cutoffs=(*TREC_EVAL_CUTOFFS, None))

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from judged.flows.engine import evaluate
-from judged.flows.io import load_table
+from judged.flows.engine.evaluate import evaluate
+from judged.flows.store.readers import load_table
 from judged.schemas.spec import PRESETS, TREC_EVAL_CUTOFFS, build_spec
 
 TOLERANCE = 5e-5

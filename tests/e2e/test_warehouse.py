@@ -17,11 +17,11 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
-from judged.flows.cli import app
-from judged.flows.pipeline import evaluate_flow, ingest_judgments, ingest_run, nightly
-from judged.flows.sql import open_readonly
-from judged.flows.warehouse import Warehouse
-from judged.flows.versions import implementation_commit, implementation_version
+from judged.flows.cli.app import app
+from judged.flows.pipeline.flows import evaluate_flow, ingest_judgments, ingest_run, nightly
+from judged.flows.store.sql import open_readonly
+from judged.flows.store.warehouse import Warehouse
+from judged.flows.engine.versions import implementation_commit, implementation_version
 from judged.schemas.spec import PRESETS, EvaluationSpec
 from tests.conftest import SAMPLE
 from tests.helpers import tree_listing
@@ -234,8 +234,8 @@ def test_nightly_sets_bad_files_aside_and_analysts_see_new_results(evaluated: di
 
 
 def test_stored_per_query_equals_the_direct_path(evaluated: dict) -> None:
-    from judged.flows.engine import evaluate
-    from judged.flows.io import load_table
+    from judged.flows.engine.evaluate import evaluate
+    from judged.flows.store.readers import load_table
 
     direct = evaluate(load_table(RUNS["p_bm25"], "run"), load_table(QRELS, "judgments"), SPEC)
     stored = pl.read_parquet(Warehouse(evaluated["warehouse"]).per_query_part(evaluated["report"].evaluation_id))

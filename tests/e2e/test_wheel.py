@@ -92,7 +92,7 @@ def test_installed_package_runs_the_demo_outside_the_checkout(installed: tuple[P
     site = Path(_run([bin_folder / "python", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                      root, environment).strip())
     assert not {"schemas", "transforms", "flows", "data"} & {path.name for path in site.iterdir()}
-    where = _run([bin_folder / "python", "-c", "import judged.flows.cli as c; print(c.__file__)"], root, environment)
+    where = _run([bin_folder / "python", "-c", "import judged.flows.cli.app as c; print(c.__file__)"], root, environment)
     assert Path(where.strip()).is_relative_to(site)  # not the checkout
 
     output = _run([bin_folder / "judged", "demo", "--warehouse", root / "warehouse", "--inbox", root / "inbox"],

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import duckdb
 
-from judged.flows.warehouse import Warehouse
+from judged.flows.store.warehouse import Warehouse
 from judged.schemas.tables import VIEWS
 
 

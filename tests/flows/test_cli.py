@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner, Result
 
-from judged.flows.cli import allocator_options, app
+from judged.flows.cli.app import allocator_options, app
 
 SEED = Path(__file__).resolve().parents[2] / "data" / "seed"
 SEED_QRELS = SEED / "qrels.txt"
@@ -441,7 +441,7 @@ def test_allocator_options_add_one_arena_per_core(current: str, expected: str) -
 def test_the_command_line_sets_the_arenas_before_polars_loads() -> None:
     """`main` sets the option before any command imports Polars, which then keeps it after its own."""
     script = (
-        "import os, sys\nfrom judged.flows.cli import main\nassert 'polars' not in sys.modules\n"
+        "import os, sys\nfrom judged.flows.cli.app import main\nassert 'polars' not in sys.modules\n"
         "sys.argv = ['judged', '--help']\ntry:\n    main()\nexcept SystemExit:\n    pass\n"
         "import polars\nprint(os.environ['_RJEM_MALLOC_CONF'])"
     )
@@ -458,7 +458,7 @@ def test_the_command_line_freezes_what_is_alive_at_exit() -> None:
     frozen, so the interpreter's last collection has nothing left to walk."""
     script = (
         "import atexit, gc, sys\natexit.register(lambda: print('frozen', gc.get_freeze_count() > 0))\n"
-        "from judged.flows.cli import main\nsys.argv = ['judged', '--help']\nmain()\n"
+        "from judged.flows.cli.app import main\nsys.argv = ['judged', '--help']\nmain()\n"
     )
     printed = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, cwd=Path(__file__).resolve().parents[2]
@@ -469,11 +469,11 @@ def test_the_command_line_freezes_what_is_alive_at_exit() -> None:
 def test_trec_lines_never_hash_the_inputs(monkeypatch: pytest.MonkeyPatch) -> None:
     """trec_eval-style lines show no evaluation id, so the inputs are not hashed for them; JSON shows the id, made
     from both files' hashes."""
-    import judged.flows.hashing
+    import judged.flows.store.hashing
 
     hashed: list[str] = []
-    real = judged.flows.hashing.content_hashes
-    monkeypatch.setattr(judged.flows.hashing, "content_hashes", lambda path: hashed.append(path.name) or real(path))
+    real = judged.flows.store.hashing.content_hashes
+    monkeypatch.setattr(judged.flows.store.hashing, "content_hashes", lambda path: hashed.append(path.name) or real(path))
     assert seed("--format", "trec").exit_code == 0
     assert hashed == []
     identified = json_of(seed("--format", "json"))
@@ -505,7 +505,7 @@ def test_what_a_command_loads_follows_what_it_prints(tmp_path: Path, output_form
     run.write_text("".join(f"q{q} Q0 d{d} {d + 1} {100 - d} t\n" for q in range(5) for d in range(20)))
     script = (
         "import io, sys, contextlib\n"
-        "from judged.flows.cli import main\n"
+        "from judged.flows.cli.app import main\n"
         "sys.argv = ['judged', 'evaluate', sys.argv[1], sys.argv[2], '--preset', 'trec_eval', '--cutoffs', '10',"
         " '--format', sys.argv[3]]\n"
         "out = io.StringIO()\n"

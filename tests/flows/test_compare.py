@@ -1,4 +1,4 @@
-"""`judged compare` without a warehouse (flows/compare.py, flows/cli_compare.py) on the bundled TREC DL 2020 sample:
+"""`judged compare` without a warehouse (flows/pipeline/compare.py, flows/cli/compare.py) on the bundled TREC DL 2020 sample:
 every field of the JSON output, the numbers against independent computations (scipy on the per-query values that
 `judged evaluate` prints, NIST's published p_bm25 NDCG@10, ranx's t-test), the table, seeds and refusals."""
 
@@ -12,8 +12,8 @@ import pytest
 from scipy import stats
 from typer.testing import CliRunner, Result
 
-from judged.flows.cli import app
-from judged.flows.compare import IncomparableError, compare, compare_evaluations, from_result
+from judged.flows.cli.app import app
+from judged.flows.pipeline.compare import IncomparableError, compare, compare_evaluations, from_result
 from judged.schemas.comparison import ComparisonSettings
 from judged.schemas.spec import build_spec
 from judged.transforms.compare import holm
@@ -134,8 +134,8 @@ def test_judged_query_set_scores_missing_queries_zero(tmp_path) -> None:
 
 
 def test_refuses_different_specs_naming_both() -> None:
-    from judged.flows.engine import evaluate
-    from judged.flows.io import load_table
+    from judged.flows.engine.evaluate import evaluate
+    from judged.flows.store.readers import load_table
 
     judgments = load_table(QRELS, "judgments")
     run = load_table(RUNS[0], "run")

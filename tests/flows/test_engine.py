@@ -1,4 +1,4 @@
-"""The direct evaluation path (judged.flows.engine): what it does beyond the transforms, here how it collects a run's
+"""The direct evaluation path (judged.flows.engine.evaluate): what it does beyond the transforms, here how it collects a run's
 candidates a part at a time, and what a result keeps."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-import judged.flows.engine
-from judged.flows.engine import evaluate, last_stretch_start, plan
-from judged.flows.io import load_table
-from judged.flows.limits import Limits
+import judged.flows.engine.evaluate
+from judged.flows.engine.evaluate import evaluate, last_stretch_start, plan
+from judged.flows.store.readers import load_table
+from judged.flows.engine.limits import Limits
 from judged.schemas.spec import PRESETS, EvaluationSpec, build_spec
 from judged.transforms.errors import InputError
 from judged.transforms.ranking import candidate_rows, stretch_starts
@@ -52,7 +52,7 @@ def test_candidates_in_parts_give_the_whole_runs_result(
     run.write_text("\n".join(run_lines(order)) + "\n")
     whole = evaluate(load_table(run, "run"), load_table(qrels, "judgments"), spec)
     calls = []
-    monkeypatch.setattr(judged.flows.engine, "candidate_rows", lambda *args: calls.append(1) or candidate_rows(*args))
+    monkeypatch.setattr(judged.flows.engine.evaluate, "candidate_rows", lambda *args: calls.append(1) or candidate_rows(*args))
     limits = Limits(candidate_part_rows=50)
     in_parts = evaluate(load_table(run, "run"), load_table(qrels, "judgments"), spec, limits=limits)
     assert in_parts.per_query.equals(whole.per_query)
@@ -210,7 +210,7 @@ def test_a_scanned_run_is_cut_between_queries(tmp_path: Path, monkeypatch: pytes
         parts.append(rows.select(pl.len()).collect().item())
         return candidate_rows(rows, spec)
 
-    monkeypatch.setattr(judged.flows.engine, "candidate_rows", counted)
+    monkeypatch.setattr(judged.flows.engine.evaluate, "candidate_rows", counted)
     scanned = evaluate(load_table(text, "run", limits=bounded), load_table(qrels, "judgments"), spec, limits=bounded)
     assert scanned.per_query.equals(whole.per_query)
     assert [rows for rows in parts if rows] == [40] * 6  # (an empty frame gives the queries the run lacks)
@@ -231,7 +231,7 @@ def test_checks_before_storing_look_at_a_scanned_run_in_bounded_batches(
     """A scanned run (`in_memory_text_bytes=1`) is checked for repeated documents a few rows at a time: a repeat
     within a stretch, and one across two stretches of a query (never seen together in a batch), are both refused;
     a run without one passes. The in-memory check agrees."""
-    from judged.flows.engine import check_before_storing, may_repeat_documents
+    from judged.flows.engine.evaluate import check_before_storing, may_repeat_documents
 
     rows = {q: [f"{q} Q0 d{i} {i + 1} {100 - i} t" for i in range(6)] for q in ("q1", "q2")}
     if repeated:
@@ -262,8 +262,8 @@ def test_an_evaluation_without_intervals_differs_only_in_them(tmp_path: Path, ru
     """`intervals=False` (trec_eval's lines, the tie warning's means) leaves value_min, value_max and
     interval_kind null on every row and every other column as the full evaluation has it, on each path; the full
     evaluation does have intervals, some of them wider than the value."""
-    from judged.flows.pipeline import ingest_file
-    from judged.flows.warehouse import Warehouse
+    from judged.flows.pipeline.flows import ingest_file
+    from judged.flows.store.warehouse import Warehouse
 
     qrels, text, parquet = bounded_inputs(tmp_path, bounded_run_lines("grouped"))
     spec = build_spec("trec_eval", measures="nDCG@10,AP,P@5")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from judged.flows.cli import app
+from judged.flows.cli.app import app
 
 runner = CliRunner()
 

@@ -1,4 +1,4 @@
-"""Reading judgments and runs from disk (judged.flows.io.load_table): TREC text, gzip detected from the bytes, Parquet,
+"""Reading judgments and runs from disk (judged.flows.store.readers.load_table): TREC text, gzip detected from the bytes, Parquet,
 and the one-line InputError that names the file, the line and the problem."""
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-import judged.flows.io
-import judged.flows.hashing
-from judged.flows.hashing import content_hashes, hash_in_background, hashes_on_demand
-from judged.flows.io import LoadedTable, TableKind, load_table, read_trec_fast
-from judged.flows.limits import Limits
+import judged.flows.store.readers
+import judged.flows.store.hashing
+from judged.flows.store.hashing import content_hashes, hash_in_background, hashes_on_demand
+from judged.flows.store.readers import LoadedTable, TableKind, load_table, read_trec_fast
+from judged.flows.engine.limits import Limits
 from judged.schemas.tables import JUDGMENTS, RUN
 from judged.transforms.errors import InputError
 
@@ -81,7 +81,7 @@ def test_hashes_on_demand_are_computed_once_when_asked_for(
 ) -> None:
     plain = write(tmp_path / "run.txt", RUN_TEXT)
     hashed: list[Path] = []
-    monkeypatch.setattr(judged.flows.hashing, "content_hashes", lambda path: hashed.append(path) or content_hashes(path))
+    monkeypatch.setattr(judged.flows.store.hashing, "content_hashes", lambda path: hashed.append(path) or content_hashes(path))
     futures = hashes_on_demand([plain, tmp_path / "missing.txt"])
     assert set(futures) == {plain}
     table = load_table(plain, "run", hashes=futures[plain])
@@ -447,7 +447,7 @@ def test_piece_ends_fall_after_newlines(tmp_path: Path) -> None:
     path = write(tmp_path / "t.txt", data)
     fd = os.open(path, os.O_RDONLY)
     try:
-        assert judged.flows.io._piece_ends(fd, len(data), 1) == [2, 200_003, 200_005, len(data)]
+        assert judged.flows.store.readers._piece_ends(fd, len(data), 1) == [2, 200_003, 200_005, len(data)]
     finally:
         os.close(fd)
 

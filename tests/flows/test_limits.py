@@ -1,4 +1,4 @@
-"""The limits that choose how an evaluation runs (judged.flows.limits): one frozen object, checked when made."""
+"""The limits that choose how an evaluation runs (judged.flows.engine.limits): one frozen object, checked when made."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from judged.flows.limits import DEFAULT_LIMITS, Limits
+from judged.flows.engine.limits import DEFAULT_LIMITS, Limits
 
 
 @pytest.mark.parametrize("value", [0, -5, 1.5, True, "10"])

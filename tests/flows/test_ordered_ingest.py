@@ -10,10 +10,10 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-import judged.flows.warehouse as warehouse_module
-from judged.flows.limits import Limits
-from judged.flows.pipeline import ingest_file
-from judged.flows.warehouse import Warehouse
+import judged.flows.store.warehouse as warehouse_module
+from judged.flows.engine.limits import Limits
+from judged.flows.pipeline.flows import ingest_file
+from judged.flows.store.warehouse import Warehouse
 
 IN_MEMORY = Limits(rows_per_shard=120)
 STREAMED = Limits(

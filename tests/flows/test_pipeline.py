@@ -1,11 +1,11 @@
-"""judged.flows.pipeline's choice of Prefect settings for the flows it calls (the flows themselves run end to end in
+"""judged.flows.pipeline.flows's choice of Prefect settings for the flows it calls (the flows themselves run end to end in
 tests/e2e)."""
 
 from __future__ import annotations
 
 from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, get_current_settings, temporary_settings
 
-from judged.flows.pipeline import using_api
+from judged.flows.pipeline.flows import using_api
 
 
 def test_flows_on_a_server_judged_chose_send_no_heartbeat_unless_one_is_configured() -> None:

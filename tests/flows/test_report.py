@@ -8,9 +8,9 @@ import re
 
 from rich.console import Console
 
-from judged.flows.engine import evaluate
-from judged.flows.io import load_table
-from judged.flows.report import print_tables
+from judged.flows.engine.evaluate import evaluate
+from judged.flows.store.readers import load_table
+from judged.flows.report.text import print_tables
 from judged.schemas.spec import PRESETS
 from tests.conftest import SAMPLE
 

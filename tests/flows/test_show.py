@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from judged.flows.warehouse import Warehouse
+from judged.flows.store.warehouse import Warehouse
 from judged.transforms.errors import InputError
 
 

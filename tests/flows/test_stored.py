@@ -1,4 +1,4 @@
-"""Stored runs: the ranked layout written at ingest, its duplicate counts, and reading it back (judged.flows.io.StoredTable)."""
+"""Stored runs: the ranked layout written at ingest, its duplicate counts, and reading it back (judged.flows.store.readers.StoredTable)."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ import polars as pl
 import pyarrow.parquet as pq
 import pytest
 
-from judged.flows.engine import Part, evaluate, plan
-from judged.flows.io import DUPLICATE_PAIRS_KEY, load_table, open_stored
-from judged.flows.limits import Limits
-from judged.flows.pipeline import ingest_file
-from judged.flows.warehouse import Warehouse
+from judged.flows.engine.evaluate import Part, evaluate, plan
+from judged.flows.store.readers import DUPLICATE_PAIRS_KEY, load_table, open_stored
+from judged.flows.engine.limits import Limits
+from judged.flows.pipeline.flows import ingest_file
+from judged.flows.store.warehouse import Warehouse
 from judged.schemas.spec import PRESETS
 from judged.transforms.errors import InputError
 

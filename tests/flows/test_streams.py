@@ -11,8 +11,8 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from judged.flows.cli import app
-from judged.flows.streams import is_stream, materialized
+from judged.flows.cli.app import app
+from judged.flows.store.streams import is_stream, materialized
 from tests.conftest import REPO
 
 SEED = REPO / "data" / "seed"

@@ -8,8 +8,8 @@ import json
 import polars as pl
 from typer.testing import CliRunner
 
-from judged.flows.cli import app
-from judged.flows.ties import straddled_cutoffs
+from judged.flows.cli.app import app
+from judged.flows.engine.ties import straddled_cutoffs
 from tests.conftest import SAMPLE
 
 QRELS = SAMPLE / "qrels.dl20-passage.txt"

@@ -5,8 +5,8 @@ from __future__ import annotations
 import duckdb
 import pytest
 
-from judged.flows.sql import statement_keyword
-from judged.flows.wording import counted, rows_per_second, with_article
+from judged.flows.store.sql import statement_keyword
+from judged.flows.report.wording import counted, rows_per_second, with_article
 
 
 @pytest.mark.parametrize(

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import duckdb
 
-from judged.flows.sql import open_readonly
-from judged.flows.warehouse import Warehouse
+from judged.flows.store.sql import open_readonly
+from judged.flows.store.warehouse import Warehouse
 from judged.schemas.spec import PRESETS, EvaluationSpec
 
 SAMPLE = Path(__file__).resolve().parents[2] / "data" / "trec-dl-2020-sample"
@@ -47,7 +47,7 @@ def make_inbox(inbox: Path, trial: int) -> list[str]:
 
 def write(writer: str, warehouse: Path, trial: int, judgment_set_id: str, run_id: str, inbox: Path) -> None:
     """One trial's write, through its Prefect flow."""
-    from judged.flows.pipeline import evaluate_flow, ingest_judgments, ingest_run, nightly
+    from judged.flows.pipeline.flows import evaluate_flow, ingest_judgments, ingest_run, nightly
     from judged.schemas.provenance import JudgmentSetMetadata, RunMetadata
 
     if writer == "ingest-run":

@@ -20,7 +20,7 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from judged.flows.cli import app
+from judged.flows.cli.app import app
 from tests.conftest import REPO
 from tests.helpers import tree_listing
 

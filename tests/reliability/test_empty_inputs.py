@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from judged.flows.cli import app
-from judged.flows.pipeline import REJECTED
-from judged.flows.sql import run_query
-from judged.flows.warehouse import Warehouse
+from judged.flows.cli.app import app
+from judged.flows.pipeline.flows import REJECTED
+from judged.flows.store.sql import run_query
+from judged.flows.store.warehouse import Warehouse
 from tests.conftest import REPO
 
 runner = CliRunner()

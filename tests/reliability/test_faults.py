@@ -31,9 +31,9 @@ from pathlib import Path
 
 import pytest
 
-from judged.flows.pipeline import CLAIMED, ingest_judgments, ingest_run
-from judged.flows.sql import open_readonly
-from judged.flows.warehouse import STAGING, Warehouse
+from judged.flows.pipeline.flows import CLAIMED, ingest_judgments, ingest_run
+from judged.flows.store.sql import open_readonly
+from judged.flows.store.warehouse import STAGING, Warehouse
 from tests.conftest import REPO
 from tests.reliability.faults import QRELS, RUN, WRITERS, content, make_inbox, problems, write
 

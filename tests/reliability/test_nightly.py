@@ -17,10 +17,10 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from judged.flows.cli import app
-from judged.flows.pipeline import CLAIMED, RUN_WAS_NEW, ingest_file, nightly
-from judged.flows.sql import run_query
-from judged.flows.warehouse import Warehouse
+from judged.flows.cli.app import app
+from judged.flows.pipeline.flows import CLAIMED, RUN_WAS_NEW, ingest_file, nightly
+from judged.flows.store.sql import run_query
+from judged.flows.store.warehouse import Warehouse
 from judged.schemas.spec import PRESETS
 from tests.conftest import REPO
 from tests.helpers import tree_listing
@@ -83,7 +83,7 @@ def test_evaluate_into_a_warehouse_refuses_before_storing(prefect_harness: str, 
 TWO_NIGHTLIES = textwrap.dedent(
     """
     import sys
-    from judged.flows.pipeline import nightly
+    from judged.flows.pipeline.flows import nightly
     report = nightly(sys.argv[1], sys.argv[2], [sys.argv[3]], sys.argv[4])
     print(len(report.evaluated), len(report.rejected))
     """

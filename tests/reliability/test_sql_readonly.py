@@ -15,8 +15,8 @@ import duckdb
 import pytest
 from typer.testing import CliRunner
 
-from judged.flows.cli import app
-from judged.flows.pipeline import evaluate_flow, ingest_judgments, ingest_run
+from judged.flows.cli.app import app
+from judged.flows.pipeline.flows import evaluate_flow, ingest_judgments, ingest_run
 from judged.schemas.spec import PRESETS
 from tests.conftest import SAMPLE
 from tests.helpers import tree_listing

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import polars as pl
 
-from judged.flows.io import load_table
-from judged.flows.sql import run_query
-from judged.flows.warehouse import STAGING, TABLES, Warehouse, remove_dead_staging, staged
+from judged.flows.store.readers import load_table
+from judged.flows.store.sql import run_query
+from judged.flows.store.warehouse import STAGING, TABLES, Warehouse, remove_dead_staging, staged
 
 RUN = "q1 Q0 d1 1 3.0 t\nq1 Q0 d2 2 2.0 t\nq2 Q0 d1 1 1.0 t\n"
 
@@ -26,7 +26,7 @@ HOLD_STAGING = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
-    from judged.flows.warehouse import staged
+    from judged.flows.store.warehouse import staged
 
     root, marker = Path(sys.argv[1]), Path(sys.argv[2])
     with staged(root, root / "run_rows" / "some-run") as folder:

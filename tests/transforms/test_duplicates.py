@@ -9,8 +9,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from judged.flows.engine import EvaluationResult, evaluate
-from judged.flows.io import load_table
+from judged.flows.engine.evaluate import EvaluationResult, evaluate
+from judged.flows.store.readers import load_table
 from judged.schemas.spec import PRESETS, EvaluationSpec
 from judged.transforms.duplicates import duplicate_pairs, keep_one_per_pair, raise_on_duplicates
 from judged.transforms.errors import InputError

@@ -28,18 +28,18 @@ from prefect.settings import (
     PREFECT_API_URL, PREFECT_FLOWS_HEARTBEAT_FREQUENCY, get_current_settings, temporary_settings,
 )
 
-from judged.flows.engine import (
+from judged.flows.engine.evaluate import (
     EvaluationResult, Part, Plan, assemble, check_before_storing, evaluate, evaluate_part, plan,
 )
-from judged.flows.hashing import content_hashes
-from judged.flows.io import SIDECAR_SUFFIX, Metadata, load_table, open_stored
-from judged.flows.limits import DEFAULT_LIMITS, Limits
-from judged.flows.phases import Phases
-from judged.flows.report import interval_lines
-from judged.flows.ties import with_tie_warning
-from judged.flows.versions import implementation_commit, implementation_version, library_versions
-from judged.flows.warehouse import StoreReport, Warehouse, hold_lock, now_utc, write_parquet_atomically
-from judged.flows.wording import counted
+from judged.flows.store.hashing import content_hashes
+from judged.flows.store.readers import SIDECAR_SUFFIX, Metadata, load_table, open_stored
+from judged.flows.engine.limits import DEFAULT_LIMITS, Limits
+from judged.flows.engine.phases import Phases
+from judged.flows.report.text import interval_lines
+from judged.flows.engine.ties import with_tie_warning
+from judged.flows.engine.versions import implementation_commit, implementation_version, library_versions
+from judged.flows.store.warehouse import StoreReport, Warehouse, hold_lock, now_utc, write_parquet_atomically
+from judged.flows.report.wording import counted
 from judged.schemas.provenance import InputRecord, ProvenanceRecord
 from judged.schemas.spec import EvaluationSpec
 from judged.schemas.tables import EVALUATIONS, NIGHTLY, STORED_PER_QUERY, STORED_SUMMARY
@@ -57,7 +57,7 @@ CLAIMED = ".claimed"
 RUN_WAS_NEW, RUN_WAS_STORED = ".run-was-new", ".run-was-already-stored"
 
 
-# -- which Prefect API the flows report to (flows/server.py chooses) ---------------------------------------------
+# -- which Prefect API the flows report to (flows/pipeline/server.py chooses) ---------------------------------------------
 
 
 def configured_api_url() -> str | None:
@@ -770,13 +770,13 @@ def nightly(
     return NightlyReport(flow_run_id, evaluated, rejected)
 
 
-# -- comparisons (flows/compare.py holds what they do; imported when used: the statistics load scipy) -------------
+# -- comparisons (flows/pipeline/compare.py holds what they do; imported when used: the statistics load scipy) -------------
 
 
 @task(name="compare-evaluations")
 def compare_task(warehouse_root: str, evaluation_ids: list[str], settings_json: str, baseline: str | None) -> str:
     """Compare stored evaluations and store the comparison (nothing new if it is stored already); its id."""
-    from judged.flows.compare import compare_evaluations, from_warehouse, store_comparison
+    from judged.flows.pipeline.compare import compare_evaluations, from_warehouse, store_comparison
     from judged.schemas.comparison import ComparisonSettings
 
     store = Warehouse(warehouse_root)
@@ -798,7 +798,7 @@ def compare_flow(
     """Compare stored evaluations of runs on one judgment basis and store the comparison. With `rebase`, every run
     is first evaluated (or its stored evaluation reused) against the newest version of the judgment set under one
     spec (`spec_json`, or the first evaluation's)."""
-    from judged.flows.compare import rebase_basis
+    from judged.flows.pipeline.compare import rebase_basis
 
     if rebase:
         spec = EvaluationSpec.from_canonical_json(spec_json) if spec_json else None
@@ -816,6 +816,6 @@ def nightly_report_task(warehouse_root: str, evaluation_ids: list[str], flow_run
     None when nothing was evaluated."""
     if not evaluation_ids:
         return None
-    from judged.flows.html_report import nightly_report
+    from judged.flows.report.html import nightly_report
 
     return str(nightly_report(Warehouse(warehouse_root), evaluation_ids, flow_run_id))

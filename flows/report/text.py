@@ -10,7 +10,7 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from judged.flows.engine import EvaluationResult
+from judged.flows.engine.evaluate import EvaluationResult
 from judged.schemas.measures import MeasureBase
 
 if TYPE_CHECKING:

@@ -28,12 +28,12 @@ from judged.schemas.spec import (
     parse_gain_map,
     parse_positive_int,
 )
-from judged.flows.wording import counted, rows_per_second
+from judged.flows.report.wording import counted, rows_per_second
 from judged.transforms.errors import InputError
 
 if TYPE_CHECKING:  # the flows import Prefect: only commands that run a flow load them
-    from judged.flows.pipeline import NightlyReport
-    from judged.flows.warehouse import StoreReport
+    from judged.flows.pipeline.flows import NightlyReport
+    from judged.flows.store.warehouse import StoreReport
 
 app = typer.Typer(
     name="judged",
@@ -47,7 +47,7 @@ app = typer.Typer(
 
 def _print_version(asked: bool) -> None:
     if asked:
-        from judged.flows.versions import implementation_version
+        from judged.flows.engine.versions import implementation_version
 
         print(f"judged {implementation_version()}")
         raise typer.Exit()
@@ -76,7 +76,7 @@ def _fail(message: str, code: int) -> typer.Exit:
 
 
 def _read_weights(path: Path) -> tuple[tuple[str, float], ...]:
-    from judged.flows.io import QUERY_WEIGHTS_BYTES, read_bounded_text
+    from judged.flows.store.readers import QUERY_WEIGHTS_BYTES, read_bounded_text
 
     try:
         text = read_bounded_text(path, "query weights file", QUERY_WEIGHTS_BYTES)
@@ -261,8 +261,8 @@ def evaluate(
     allow_empty: AllowEmptyOption = False,
 ) -> None:
     """Evaluate RUN(s) against QRELS and print the summary (table), everything (json) or trec_eval-style lines."""
-    from judged.flows.hashing import hash_in_background, hashes_on_demand
-    from judged.flows.streams import materialized, shown
+    from judged.flows.store.hashing import hash_in_background, hashes_on_demand
+    from judged.flows.store.streams import materialized, shown
 
     try:  # a stream (`-`, a pipe, `<(zcat run.gz)`) is read once, into a file kept until the command ends
         (qrels, *runs), names = context.with_resource(materialized([qrels, *runs]))
@@ -272,10 +272,10 @@ def evaluate(
     # trec_eval-style lines show no evaluation id, so for them the inputs are hashed only if something asks.
     hashing = hashes_on_demand if output_format == "trec" else hash_in_background
     hashes = hashing([qrels, *runs]) if warehouse is None else {}
-    from judged.flows.engine import evaluate as evaluate_tables
-    from judged.flows.io import load_table, open_stored
-    from judged.flows.report import as_json, as_trec, print_tables
-    from judged.flows.ties import with_tie_warning
+    from judged.flows.engine.evaluate import evaluate as evaluate_tables
+    from judged.flows.store.readers import load_table, open_stored
+    from judged.flows.report.text import as_json, as_trec, print_tables
+    from judged.flows.engine.ties import with_tie_warning
 
     if output_format not in ("table", "json", "trec"):
         raise _fail(f"--format must be table, json or trec, not {output_format!r}", EXIT_USAGE)
@@ -317,8 +317,8 @@ def evaluate(
                 results.append(with_tie_warning(result, evaluate_under, tie_share))
         else:
             with orchestrated(f"evaluating {counted(len(runs), 'run')} into {warehouse}"):
-                from judged.flows.pipeline import evaluate_flow, load_result, task_runner
-                from judged.flows.warehouse import Warehouse
+                from judged.flows.pipeline.flows import evaluate_flow, load_result, task_runner
+                from judged.flows.store.warehouse import Warehouse
 
                 flow = evaluate_flow.with_options(task_runner=task_runner(dask))
                 reports = flow(str(qrels), [str(run) for run in runs], spec.canonical_json(), str(warehouse),
@@ -350,10 +350,10 @@ def _tracked(items: list[Path], description: str) -> Iterator[Path]:
 
 
 def orchestrated(doing: str) -> AbstractContextManager[None]:
-    """Around a command's flow calls: the Prefect API chosen (flows/server.py: a configured one, judged's local
+    """Around a command's flow calls: the Prefect API chosen (flows/pipeline/server.py: a configured one, judged's local
     server, or Prefect's temporary one), and `doing` with the flow's steps shown while it runs."""
-    from judged.flows.progress import Feedback
-    from judged.flows.server import orchestration
+    from judged.flows.pipeline.progress import Feedback
+    from judged.flows.pipeline.server import orchestration
 
     return orchestration(Feedback(), doing)
 
@@ -399,7 +399,7 @@ def _require_readable_warehouse(warehouse: Path) -> None:
     """One line and an exit unless `warehouse` is a warehouse folder this user can read (for `sql` and `show`,
     which create nothing): a file or an unreadable place is a bad option value (exit 2); a missing folder or one
     without a catalog is no warehouse (exit 1)."""
-    from judged.flows.warehouse import CATALOG
+    from judged.flows.store.warehouse import CATALOG
 
     if warehouse.exists() and not warehouse.is_dir():
         raise _fail(f"{warehouse}: --warehouse must be a folder, and this is a file", EXIT_USAGE)
@@ -423,8 +423,8 @@ def _require_readable_warehouse(warehouse: Path) -> None:
 
 def _require_prefect_api() -> None:
     """Exit 1 with one line, before anything is created, when PREFECT_API_URL is set in the environment and no
-    Prefect API answers there (one set in a profile is checked when the flow starts: flows/server.py)."""
-    from judged.flows.server import require_reachable_api
+    Prefect API answers there (one set in a profile is checked when the flow starts: flows/pipeline/server.py)."""
+    from judged.flows.pipeline.server import require_reachable_api
 
     try:
         require_reachable_api(os.environ.get("PREFECT_API_URL"))
@@ -483,8 +483,8 @@ def ingest_judgments_command(
     if revise or worklist is not None:
         raise _fail("--revise and --worklist go with --extends", EXIT_USAGE)
     _require_prefect_api()
-    from judged.flows.io import read_sidecar
-    from judged.flows.pipeline import ingest_judgments
+    from judged.flows.store.readers import read_sidecar
+    from judged.flows.pipeline.flows import ingest_judgments
     from judged.schemas.provenance import JudgmentSetMetadata
 
     try:
@@ -509,8 +509,8 @@ def _extend_judgments(
     answers: Path, warehouse: Path, parent: str, version: str | None, revise: bool, assessors: str | None,
     worklist: str | None,
 ) -> None:
-    from judged.flows.judging import extend_judgments
-    from judged.flows.warehouse import Warehouse
+    from judged.flows.pipeline.judging import extend_judgments
+    from judged.flows.store.warehouse import Warehouse
 
     if not version:
         raise _fail("--extends needs --version (the new version's label)", EXIT_USAGE)
@@ -545,8 +545,8 @@ def worklist(
 ) -> None:
     """Rank unjudged (query, document) pairs by how much judging each is expected to narrow the nDCG@k intervals of
     the runs that retrieved it in their top k; store the worklist (view `worklists`) and write the assessor file."""
-    from judged.flows.judging import assessor_file, make_worklist
-    from judged.flows.warehouse import Warehouse
+    from judged.flows.pipeline.judging import assessor_file, make_worklist
+    from judged.flows.store.warehouse import Warehouse
 
     if output_format not in ("qrels", "csv"):
         raise _fail(f"--format must be qrels or csv, not {output_format!r}", EXIT_USAGE)
@@ -587,8 +587,8 @@ def ingest_run_command(
     """Validate a run and store it, content-addressed, with its metadata (sidecar `<run>.meta.toml` or options)."""
     _require_writable_warehouse(warehouse)
     _require_prefect_api()
-    from judged.flows.io import read_sidecar
-    from judged.flows.pipeline import ingest_run
+    from judged.flows.store.readers import read_sidecar
+    from judged.flows.pipeline.flows import ingest_run
     from judged.schemas.provenance import RunMetadata
 
     try:
@@ -601,7 +601,7 @@ def ingest_run_command(
         raise _fail(str(error), EXIT_INPUT) from None
     _print_store_report(report, "run")
     if profile:
-        from judged.flows.phases import profile_lines
+        from judged.flows.engine.phases import profile_lines
 
         print("\n".join(profile_lines(report.phases)))
 
@@ -648,7 +648,7 @@ def nightly(
     """Run the nightly job once: ingest and evaluate every run waiting in the inbox."""
     _require_writable_warehouse(warehouse)
     _require_prefect_api()
-    from judged.flows.pipeline import nightly as nightly_flow
+    from judged.flows.pipeline.flows import nightly as nightly_flow
 
     try:
         specs = _nightly_specs(
@@ -671,7 +671,7 @@ def nightly(
 
 def _announce_inbox(inbox: Path) -> None:
     """Create the inbox and its folders if missing, and say so on stderr."""
-    from judged.flows.pipeline import PROCESSED, REJECTED, prepare_inbox
+    from judged.flows.pipeline.flows import PROCESSED, REJECTED, prepare_inbox
 
     for folder in prepare_inbox(inbox):
         print(f"created {folder}", file=sys.stderr)
@@ -680,9 +680,9 @@ def _announce_inbox(inbox: Path) -> None:
 
 
 def _print_nightly(report: NightlyReport, warehouse: Path) -> None:
-    from judged.flows.pipeline import load_result
-    from judged.flows.report import print_tables
-    from judged.flows.warehouse import Warehouse
+    from judged.flows.pipeline.flows import load_result
+    from judged.flows.report.text import print_tables
+    from judged.flows.store.warehouse import Warehouse
 
     store = Warehouse(warehouse)
     print_tables([load_result(store, r.evaluation_id) for r in report.evaluated])
@@ -722,7 +722,7 @@ def serve(
     """Register the nightly deployment with its schedule on the Prefect server in PREFECT_API_URL and serve it
     (runs until stopped). Needs a real server: `prefect server start`."""
     _require_writable_warehouse(warehouse)
-    from judged.flows.pipeline import nightly as nightly_flow
+    from judged.flows.pipeline.flows import nightly as nightly_flow
 
     try:
         specs = _nightly_specs(
@@ -773,8 +773,8 @@ def sql(
 ) -> None:
     """Query the warehouse's views read-only: queries only (SELECT; EXPLAIN of a SELECT), external access off
     outside the warehouse, configuration locked, within a time, memory and row limit."""
-    from judged.flows.sql import QueryLimits, QueryRefused, run_query
-    from judged.flows.warehouse import Warehouse
+    from judged.flows.store.sql import QueryLimits, QueryRefused, run_query
+    from judged.flows.store.warehouse import Warehouse
 
     if output_format not in ("table", "csv", "json"):
         raise _fail(f"--format must be table, csv or json, not {output_format!r}", EXIT_USAGE)
@@ -825,9 +825,9 @@ def show(
     """Print one stored evaluation's summary and its provenance record."""
     import json
 
-    from judged.flows.pipeline import load_result
-    from judged.flows.report import print_tables
-    from judged.flows.warehouse import Warehouse
+    from judged.flows.pipeline.flows import load_result
+    from judged.flows.report.text import print_tables
+    from judged.flows.store.warehouse import Warehouse
 
     _require_readable_warehouse(warehouse)
     try:
@@ -855,7 +855,7 @@ def demo(
     _require_prefect_api()
     import shutil
 
-    from judged.flows.pipeline import nightly as nightly_flow
+    from judged.flows.pipeline.flows import nightly as nightly_flow
 
     sample = sample_data("trec-dl-2020-sample")
     inbox.mkdir(parents=True, exist_ok=True)
@@ -886,8 +886,8 @@ EXIT_NOT_RUNNING = 3
 @server_app.command("start")
 def server_start() -> None:
     """Start the local Prefect server now (warehouse commands start it when they first need it)."""
-    from judged.flows.progress import Feedback
-    from judged.flows.server import ServerError, ensure_server, running_server
+    from judged.flows.pipeline.progress import Feedback
+    from judged.flows.pipeline.server import ServerError, ensure_server, running_server
 
     try:
         state = running_server() or ensure_server(Feedback())
@@ -899,7 +899,7 @@ def server_start() -> None:
 @server_app.command("status")
 def server_status() -> None:
     """Whether the local Prefect server runs, where, and which API warehouse commands use (exit 3: not running)."""
-    from judged.flows.server import (
+    from judged.flows.pipeline.server import (
         MODE_VARIABLE, LOG_FILE, ServerError, chosen_mode, prefect_home, running_server, server_folder,
     )
 
@@ -924,8 +924,8 @@ def server_status() -> None:
 @server_app.command("stop")
 def server_stop() -> None:
     """Stop the local Prefect server (the next warehouse command starts a new one)."""
-    from judged.flows.progress import Feedback
-    from judged.flows.server import stop_server
+    from judged.flows.pipeline.progress import Feedback
+    from judged.flows.pipeline.server import stop_server
 
     state = stop_server(Feedback())
     print("local Prefect server: not running, nothing to stop" if state is None
@@ -964,10 +964,3 @@ def tune_process() -> None:
 def main() -> None:
     tune_process()
     app()
-
-
-# Registers `compare` and `report` on `app` (their module imports this one, so it comes last).
-from judged.flows import cli_compare  # noqa: E402,F401
-
-if __name__ == "__main__":
-    main()

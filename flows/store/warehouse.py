@@ -41,10 +41,10 @@ import duckdb
 import polars as pl
 import pyarrow.parquet as pq
 
-from judged.flows.io import DUPLICATE_PAIRS_KEY, LoadedTable, StoredTable, stored_duplicate_pairs
-from judged.flows.limits import DEFAULT_LIMITS, Limits
-from judged.flows.phases import Phases
-from judged.flows.versions import implementation_version
+from judged.flows.store.readers import DUPLICATE_PAIRS_KEY, LoadedTable, StoredTable, stored_duplicate_pairs
+from judged.flows.engine.limits import DEFAULT_LIMITS, Limits
+from judged.flows.engine.phases import Phases
+from judged.flows.engine.versions import implementation_version
 from judged.schemas.provenance import JudgmentSetMetadata, RunMetadata, canonical_json
 from judged.schemas.comparison import COMPARISON_PER_QUERY, COMPARISON_RECORDS, COMPARISONS
 from judged.schemas.spec import EvaluationSpec
@@ -85,7 +85,7 @@ TABLES: dict[str, tuple[dict[str, pl.DataType], str]] = {
     "per_query": (STORED_PER_QUERY, "per_query/*/*.parquet"),
     "summary": (STORED_SUMMARY, "summary/*/*.parquet"),
     "nightly": (NIGHTLY, "nightly/*.parquet"),
-    # comparisons of evaluations (flows/compare.py): the record makes its statistics and per-query rows visible
+    # comparisons of evaluations (flows/pipeline/compare.py): the record makes its statistics and per-query rows visible
     "comparison_records": (COMPARISON_RECORDS, "comparison_records/*.parquet"),
     "comparisons": (COMPARISONS, "comparisons/*/*.parquet"),
     "comparison_per_query": (COMPARISON_PER_QUERY, "comparison_per_query/*/*.parquet"),

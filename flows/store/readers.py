@@ -24,8 +24,8 @@ from pydantic import ValidationError
 
 import polars as pl
 
-from judged.flows.hashing import hash_in_background, is_gzipped, known_hashes
-from judged.flows.limits import DEFAULT_LIMITS, Limits
+from judged.flows.store.hashing import hash_in_background, is_gzipped, known_hashes
+from judged.flows.engine.limits import DEFAULT_LIMITS, Limits
 from judged.schemas.provenance import JudgmentSetMetadata, RunMetadata, table_id
 from judged.schemas.tables import JUDGMENTS, RUN, RUN_ROWS, STORED_JUDGMENTS
 from judged.transforms.errors import InputError

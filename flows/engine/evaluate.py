@@ -17,9 +17,9 @@ from typing import Literal
 
 import polars as pl
 
-from judged.flows.io import LoadedTable, StoredTable
-from judged.flows.limits import DEFAULT_LIMITS, Limits
-from judged.flows.versions import implementation_version
+from judged.flows.store.readers import LoadedTable, StoredTable
+from judged.flows.engine.limits import DEFAULT_LIMITS, Limits
+from judged.flows.engine.versions import implementation_version
 from judged.schemas.provenance import JudgmentSetMetadata, RunMetadata, evaluation_id
 from judged.schemas.spec import EvaluationSpec
 from judged.transforms.duplicates import duplicate_pairs, keep_one_per_pair, may_have_duplicates, raise_on_duplicates

@@ -1,4 +1,4 @@
-"""The `judged compare` and `judged report` commands (registered on the `judged` application of flows/cli.py).
+"""The `judged compare` and `judged report` commands (registered on the `judged` application of flows/cli/app.py).
 
 Belongs here: their arguments and options, turning them into a spec and comparison settings, choosing the direct
 path (files, no warehouse) or the Prefect flow (a warehouse), printing, and one-line errors. No statistics.
@@ -12,15 +12,15 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from judged.flows.cli import (
+from judged.flows.cli.app import (
     EXIT_INPUT, EXIT_USAGE, _SPEC_PANEL, _fail, _require_prefect_api, app, orchestrated, spec_from_options,
 )
-from judged.flows.wording import counted
+from judged.flows.report.wording import counted
 from judged.schemas.spec import PRESETS, EvaluationSpec, SpecError
 from judged.transforms.errors import InputError
 
 if TYPE_CHECKING:  # the statistics load scipy: only the commands that compare import them
-    from judged.flows.compare import ComparedEvaluation, ComparisonResult
+    from judged.flows.pipeline.compare import ComparedEvaluation, ComparisonResult
 
 _COMPARE_PANEL = "Comparison options"
 
@@ -75,7 +75,7 @@ def gathered(
     typer.Exit with a one-line error."""
     from pydantic import ValidationError
 
-    from judged.flows.compare import (
+    from judged.flows.pipeline.compare import (
         IncomparableError, compare_evaluations, evaluate_files, is_comparison, load_comparison,
     )
     from judged.schemas.comparison import ComparisonSettings
@@ -102,16 +102,16 @@ def gathered(
         if warehouse is None:
             if len(inputs) < 1 + minimum_runs:
                 raise _fail(f"give QRELS and {runs_wanted} (or evaluation ids with --warehouse)", EXIT_USAGE)
-            from judged.flows.hashing import hash_in_background
+            from judged.flows.store.hashing import hash_in_background
 
             paths = [Path(item) for item in inputs]
             evaluations = evaluate_files(paths[0], paths[1:], spec or EvaluationSpec(), hash_in_background(paths))
             if len(evaluations) < 2:
                 return evaluations, None
             return evaluations, compare_evaluations(evaluations, settings, baseline)
-        from judged.flows.compare import from_warehouse
-        from judged.flows.pipeline import compare_flow
-        from judged.flows.warehouse import Warehouse
+        from judged.flows.pipeline.compare import from_warehouse
+        from judged.flows.pipeline.flows import compare_flow
+        from judged.flows.store.warehouse import Warehouse
 
         _require_prefect_api()
 
@@ -122,7 +122,7 @@ def gathered(
         if all(store.has_evaluation(item) for item in inputs):
             evaluation_ids = inputs
         else:
-            from judged.flows.pipeline import evaluate_flow
+            from judged.flows.pipeline.flows import evaluate_flow
 
             if len(inputs) < 1 + minimum_runs:
                 raise _fail(f"{inputs[-1]!r} is no evaluation or comparison id in {warehouse}; to evaluate files "
@@ -167,7 +167,7 @@ def compare(
     """Compare runs on one judgment basis, against a baseline: per query, and per pair, measure and cutoff the mean
     difference with its bootstrap interval, paired t and randomization tests (corrected over the family), Cohen's
     d_z, wins / ties / losses, and for more than two runs a randomised Tukey HSD."""
-    from judged.flows.compare_output import as_json, print_table
+    from judged.flows.report.comparison import as_json, print_table
 
     if output_format not in ("table", "json"):
         raise _fail(f"--format must be table or json, not {output_format!r}", EXIT_USAGE)
@@ -205,7 +205,7 @@ def report(
     """Write one self-contained HTML report: summary with intervals, per-query differences coloured by robustness,
     unjudged coverage by cutoff, per-query value distributions, the significance table and the provenance. With
     two or more runs they are compared as `judged compare` does."""
-    from judged.flows.html_report import write_report
+    from judged.flows.report.html import write_report
 
     spec_options = {name: value for name, value in locals().items() if name in SPEC_OPTIONS}
     evaluations, comparison = gathered(inputs, spec_options, baseline, queries, permutations, resamples, seed,

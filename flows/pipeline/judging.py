@@ -2,7 +2,7 @@
 
 Belongs here: reading the parent judgment set, the answers, the stored runs; checking answers against the parent;
 storing the new version with its lineage and the worklist with its provenance; writing the assessor file. The
-ranking itself is transforms/worklist.py; these are plain functions (the flows in flows/pipeline.py wrap them).
+ranking itself is transforms/worklist.py; these are plain functions (the flows in flows/pipeline/flows.py wrap them).
 """
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ from pathlib import Path
 
 import polars as pl
 
-from judged.flows.engine import grade_scale
-from judged.flows.hashing import known_hashes
-from judged.flows.io import LoadedTable, load_table
-from judged.flows.versions import implementation_version
-from judged.flows.wording import counted
-from judged.flows.warehouse import StoreReport, Warehouse, now_utc, write_parquet_atomically
+from judged.flows.engine.evaluate import grade_scale
+from judged.flows.store.hashing import known_hashes
+from judged.flows.store.readers import LoadedTable, load_table
+from judged.flows.engine.versions import implementation_version
+from judged.flows.report.wording import counted
+from judged.flows.store.warehouse import StoreReport, Warehouse, now_utc, write_parquet_atomically
 from judged.schemas.provenance import JudgmentSetMetadata
 from judged.schemas.spec import EvaluationSpec
 from judged.schemas.tables import JUDGMENT_LINEAGE, WORKLISTS

@@ -5,7 +5,7 @@ Belongs here: which Prefect API a command reports to (a configured PREFECT_API_U
 Prefect's temporary per-process server), and finding, starting, checking and stopping the local server. The server
 is a separate process (`python -m prefect server start`, bound to 127.0.0.1) reached over HTTP; its state file, log
 and lock live in `<PREFECT_HOME>/judged-server/`, its SQLite database is Prefect's own (`<PREFECT_HOME>/prefect.db`).
-Prefect itself is only imported through `judged.flows.pipeline`.
+Prefect itself is only imported through `judged.flows.pipeline.flows`.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import BinaryIO
 
-from judged.flows.progress import Feedback
+from judged.flows.pipeline.progress import Feedback
 from judged.transforms.errors import InputError
 
 # "local" (default): the shared local server; "temporary": Prefect's own temporary server, one per process.
@@ -156,7 +156,7 @@ def _write_state(folder: Path, state: ServerState) -> None:
 def _start_lock(folder: Path, feedback: Feedback) -> Iterator[BinaryIO]:
     """The start lock, waited for: two commands starting at once end up with one server (the second one waits and
     then finds the first one's server)."""
-    from judged.flows.warehouse import hold_lock
+    from judged.flows.store.warehouse import hold_lock
 
     lock = hold_lock(folder / LOCK_FILE)
     if lock is None:
@@ -302,7 +302,7 @@ def orchestration(feedback: Feedback, doing: str) -> Iterator[None]:
     local server (started if needed) or, with JUDGED_PREFECT_SERVER=temporary, Prefect's temporary server."""
     mode = chosen_mode()
     with feedback.waiting("loading Prefect..."):
-        from judged.flows import pipeline
+        from judged.flows.pipeline.flows import flows as pipeline
     if pipeline.configured_api_url() is not None:
         require_reachable_api(pipeline.configured_api_url())
         with feedback.following_flow_logs(doing):

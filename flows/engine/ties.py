@@ -13,7 +13,7 @@ from typing import get_args
 
 import polars as pl
 
-from judged.flows.engine import EvaluationResult
+from judged.flows.engine.evaluate import EvaluationResult
 from judged.schemas.spec import EvaluationSpec, SpecError, Ties
 
 # Above this share of scored queries with a tie group across k, the tie rule is part of the answer, and is said so.

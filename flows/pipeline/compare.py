@@ -3,8 +3,8 @@
 Belongs here: gathering the evaluations to compare (evaluated directly, or stored), refusing those whose judgment
 set or spec differ, the loop over pairs, measures and cutoffs that calls the pure tests of `transforms/compare.py`,
 the correction over the whole family, the content-derived comparison id, and writing and reading stored
-comparisons. The Prefect flow around it (`compare_flow`) is in `flows/pipeline.py`; printing is in
-`flows/compare_output.py`.
+comparisons. The Prefect flow around it (`compare_flow`) is in `flows/pipeline/flows.py`; printing is in
+`flows/report/comparison.py`.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from judged.flows.engine import EvaluationResult
-from judged.flows.warehouse import Warehouse, now_utc, write_parquet_atomically
+from judged.flows.engine.evaluate import EvaluationResult
+from judged.flows.store.warehouse import Warehouse, now_utc, write_parquet_atomically
 from judged.schemas.comparison import (
     COMPARISON_PER_QUERY,
     COMPARISON_RECORDS,
@@ -27,7 +27,7 @@ from judged.schemas.comparison import (
     ComparisonSettings,
     comparison_id,
 )
-from judged.flows.versions import implementation_commit, implementation_version, library_versions
+from judged.flows.engine.versions import implementation_commit, implementation_version, library_versions
 from judged.schemas.provenance import canonical_json
 from judged.schemas.spec import EvaluationSpec
 from judged.transforms.compare import (
@@ -289,8 +289,8 @@ def evaluate_files(
     qrels: str | Path, runs: Sequence[str | Path], spec: EvaluationSpec, hashes: dict | None = None
 ) -> list[ComparedEvaluation]:
     """Each run (a file, or a stored run's folder) evaluated directly against the judgments under the spec."""
-    from judged.flows.engine import evaluate
-    from judged.flows.io import load_table, open_stored
+    from judged.flows.engine.evaluate import evaluate
+    from judged.flows.store.readers import load_table, open_stored
 
     hashes = hashes or {}
     judgments = load_table(Path(qrels), "judgments", hashes=hashes.get(Path(qrels)))

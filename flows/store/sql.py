@@ -19,8 +19,8 @@ from typing import Any
 
 import duckdb
 
-from judged.flows.warehouse import Warehouse, views_sql
-from judged.flows.wording import with_article
+from judged.flows.store.warehouse import Warehouse, views_sql
+from judged.flows.report.wording import with_article
 
 DEFAULT_TIMEOUT_SECONDS = 60.0
 # A day: a timer thread cannot wait for an unbounded time.

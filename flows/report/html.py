@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from judged.flows.compare import (
+from judged.flows.pipeline.compare import (
     NO_INTERVALS_NOTE,
     ComparedEvaluation,
     ComparisonResult,
@@ -29,8 +29,8 @@ from judged.flows.compare import (
     from_warehouse,
     store_comparison,
 )
-from judged.flows.versions import implementation_commit, implementation_version, library_versions
-from judged.flows.warehouse import Warehouse
+from judged.flows.engine.versions import implementation_commit, implementation_version, library_versions
+from judged.flows.store.warehouse import Warehouse
 from judged.schemas.comparison import ComparisonSettings, measure_at
 
 if TYPE_CHECKING:

@@ -9,7 +9,7 @@ import json
 import math
 from typing import TYPE_CHECKING, Any
 
-from judged.flows.compare import ComparisonResult
+from judged.flows.pipeline.compare import ComparisonResult
 from judged.schemas.comparison import measure_at
 
 if TYPE_CHECKING:

@@ -1,0 +1,3 @@
+"""The evaluation engine: the plan of an evaluation and how each part is read and computed, the limits that
+bound memory, the phases `--profile` reports, the tie warning and what the provenance records of the implementation.
+"""
