@@ -26,7 +26,7 @@ from judged.flows.engine.evaluate import evaluate as evaluate_tables
 from judged.flows.store.hashing import known_hashes
 from judged.flows.store.readers import LoadedTable, TableKind, load_table, open_stored
 from judged.flows.engine.versions import implementation_commit, implementation_version, library_versions
-from judged.flows.store.warehouse import Warehouse as Store
+from judged.flows.store.warehouse import Store
 from judged.schemas.provenance import InputRecord, JudgmentSetMetadata, ProvenanceRecord, RunMetadata
 from judged.schemas.spec import EvaluationSpec, SpecError, build_spec
 from judged.schemas.tables import JUDGMENTS, PER_QUERY, RUN, STORED_PER_QUERY

@@ -318,12 +318,12 @@ def evaluate(
         else:
             with orchestrated(f"evaluating {counted(len(runs), 'run')} into {warehouse}"):
                 from judged.flows.pipeline.flows import evaluate_flow, load_result, task_runner
-                from judged.flows.store.warehouse import Warehouse
+                from judged.flows.store.warehouse import Store
 
                 flow = evaluate_flow.with_options(task_runner=task_runner(dask))
                 reports = flow(str(qrels), [str(run) for run in runs], spec.canonical_json(), str(warehouse),
                                allow_empty=allow_empty)
-            results = [load_result(Warehouse(warehouse), report.evaluation_id) for report in reports]
+            results = [load_result(Store(warehouse), report.evaluation_id) for report in reports]
             for report in reports:
                 state = "stored" if report.created else "already stored, reused"
                 print(f"evaluation {report.evaluation_id} ({state})", file=sys.stderr)
@@ -510,12 +510,12 @@ def _extend_judgments(
     worklist: str | None,
 ) -> None:
     from judged.flows.pipeline.judging import extend_judgments
-    from judged.flows.store.warehouse import Warehouse
+    from judged.flows.store.warehouse import Store
 
     if not version:
         raise _fail("--extends needs --version (the new version's label)", EXIT_USAGE)
     try:
-        store = Warehouse(warehouse)
+        store = Store(warehouse)
         report = extend_judgments(store, str(answers), parent, version, revise, assessors, worklist)
         store.refresh_catalog()
     except InputError as error:
@@ -546,7 +546,7 @@ def worklist(
     """Rank unjudged (query, document) pairs by how much judging each is expected to narrow the nDCG@k intervals of
     the runs that retrieved it in their top k; store the worklist (view `worklists`) and write the assessor file."""
     from judged.flows.pipeline.judging import assessor_file, make_worklist
-    from judged.flows.store.warehouse import Warehouse
+    from judged.flows.store.warehouse import Store
 
     if output_format not in ("qrels", "csv"):
         raise _fail(f"--format must be qrels or csv, not {output_format!r}", EXIT_USAGE)
@@ -558,7 +558,7 @@ def worklist(
         raise _fail(str(error), EXIT_USAGE) from None
     try:
         weights = _read_weights(query_weights) if query_weights else ()
-        store = Warehouse(warehouse)
+        store = Store(warehouse)
         report = make_worklist(store, judgments, spec, budget, evaluations or [], runs or [], weights, topics)
         store.refresh_catalog()
     except InputError as error:
@@ -682,9 +682,9 @@ def _announce_inbox(inbox: Path) -> None:
 def _print_nightly(report: NightlyReport, warehouse: Path) -> None:
     from judged.flows.pipeline.flows import load_result
     from judged.flows.report.text import print_tables
-    from judged.flows.store.warehouse import Warehouse
+    from judged.flows.store.warehouse import Store
 
-    store = Warehouse(warehouse)
+    store = Store(warehouse)
     print_tables([load_result(store, r.evaluation_id) for r in report.evaluated])
     for name, error in report.rejected.items():
         print(f"rejected {name}: {error}", file=sys.stderr)
@@ -774,7 +774,7 @@ def sql(
     """Query the warehouse's views read-only: queries only (SELECT; EXPLAIN of a SELECT), external access off
     outside the warehouse, configuration locked, within a time, memory and row limit."""
     from judged.flows.store.sql import QueryLimits, QueryRefused, run_query
-    from judged.flows.store.warehouse import Warehouse
+    from judged.flows.store.warehouse import Store
 
     if output_format not in ("table", "csv", "json"):
         raise _fail(f"--format must be table, csv or json, not {output_format!r}", EXIT_USAGE)
@@ -784,7 +784,7 @@ def sql(
     except ValueError as error:
         raise _fail(str(error), EXIT_USAGE) from None
     try:
-        result = run_query(Warehouse(warehouse), query, limits)
+        result = run_query(Store(warehouse), query, limits)
     except QueryRefused as error:
         raise _fail(str(error), EXIT_INPUT) from None
     _print_rows(result.columns, result.rows, output_format)
@@ -827,11 +827,11 @@ def show(
 
     from judged.flows.pipeline.flows import load_result
     from judged.flows.report.text import print_tables
-    from judged.flows.store.warehouse import Warehouse
+    from judged.flows.store.warehouse import Store
 
     _require_readable_warehouse(warehouse)
     try:
-        store = Warehouse(warehouse)
+        store = Store(warehouse)
         evaluation_id = store.resolve_evaluation(evaluation_id)
         result = load_result(store, evaluation_id)
         record, _, _ = store.load_evaluation(evaluation_id)

@@ -111,11 +111,11 @@ def gathered(
             return evaluations, compare_evaluations(evaluations, settings, baseline)
         from judged.flows.pipeline.compare import from_warehouse
         from judged.flows.pipeline.flows import compare_flow
-        from judged.flows.store.warehouse import Warehouse
+        from judged.flows.store.warehouse import Store
 
         _require_prefect_api()
 
-        store = Warehouse(warehouse)
+        store = Store(warehouse)
         if len(inputs) == 1 and is_comparison(store, inputs[0]):
             comparison = load_comparison(store, inputs[0])
             return list(comparison.evaluations), comparison

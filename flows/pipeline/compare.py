@@ -19,7 +19,7 @@ import numpy as np
 import polars as pl
 
 from judged.flows.engine.evaluate import EvaluationResult
-from judged.flows.store.warehouse import Warehouse, now_utc, write_parquet_atomically
+from judged.flows.store.warehouse import Store, now_utc, write_parquet_atomically
 from judged.schemas.comparison import (
     COMPARISON_PER_QUERY,
     COMPARISON_RECORDS,
@@ -117,7 +117,7 @@ def from_result(result: EvaluationResult, judgments_id: str, judgments_label: st
     )
 
 
-def from_warehouse(warehouse: Warehouse, evaluation_id: str) -> ComparedEvaluation:
+def from_warehouse(warehouse: Store, evaluation_id: str) -> ComparedEvaluation:
     """A stored evaluation as a comparison takes it."""
     record, per_query, summary = warehouse.load_evaluation(evaluation_id)
     judgments = warehouse.record("judgments", record["judgment_set_id"])
@@ -319,11 +319,11 @@ def evaluate_files(
 # -- stored comparisons -------------------------------------------------------------------------------------------
 
 
-def comparison_record(warehouse: Warehouse, identifier: str) -> Path:
+def comparison_record(warehouse: Store, identifier: str) -> Path:
     return warehouse.root / "comparison_records" / f"{identifier}.parquet"
 
 
-def store_comparison(warehouse: Warehouse, result: ComparisonResult, flow_run_id: str | None = None) -> bool:
+def store_comparison(warehouse: Store, result: ComparisonResult, flow_run_id: str | None = None) -> bool:
     """Write the per-query differences, the statistics, then the record that makes both visible. False when the
     comparison is already stored (same id: same evaluations, baseline, settings and implementation)."""
     record_path = comparison_record(warehouse, result.comparison_id)
@@ -360,7 +360,7 @@ def store_comparison(warehouse: Warehouse, result: ComparisonResult, flow_run_id
     return True
 
 
-def load_comparison(warehouse: Warehouse, identifier: str) -> ComparisonResult:
+def load_comparison(warehouse: Store, identifier: str) -> ComparisonResult:
     """A stored comparison, with its evaluations read back from the warehouse."""
     record_path = comparison_record(warehouse, identifier)
     if not record_path.exists():
@@ -379,11 +379,11 @@ def load_comparison(warehouse: Warehouse, identifier: str) -> ComparisonResult:
     )
 
 
-def is_comparison(warehouse: Warehouse, identifier: str) -> bool:
+def is_comparison(warehouse: Store, identifier: str) -> bool:
     return comparison_record(warehouse, identifier).exists()
 
 
-def rebase_basis(warehouse: Warehouse, evaluation_ids: Sequence[str], spec: EvaluationSpec | None
+def rebase_basis(warehouse: Store, evaluation_ids: Sequence[str], spec: EvaluationSpec | None
                  ) -> tuple[str, list[str], EvaluationSpec]:
     """The one basis `--rebase` re-evaluates on: the newest judgment version (the latest ingested set with the name
     of the evaluations' most recently ingested judgment set), the given spec or else the first evaluation's, and

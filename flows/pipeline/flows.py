@@ -38,7 +38,7 @@ from judged.flows.engine.phases import Phases
 from judged.flows.report.text import interval_lines
 from judged.flows.engine.ties import with_tie_warning
 from judged.flows.engine.versions import implementation_commit, implementation_version, library_versions
-from judged.flows.store.warehouse import StoreReport, Warehouse, hold_lock, now_utc, write_parquet_atomically
+from judged.flows.store.warehouse import StoreReport, Store, hold_lock, now_utc, write_parquet_atomically
 from judged.flows.report.wording import counted
 from judged.schemas.provenance import InputRecord, ProvenanceRecord
 from judged.schemas.spec import EvaluationSpec
@@ -86,7 +86,7 @@ def using_api(api_url: str | None) -> Iterator[None]:
 
 
 def ingest_file(
-    warehouse: Warehouse, path: str | Path, kind: str, metadata: Metadata | None = None,
+    warehouse: Store, path: str | Path, kind: str, metadata: Metadata | None = None,
     limits: Limits = DEFAULT_LIMITS, allow_empty: bool = False,
 ) -> StoreReport:
     """Read, validate and store one file. Bad input raises InputError and writes nothing (an empty table is bad
@@ -101,7 +101,7 @@ def ingest_file(
 
 
 def check_inputs_before_storing(
-    warehouse: Warehouse, judgments: str, runs: list[str], specs: list[EvaluationSpec],
+    warehouse: Store, judgments: str, runs: list[str], specs: list[EvaluationSpec],
     judgments_metadata: Metadata | None = None, allow_empty: bool = False,
 ) -> None:
     """Every check that could refuse these inputs under these specs, before anything of them is stored: files are
@@ -125,7 +125,7 @@ def check_inputs_before_storing(
             check_before_storing(run_table, judgment_table, spec)
 
 
-def _stores_something(warehouse: Warehouse, judgments: str, runs: list[str]) -> bool:
+def _stores_something(warehouse: Store, judgments: str, runs: list[str]) -> bool:
     """Whether evaluating these inputs would store any of them: a file, or a stored run from another warehouse."""
     return Path(judgments).is_file() or any(
         Path(run).is_file()
@@ -135,7 +135,7 @@ def _stores_something(warehouse: Warehouse, judgments: str, runs: list[str]) -> 
 
 
 def ingest_checked_run(
-    warehouse: Warehouse, path: str | Path, judgment_set_id: str, specs: list[EvaluationSpec],
+    warehouse: Store, path: str | Path, judgment_set_id: str, specs: list[EvaluationSpec],
     claim_folder: Path | None = None, allow_empty: bool = False,
 ) -> StoreReport:
     """Read and validate a run, check it against a stored judgment set under every spec, and only then store it:
@@ -213,13 +213,13 @@ def result_tables(
 
 
 def stored_plan(
-    warehouse: Warehouse, run_id: str, judgment_set_id: str, spec: EvaluationSpec, limits: Limits = DEFAULT_LIMITS
+    warehouse: Store, run_id: str, judgment_set_id: str, spec: EvaluationSpec, limits: Limits = DEFAULT_LIMITS
 ) -> Plan:
     """The plan (engine.plan) of a stored run against a stored judgment set under a spec."""
     return plan(warehouse.stored("run", run_id), warehouse.stored("judgments", judgment_set_id), spec, limits)
 
 
-def evaluate_shard(warehouse: Warehouse, planned: Plan, part: Part) -> Path:
+def evaluate_shard(warehouse: Store, planned: Plan, part: Part) -> Path:
     """Evaluate one part of a stored plan; stage its per-query rows (and the warnings of its checks) for
     `finish_evaluation`. Returns the staged file."""
     per_query, warnings = evaluate_part(planned, part)
@@ -229,7 +229,7 @@ def evaluate_shard(warehouse: Warehouse, planned: Plan, part: Part) -> Path:
 
 
 def finish_evaluation(
-    warehouse: Warehouse, planned: Plan, staged: list[Path], started: datetime, flow_run_id: str | None,
+    warehouse: Store, planned: Plan, staged: list[Path], started: datetime, flow_run_id: str | None,
     run_moved_to: str | None = None,
 ) -> EvaluationReport:
     """Summary over every part, provenance, then the stored files (the record last); staging is removed.
@@ -288,7 +288,7 @@ def finish_evaluation(
 
 
 
-def load_result(warehouse: Warehouse, evaluation_id: str) -> EvaluationResult:
+def load_result(warehouse: Store, evaluation_id: str) -> EvaluationResult:
     """A stored evaluation, in the shape the reports print."""
     record, per_query, summary = warehouse.load_evaluation(evaluation_id)
     keys = ["evaluation_id", "run_id", "judgment_set_id", "spec_hash", "label", "trec_eval_measure"]
@@ -302,7 +302,7 @@ def load_result(warehouse: Warehouse, evaluation_id: str) -> EvaluationResult:
     )
 
 
-def evaluation_markdown(warehouse: Warehouse, reports: list[EvaluationReport]) -> str:
+def evaluation_markdown(warehouse: Store, reports: list[EvaluationReport]) -> str:
     """What was evaluated, the unjudged coverage at each cutoff, and the warnings: the flow's markdown artifact."""
     lines = ["# judged evaluation", ""]
     for report in reports:
@@ -327,7 +327,7 @@ def evaluation_markdown(warehouse: Warehouse, reports: list[EvaluationReport]) -
     return "\n".join(lines)
 
 
-def summary_rows(warehouse: Warehouse, reports: list[EvaluationReport]) -> list[dict[str, object]]:
+def summary_rows(warehouse: Store, reports: list[EvaluationReport]) -> list[dict[str, object]]:
     rows = []
     for report in reports:
         record, _, summary = warehouse.load_evaluation(report.evaluation_id)
@@ -347,7 +347,7 @@ def ingest_file_task(
     warehouse_root: str, path: str, kind: str, metadata: Metadata | None = None, limits: Limits = DEFAULT_LIMITS,
     allow_empty: bool = False,
 ) -> StoreReport:
-    return _logged(path, kind, ingest_file(Warehouse(warehouse_root), path, kind, metadata, limits, allow_empty))
+    return _logged(path, kind, ingest_file(Store(warehouse_root), path, kind, metadata, limits, allow_empty))
 
 
 def _logged(path: str, kind: str, report: StoreReport) -> StoreReport:
@@ -368,7 +368,7 @@ def check_inputs_task(
     allow_empty: bool = False,
 ) -> None:
     specs = [EvaluationSpec.from_canonical_json(text) for text in spec_jsons]
-    check_inputs_before_storing(Warehouse(warehouse_root), judgments, runs, specs, judgments_metadata, allow_empty)
+    check_inputs_before_storing(Store(warehouse_root), judgments, runs, specs, judgments_metadata, allow_empty)
 
 
 @task(name="ingest-checked-run")
@@ -378,7 +378,7 @@ def ingest_checked_run_task(
 ) -> StoreReport:
     specs = [EvaluationSpec.from_canonical_json(text) for text in spec_jsons]
     folder = Path(claim_folder) if claim_folder else None
-    stored = ingest_checked_run(Warehouse(warehouse_root), path, judgment_set_id, specs, folder, allow_empty)
+    stored = ingest_checked_run(Store(warehouse_root), path, judgment_set_id, specs, folder, allow_empty)
     return _logged(path, "run", stored)
 
 
@@ -387,7 +387,7 @@ def plan_task(
     warehouse_root: str, run_id: str, judgment_set_id: str, spec: EvaluationSpec, limits: Limits
 ) -> tuple[Plan, bool]:
     """The stored plan, and whether its evaluation is already stored."""
-    warehouse = Warehouse(warehouse_root)
+    warehouse = Store(warehouse_root)
     planned = stored_plan(warehouse, run_id, judgment_set_id, spec, limits)
     stored = warehouse.has_evaluation(planned.evaluation_id)
     state = "already stored, reused" if stored else f"to evaluate in {counted(len(planned.parts), 'part')}"
@@ -399,7 +399,7 @@ def plan_task(
 @task(name="evaluate-shard")
 def evaluate_shard_task(warehouse_root: str, planned: Plan, part: Part) -> str:
     started = time.perf_counter()
-    staged = evaluate_shard(Warehouse(warehouse_root), planned, part)
+    staged = evaluate_shard(Store(warehouse_root), planned, part)
     get_run_logger().info("evaluation %s, part %d of %d: per-query rows staged in %s (%.2f s)",
                           planned.evaluation_id, part.shard + 1, part.of, staged, time.perf_counter() - started)
     return str(staged)
@@ -409,7 +409,7 @@ def evaluate_shard_task(warehouse_root: str, planned: Plan, part: Part) -> str:
 def finish_task(
     warehouse_root: str, planned: Plan, staged: list[str], started: datetime, run_moved_to: str | None = None
 ) -> EvaluationReport:
-    warehouse = Warehouse(warehouse_root)
+    warehouse = Store(warehouse_root)
     report = finish_evaluation(
         warehouse, planned, [Path(p) for p in staged], started, _current_flow_run_id(), run_moved_to
     )
@@ -456,14 +456,14 @@ def evaluate_runs(
 
 @task(name="refresh-catalog", retries=2, retry_delay_seconds=1)
 def refresh_catalog_task(warehouse_root: str) -> str:
-    catalog = Warehouse(warehouse_root).refresh_catalog()
+    catalog = Store(warehouse_root).refresh_catalog()
     get_run_logger().info("catalog regenerated: %s", catalog)
     return str(catalog)
 
 
 @task(name="publish-artifacts")
 def publish_artifacts_task(warehouse_root: str, reports: list[EvaluationReport], report: str | None = None) -> None:
-    warehouse = Warehouse(warehouse_root)
+    warehouse = Store(warehouse_root)
     if reports:
         create_table_artifact(key="judged-summary", table=summary_rows(warehouse, reports),
                               description="Summary per run, measure and cutoff")
@@ -517,7 +517,7 @@ def evaluate_flow(
     the warehouse (a judgment set may also be named: its latest version is used). Empty files are refused unless
     `allow_empty`."""
     spec = EvaluationSpec.from_canonical_json(spec_json)
-    store = Warehouse(warehouse)
+    store = Store(warehouse)
     # before anything is stored
     check_inputs_task(warehouse, judgments, runs, [spec_json], judgments_metadata, allow_empty)
     judgment_set_id = _judgment_set(store, judgments, judgments_metadata, allow_empty)
@@ -528,7 +528,7 @@ def evaluate_flow(
     return reports
 
 
-def _run(store: Warehouse, reference: str, allow_empty: bool = False) -> str:
+def _run(store: Store, reference: str, allow_empty: bool = False) -> str:
     """A run file is ingested; a stored run's folder gives its id (its rows are stored here first when it comes
     from another warehouse); otherwise an id already in the warehouse."""
     path = Path(reference)
@@ -542,7 +542,7 @@ def _run(store: Warehouse, reference: str, allow_empty: bool = False) -> str:
     return store.require_run(reference)
 
 
-def _judgment_set(store: Warehouse, reference: str, metadata: Metadata | None, allow_empty: bool = False) -> str:
+def _judgment_set(store: Store, reference: str, metadata: Metadata | None, allow_empty: bool = False) -> str:
     """A qrels file is ingested (nothing new if unchanged); otherwise an id, or a name meaning its latest version."""
     if Path(reference).is_file():
         return ingest_file_task(str(store.root), reference, "judgments", metadata, allow_empty=allow_empty).id
@@ -686,7 +686,7 @@ def _failure_message(error: BaseException | None) -> str:
 
 
 def _night_of_one_file(
-    store: Warehouse, path: Path, inbox: Path, judgment_set_id: str, specs: list[EvaluationSpec], allow_empty: bool
+    store: Store, path: Path, inbox: Path, judgment_set_id: str, specs: list[EvaluationSpec], allow_empty: bool
 ) -> tuple[dict[str, Any], list[EvaluationReport]]:
     """Inside the nightly flow: check, store and evaluate one claimed run file. Returns its `nightly` row (with
     where the file is to be moved) and its evaluations; any failure makes a `rejected` row (a bad file never stops
@@ -729,7 +729,7 @@ def nightly(
     version of the judgment set under each spec, move it to processed/ (or rejected/ with its error), record.
     An empty run file is rejected, and empty judgments refused, unless `allow_empty`."""
     logger = get_run_logger()
-    store = Warehouse(warehouse).ensure()
+    store = Store(warehouse).ensure()
     flow_run_id = _current_flow_run_id() or f"local-{now_utc().strftime('%Y%m%dT%H%M%S%f')}"
     started = now_utc()
     inbox_path = Path(inbox)
@@ -779,7 +779,7 @@ def compare_task(warehouse_root: str, evaluation_ids: list[str], settings_json: 
     from judged.flows.pipeline.compare import compare_evaluations, from_warehouse, store_comparison
     from judged.schemas.comparison import ComparisonSettings
 
-    store = Warehouse(warehouse_root)
+    store = Store(warehouse_root)
     evaluations = [from_warehouse(store, identifier) for identifier in evaluation_ids]
     result = compare_evaluations(evaluations, ComparisonSettings.model_validate_json(settings_json), baseline)
     store_comparison(store, result, _current_flow_run_id())
@@ -802,7 +802,7 @@ def compare_flow(
 
     if rebase:
         spec = EvaluationSpec.from_canonical_json(spec_json) if spec_json else None
-        judgment_set_id, run_ids, chosen = rebase_basis(Warehouse(warehouse), evaluation_ids, spec)
+        judgment_set_id, run_ids, chosen = rebase_basis(Store(warehouse), evaluation_ids, spec)
         reports = evaluate_runs(warehouse, run_ids, judgment_set_id, [chosen])
         evaluation_ids = [report.evaluation_id for report in reports]
     identifier = compare_task(warehouse, evaluation_ids, settings_json, baseline)
@@ -818,4 +818,4 @@ def nightly_report_task(warehouse_root: str, evaluation_ids: list[str], flow_run
         return None
     from judged.flows.report.html import nightly_report
 
-    return str(nightly_report(Warehouse(warehouse_root), evaluation_ids, flow_run_id))
+    return str(nightly_report(Store(warehouse_root), evaluation_ids, flow_run_id))

@@ -19,7 +19,7 @@ from judged.flows.store.hashing import known_hashes
 from judged.flows.store.readers import LoadedTable, load_table
 from judged.flows.engine.versions import implementation_version
 from judged.flows.report.wording import counted
-from judged.flows.store.warehouse import StoreReport, Warehouse, now_utc, write_parquet_atomically
+from judged.flows.store.warehouse import StoreReport, Store, now_utc, write_parquet_atomically
 from judged.schemas.provenance import JudgmentSetMetadata
 from judged.schemas.spec import EvaluationSpec
 from judged.schemas.tables import JUDGMENT_LINEAGE, WORKLISTS
@@ -34,7 +34,7 @@ PAIR = ["query_id", "doc_id"]
 # -- judgment versions that grow ----------------------------------------------------------------------------------
 
 
-def resolve_parent(warehouse: Warehouse, reference: str) -> str:
+def resolve_parent(warehouse: Store, reference: str) -> str:
     """`NAME` (its newest version), `NAME@VERSION`, or a judgment set id; an unknown one is an InputError."""
     name, at, version = reference.partition("@")
     if not at:
@@ -57,7 +57,7 @@ class ExtensionReport:
 
 
 def extend_judgments(
-    warehouse: Warehouse,
+    warehouse: Store,
     answers_path: str,
     parent_reference: str,
     version: str,
@@ -170,7 +170,7 @@ def read_topics(path: Path) -> pl.DataFrame:
     return pl.DataFrame(rows, schema={"query_id": pl.String, "query_text": pl.String}, orient="row")
 
 
-def chosen_runs(warehouse: Warehouse, evaluations: list[str], runs: list[str]) -> dict[str, str]:
+def chosen_runs(warehouse: Store, evaluations: list[str], runs: list[str]) -> dict[str, str]:
     """Run name -> run id: those of the given evaluations, the runs named (tag, system or id), or every stored run."""
     if evaluations and runs:
         raise InputError("--evaluations", "give --evaluations or --runs, not both")
@@ -204,7 +204,7 @@ class WorklistReport:
 
 
 def make_worklist(
-    warehouse: Warehouse,
+    warehouse: Store,
     judgments_reference: str,
     spec: EvaluationSpec,
     budget: int,

@@ -30,7 +30,7 @@ from judged.flows.pipeline.compare import (
     store_comparison,
 )
 from judged.flows.engine.versions import implementation_commit, implementation_version, library_versions
-from judged.flows.store.warehouse import Warehouse
+from judged.flows.store.warehouse import Store
 from judged.schemas.comparison import ComparisonSettings, measure_at
 
 if TYPE_CHECKING:
@@ -280,7 +280,7 @@ def write_report(path: Path, evaluations: Sequence[ComparedEvaluation], comparis
     return path
 
 
-def nightly_report(warehouse: Warehouse, evaluation_ids: Sequence[str], name: str) -> Path:
+def nightly_report(warehouse: Store, evaluation_ids: Sequence[str], name: str) -> Path:
     """A night's report in the warehouse (`reports/<name>.html`): its evaluations, compared (and the comparison
     stored) under the default settings when there are at least two."""
     evaluations = [from_warehouse(warehouse, identifier) for identifier in evaluation_ids]

@@ -19,7 +19,7 @@ from typing import Any
 
 import duckdb
 
-from judged.flows.store.warehouse import Warehouse, views_sql
+from judged.flows.store.warehouse import Store, views_sql
 from judged.flows.report.wording import with_article
 
 DEFAULT_TIMEOUT_SECONDS = 60.0
@@ -61,7 +61,7 @@ class QueryResult:
     truncated: bool = False  # more rows than the row limit: only the first ones are here
 
 
-def open_readonly(warehouse: Warehouse, memory_limit: str = DEFAULT_MEMORY_LIMIT) -> duckdb.DuckDBPyConnection:
+def open_readonly(warehouse: Store, memory_limit: str = DEFAULT_MEMORY_LIMIT) -> duckdb.DuckDBPyConnection:
     """The warehouse's views on an in-memory connection built for this warehouse's own files (so a copied or
     moved warehouse answers from its files): external access off except the warehouse directory, a memory limit,
     configuration locked."""
@@ -101,7 +101,7 @@ def readable_statements(connection: duckdb.DuckDBPyConnection, sql: str) -> list
     return [statement.query for statement in statements]
 
 
-def run_query(warehouse: Warehouse, sql: str, limits: QueryLimits = QueryLimits()) -> QueryResult:
+def run_query(warehouse: Store, sql: str, limits: QueryLimits = QueryLimits()) -> QueryResult:
     """Run one or more read-only statements within `limits`; the last one's result is returned (at most
     `limits.row_limit` rows)."""
     connection = open_readonly(warehouse, limits.memory_limit)

@@ -8,7 +8,7 @@ its record file is in place, and the record is always written last.
 Staging: every file or folder is written under `_staging/<uuid>/` (mirroring its final path), which no view's glob
 reaches, and renamed into place whole. The writer holds an exclusive lock (flock) on `_staging/<uuid>.lock` while it
 writes; the kernel drops the lock when its process dies, even by kill -9. Every writer, when it starts
-(`Warehouse.ensure`), removes the staging folders whose lock nobody holds: a crashed writer's leftovers can neither
+(`Store.ensure`), removes the staging folders whose lock nobody holds: a crashed writer's leftovers can neither
 show in a view nor break a refresh or a rerun.
 
 Layout (every table's files are immutable; ids are content-derived):
@@ -383,8 +383,9 @@ class StoreReport:
     phases: tuple[tuple[str, float, float], ...] = ()  # where that time went (flows.phases), when measured
 
 
-class Warehouse:
-    """One warehouse directory."""
+class Store:
+    """One warehouse directory, as the writers and readers of flows/ see it (the public `judged.Warehouse` of
+    flows/api.py reads through it)."""
 
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root).resolve()
@@ -424,7 +425,7 @@ class Warehouse:
 
     # -- setup ----------------------------------------------------------------------------------------------------
 
-    def ensure(self) -> Warehouse:
+    def ensure(self) -> Store:
         """Create the directory and each table's empty file, so the catalog's views always resolve; remove what
         dead writers left in staging."""
         self.root.mkdir(parents=True, exist_ok=True)

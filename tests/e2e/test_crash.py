@@ -18,7 +18,7 @@ import pytest
 
 from judged.flows.pipeline.flows import evaluate_flow, ingest_judgments, ingest_run
 from judged.flows.store.sql import open_readonly
-from judged.flows.store.warehouse import STAGING, Warehouse
+from judged.flows.store.warehouse import STAGING, Store
 from judged.flows.engine.versions import implementation_version
 from judged.schemas.provenance import evaluation_id
 from judged.schemas.spec import PRESETS
@@ -76,7 +76,7 @@ def test_killed_while_writing_then_rerun(prefect_harness: str, tmp_path: Path, p
         if child.poll() is None:
             child.kill()
 
-    store = Warehouse(warehouse)
+    store = Store(warehouse)
     assert f"/{STAGING}/" in marker.read_text()
     assert not store.has_evaluation(expected_id)
     analyst = open_readonly(store)

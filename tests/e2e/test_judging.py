@@ -46,9 +46,9 @@ def warehouse(prefect_harness: str, tmp_path_factory: pytest.TempPathFactory) ->
 
 def test_markdown_artifact_and_show_give_the_interval_and_the_widest_queries(warehouse: Path) -> None:
     from judged.flows.pipeline.flows import EvaluationReport, evaluation_markdown
-    from judged.flows.store.warehouse import Warehouse
+    from judged.flows.store.warehouse import Store
 
-    store = Warehouse(warehouse)
+    store = Store(warehouse)
     (dora,) = sql(warehouse, "SELECT evaluation_id, run_id, judgment_set_id FROM evaluations WHERE run_name = 'DoRA_Large'")
     report = EvaluationReport(dora["evaluation_id"], False, dora["run_id"], dora["judgment_set_id"])
     markdown = evaluation_markdown(store, [report])

@@ -16,7 +16,7 @@ from judged.flows.pipeline.flows import (
     task_runner,
 )
 from judged.flows.store.warehouse import now_utc
-from judged.flows.store.warehouse import Warehouse
+from judged.flows.store.warehouse import Store
 from judged.schemas.spec import PRESETS, EvaluationSpec
 from tests.conftest import SAMPLE
 
@@ -73,7 +73,7 @@ def test_in_memory_streaming_and_sharded_agree(
         limits=scaled_down,
     )
     # The flow's steps without orchestration: its plan of a stored run, each part staged, then finished.
-    warehouse = Warehouse(tmp_path / "warehouse")
+    warehouse = Store(tmp_path / "warehouse")
     judgments = ingest_file(warehouse, qrels, "judgments", limits=Limits(rows_per_shard=2_000))
     stored_run = ingest_file(warehouse, run, "run", limits=Limits(rows_per_shard=10_000))
     assert int(warehouse.record("run", stored_run.id)["n_shards"]) >= 8
@@ -112,8 +112,8 @@ def test_dask_cluster_gives_the_local_result(prefect_harness: str, tmp_path: Pat
             (report,) = evaluate_flow.with_options(task_runner=runner)(
                 judgments, [run_id], spec.canonical_json(), str(warehouse)
             )
-            results[where] = (report.evaluation_id, Warehouse(warehouse).load_evaluation(report.evaluation_id))
-    assert int(Warehouse(tmp_path / "dask").record("run", run_id)["n_shards"]) == 16
+            results[where] = (report.evaluation_id, Store(warehouse).load_evaluation(report.evaluation_id))
+    assert int(Store(tmp_path / "dask").record("run", run_id)["n_shards"]) == 16
     local_id, (_, local_rows, local_summary) = results["local"]
     dask_id, (dask_record, dask_rows, dask_summary) = results["dask"]
     assert dask_id == local_id

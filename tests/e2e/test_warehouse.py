@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 from judged.flows.cli.app import app
 from judged.flows.pipeline.flows import evaluate_flow, ingest_judgments, ingest_run, nightly
 from judged.flows.store.sql import open_readonly
-from judged.flows.store.warehouse import Warehouse
+from judged.flows.store.warehouse import Store
 from judged.flows.engine.versions import implementation_commit, implementation_version
 from judged.schemas.spec import PRESETS, EvaluationSpec
 from tests.conftest import SAMPLE
@@ -88,7 +88,7 @@ def test_every_stored_copy_of_the_spec_reads_back(evaluated: dict) -> None:
     refused; the record's `spec_json`, the Parquet metadata and the provenance now hold one form."""
     warehouse: Path = evaluated["warehouse"]
     evaluation_id = evaluated["report"].evaluation_id
-    record, _, _ = Warehouse(warehouse).load_evaluation(evaluation_id)
+    record, _, _ = Store(warehouse).load_evaluation(evaluation_id)
     provenance_spec = json.loads(record["provenance_json"])["spec"]
     metadata_spec = pq.read_metadata(warehouse / "summary" / evaluation_id / "part-0.parquet").metadata[b"judged.spec"]
     assert provenance_spec == json.loads(record["spec_json"]) == json.loads(metadata_spec)
@@ -113,7 +113,7 @@ def test_a_stored_run_folder_with_warehouse(evaluated: dict, tmp_path: Path) -> 
     assert other.exit_code == 0, other.output
     assert other.stdout == direct.stdout
     assert f"evaluation {evaluated['report'].evaluation_id} (stored)" in other.stderr
-    assert Warehouse(elsewhere).run_record(evaluated["run"].id).exists()
+    assert Store(elsewhere).run_record(evaluated["run"].id).exists()
 
 
 def test_same_inputs_twice_add_nothing(evaluated: dict) -> None:
@@ -176,7 +176,7 @@ def test_judged_sql_refuses(evaluated: dict, statement: str, message: str) -> No
 
 
 def test_lockdown_holds_on_an_analyst_connection(evaluated: dict) -> None:
-    connection = open_readonly(Warehouse(evaluated["warehouse"]))
+    connection = open_readonly(Store(evaluated["warehouse"]))
     for statement in ("COPY (SELECT 1) TO '/tmp/judged-lockdown.csv'", "SELECT * FROM read_csv('/etc/passwd')",
                       "SET enable_external_access = true", "SET memory_limit = '100GB'",
                       "ATTACH '/tmp/judged-lockdown.duckdb'"):
@@ -207,7 +207,7 @@ def test_nightly_sets_bad_files_aside_and_analysts_see_new_results(evaluated: di
         shutil.copy(RUNS[name].with_name(RUNS[name].name + ".meta.toml"), inbox)
     (inbox / "broken.run").write_text("q1 Q0 d1 1 1.0 t\nq1 Q0 d2 two 0.5 t\n")
 
-    analyst = open_readonly(Warehouse(warehouse))  # held open through the nightly run
+    analyst = open_readonly(Store(warehouse))  # held open through the nightly run
     assert analyst.execute("SELECT count(*) FROM evaluations").fetchall() == [(1,)]
     report = nightly(str(inbox), "trec-dl-2020-passage", [SPEC.canonical_json()], str(warehouse))
     assert analyst.execute("SELECT count(*) FROM evaluations").fetchall() == [(3,)]
@@ -238,7 +238,7 @@ def test_stored_per_query_equals_the_direct_path(evaluated: dict) -> None:
     from judged.flows.store.readers import load_table
 
     direct = evaluate(load_table(RUNS["p_bm25"], "run"), load_table(QRELS, "judgments"), SPEC)
-    stored = pl.read_parquet(Warehouse(evaluated["warehouse"]).per_query_part(evaluated["report"].evaluation_id))
+    stored = pl.read_parquet(Store(evaluated["warehouse"]).per_query_part(evaluated["report"].evaluation_id))
     assert direct.evaluation_id == evaluated["report"].evaluation_id
     assert stored.select(direct.per_query.columns).equals(direct.per_query)
 

@@ -198,7 +198,7 @@ def test_warehouse_needs_a_catalog(tmp_path: Path) -> None:
 
 def test_a_stored_run_folder_gives_the_file_s_values_and_id(tmp_path: Path) -> None:
     from judged.flows.store.readers import load_table
-    from judged.flows.store.warehouse import Warehouse as Store
+    from judged.flows.store.warehouse import Store
 
     stored = Store(tmp_path).store_table(load_table(SEED / "run.txt", "run"))
     folder = tmp_path / "run_rows" / stored.id

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import duckdb
 
-from judged.flows.store.warehouse import Warehouse
+from judged.flows.store.warehouse import Store
 from judged.schemas.tables import VIEWS
 
 
 def test_views_columns_and_comments_come_from_the_declarations(tmp_path: Path) -> None:
-    catalog = Warehouse(tmp_path).refresh_catalog()
+    catalog = Store(tmp_path).refresh_catalog()
     with duckdb.connect(str(catalog), read_only=True) as connection:
         views = dict(connection.sql("SELECT view_name, comment FROM duckdb_views() WHERE NOT internal").fetchall())
         assert set(views) == set(VIEWS), "every catalog view needs a declaration in schemas/tables.py VIEWS"

@@ -263,13 +263,13 @@ def test_an_evaluation_without_intervals_differs_only_in_them(tmp_path: Path, ru
     interval_kind null on every row and every other column as the full evaluation has it, on each path; the full
     evaluation does have intervals, some of them wider than the value."""
     from judged.flows.pipeline.flows import ingest_file
-    from judged.flows.store.warehouse import Warehouse
+    from judged.flows.store.warehouse import Store
 
     qrels, text, parquet = bounded_inputs(tmp_path, bounded_run_lines("grouped"))
     spec = build_spec("trec_eval", measures="nDCG@10,AP,P@5")
     judgments = load_table(qrels, "judgments")
     if run_kind == "stored":
-        warehouse = Warehouse(tmp_path / "w")
+        warehouse = Store(tmp_path / "w")
         run = warehouse.stored("run", ingest_file(warehouse, text, "run").id)  # type: ignore[assignment]
     else:
         run = load_table(text if run_kind == "text" else parquet, "run")

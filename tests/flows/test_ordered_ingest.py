@@ -13,7 +13,7 @@ import pytest
 import judged.flows.store.warehouse as warehouse_module
 from judged.flows.engine.limits import Limits
 from judged.flows.pipeline.flows import ingest_file
-from judged.flows.store.warehouse import Warehouse
+from judged.flows.store.warehouse import Store
 
 IN_MEMORY = Limits(rows_per_shard=120)
 STREAMED = Limits(
@@ -65,7 +65,7 @@ def write_variant(path: Path, variant: str, seed: int = 7) -> Path:
 
 
 def stored_files(root: Path, limits: Limits, run: Path) -> tuple[str, dict[str, bytes]]:
-    report = ingest_file(Warehouse(root), run, "run", limits=limits)
+    report = ingest_file(Store(root), run, "run", limits=limits)
     files = sorted((root / "run_rows" / report.id).iterdir()) + [root / "runs" / f"{report.id}.parquet"]
     return report.id, {path.name: path.read_bytes() for path in files}
 

@@ -6,16 +6,16 @@ from pathlib import Path
 
 import pytest
 
-from judged.flows.store.warehouse import Warehouse
+from judged.flows.store.warehouse import Store
 from judged.transforms.errors import InputError
 
 
-def warehouse_with(tmp_path: Path, *ids: str) -> Warehouse:
+def warehouse_with(tmp_path: Path, *ids: str) -> Store:
     folder = tmp_path / "evaluations"
     folder.mkdir(parents=True)
     for name in (*ids, "_empty"):
         (folder / f"{name}.parquet").write_bytes(b"")
-    return Warehouse(tmp_path)
+    return Store(tmp_path)
 
 
 def test_unique_prefix_and_full_id(tmp_path: Path) -> None:

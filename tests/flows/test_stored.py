@@ -12,7 +12,7 @@ from judged.flows.engine.evaluate import Part, evaluate, plan
 from judged.flows.store.readers import DUPLICATE_PAIRS_KEY, load_table, open_stored
 from judged.flows.engine.limits import Limits
 from judged.flows.pipeline.flows import ingest_file
-from judged.flows.store.warehouse import Warehouse
+from judged.flows.store.warehouse import Store
 from judged.schemas.spec import PRESETS
 from judged.transforms.errors import InputError
 
@@ -37,7 +37,7 @@ def write_qrels(path: Path, queries: int = 40) -> Path:
 
 @pytest.fixture()
 def stored(tmp_path: Path) -> dict:
-    warehouse = Warehouse(tmp_path / "warehouse")
+    warehouse = Store(tmp_path / "warehouse")
     qrels, run = write_qrels(tmp_path / "qrels.txt"), write_run(tmp_path / "run.txt")
     report = ingest_file(warehouse, run, "run", limits=Limits(rows_per_shard=300))
     return {"warehouse": warehouse, "qrels": qrels, "run": run, "id": report.id}
@@ -89,7 +89,7 @@ def test_a_head_read_takes_more_parts_when_the_judgments_are_many(stored: dict) 
 
 
 def test_a_run_with_a_duplicate_pair_is_counted_and_read_whole(tmp_path: Path) -> None:
-    warehouse = Warehouse(tmp_path / "warehouse")
+    warehouse = Store(tmp_path / "warehouse")
     qrels, run = write_qrels(tmp_path / "qrels.txt"), write_run(tmp_path / "run.txt", duplicate=True)
     report = ingest_file(warehouse, run, "run", limits=Limits(rows_per_shard=300))
     assert warehouse.record("run", report.id)["n_duplicate_pairs"] == 1
@@ -125,7 +125,7 @@ def test_a_judgments_folder_is_not_a_run(stored: dict) -> None:
 def test_streamed_ingest_writes_the_same_parts_as_the_in_memory_one(
     stored: dict, tmp_path: Path
 ) -> None:
-    streamed = Warehouse(tmp_path / "streamed")
+    streamed = Store(tmp_path / "streamed")
     # Every run of more than one row takes the two streaming passes, in batches of 100 rows.
     limits = Limits(rows_per_shard=300, in_memory_sink_rows=1, sink_batch_rows=100, spill_batch_rows=7)
     report = ingest_file(streamed, stored["run"], "run", limits=limits)

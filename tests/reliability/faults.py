@@ -14,7 +14,7 @@ from pathlib import Path
 import duckdb
 
 from judged.flows.store.sql import open_readonly
-from judged.flows.store.warehouse import Warehouse
+from judged.flows.store.warehouse import Store
 from judged.schemas.spec import PRESETS, EvaluationSpec
 
 SAMPLE = Path(__file__).resolve().parents[2] / "data" / "trec-dl-2020-sample"
@@ -91,7 +91,7 @@ def problems(warehouse: Path) -> list[str]:
     """What is wrong with the warehouse as an analyst sees it: a view that fails, or a partial table."""
     found = []
     try:
-        connection = open_readonly(Warehouse(warehouse))
+        connection = open_readonly(Store(warehouse))
     except Exception as error:  # the point is to report any failure, whatever it is
         return [f"cannot open: {error}"]
     try:
@@ -113,7 +113,7 @@ def problems(warehouse: Path) -> list[str]:
 
 
 def content(warehouse: Path) -> dict[str, list[tuple]]:
-    connection = open_readonly(Warehouse(warehouse))
+    connection = open_readonly(Store(warehouse))
     try:
         return {name: connection.execute(query).fetchall() for name, query in CONTENT.items()}
     finally:

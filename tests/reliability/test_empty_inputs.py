@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 from judged.flows.cli.app import app
 from judged.flows.pipeline.flows import REJECTED
 from judged.flows.store.sql import run_query
-from judged.flows.store.warehouse import Warehouse
+from judged.flows.store.warehouse import Store
 from tests.conftest import REPO
 
 runner = CliRunner()
@@ -67,7 +67,7 @@ def test_an_empty_file_in_the_inbox_is_rejected_with_its_reason_unless_allowed(
         result = runner.invoke(app, ["nightly", "--inbox", str(inbox), "--judgments", str(SEED_QRELS), "--warehouse",
                                      str(warehouse), "--cutoffs", "10", *allow])
         assert result.exit_code == 0, result.output
-    rows = run_query(Warehouse(warehouse), "SELECT file, outcome, error FROM nightly ORDER BY outcome, file").rows
+    rows = run_query(Store(warehouse), "SELECT file, outcome, error FROM nightly ORDER BY outcome, file").rows
     # night 0: empty.run rejected; night 1 (--allow-empty): evaluated; good.run evaluated, then already stored
     assert [row[:2] for row in rows] == [("good.run", "duplicate"), ("empty.run", "evaluated"),
                                          ("good.run", "evaluated"), ("empty.run", "rejected")]
@@ -84,7 +84,7 @@ def test_ingest_run_stores_an_empty_run_only_when_allowed(prefect_harness: str, 
     assert not (warehouse / "runs").exists() or not any((warehouse / "runs").glob("*.parquet"))
     stored = runner.invoke(app, ["ingest-run", str(run), "--warehouse", str(warehouse), "--allow-empty"])
     assert stored.exit_code == 0, stored.output
-    assert run_query(Warehouse(warehouse), "SELECT n_rows FROM runs").rows == [(0,)]
+    assert run_query(Store(warehouse), "SELECT n_rows FROM runs").rows == [(0,)]
 
 
 WIDE_RUN = "q1 Q0 d1 1 3.0 t\nq1 Q0 d2 2 2.0 t extra\nq1 Q0 d3 3 1.0 t more columns\n"

@@ -33,7 +33,7 @@ import pytest
 
 from judged.flows.pipeline.flows import CLAIMED, ingest_judgments, ingest_run
 from judged.flows.store.sql import open_readonly
-from judged.flows.store.warehouse import STAGING, Warehouse
+from judged.flows.store.warehouse import STAGING, Store
 from tests.conftest import REPO
 from tests.reliability.faults import QRELS, RUN, WRITERS, content, make_inbox, problems, write
 
@@ -70,7 +70,7 @@ class Analysts:
     stop: threading.Event = field(default_factory=threading.Event)
 
     def run(self) -> None:
-        connection = open_readonly(Warehouse(self.warehouse))
+        connection = open_readonly(Store(self.warehouse))
         query = ("SELECT (SELECT count(*) FROM run_rows), (SELECT count(*) FROM judgments), "
                  "(SELECT count(*) FROM per_query), (SELECT count(*) FROM summary), (SELECT count(*) FROM nightly)")
         try:
@@ -152,7 +152,7 @@ def test_killed_writers_leave_a_warehouse_equal_to_a_clean_one(prefect_harness: 
     assert sorted(row[0] for row in recorded) == sorted(nightly_files)  # each file once
     assert all(row[-1] == 1 for row in recorded)
     # Nothing left behind: no staging, no claims (every writer that started after a kill removed what it found).
-    Warehouse(faulted).ensure()
+    Store(faulted).ensure()
     assert list((faulted / STAGING).iterdir()) == []
     for inbox in faulted.parent.glob("inbox-faulted-nightly-*"):
         assert not (inbox / CLAIMED).exists() or list((inbox / CLAIMED).iterdir()) == []

@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 from judged.flows.cli.app import app
 from judged.flows.pipeline.flows import CLAIMED, RUN_WAS_NEW, ingest_file, nightly
 from judged.flows.store.sql import run_query
-from judged.flows.store.warehouse import Warehouse
+from judged.flows.store.warehouse import Store
 from judged.schemas.spec import PRESETS
 from tests.conftest import REPO
 from tests.helpers import tree_listing
@@ -54,7 +54,7 @@ def test_a_run_its_evaluation_refuses_is_rejected_before_storing_and_the_night_g
     assert sorted(p.name for p in (inbox / "processed").iterdir()) == ["a.run", "c.run"]
     assert "line 3" in (inbox / "rejected" / "b-repeated.run.error.txt").read_text()
     assert not any((inbox / CLAIMED).iterdir())
-    store = Warehouse(warehouse)
+    store = Store(warehouse)
     rows = run_query(store, "SELECT file, outcome, run_id IS NULL FROM nightly ORDER BY file").rows
     assert rows == [("a.run", "evaluated", False), ("b-repeated.run", "rejected", True), ("c.run", "evaluated", False)]
     # Nothing of the refused run was stored: only the two good runs are in the warehouse.
@@ -105,7 +105,7 @@ def test_two_nightly_processes_on_one_inbox_handle_each_file_once(prefect_harnes
     assert [child.returncode for child in children] == [0, 0], [err[-2000:] for _, err in outputs]
     assert sorted(p.name for p in (inbox / "processed").iterdir()) == names
     assert sorted(p.name for p in (inbox / "rejected").iterdir()) == ["bad.txt", "bad.txt.error.txt"]
-    recorded = run_query(Warehouse(warehouse), "SELECT file, count(*) FROM nightly GROUP BY file ORDER BY file").rows
+    recorded = run_query(Store(warehouse), "SELECT file, count(*) FROM nightly GROUP BY file ORDER BY file").rows
     assert recorded == [("bad.txt", 1), *[(name, 1) for name in names]]
     handled = [tuple(map(int, out.split())) for out, _ in outputs]
     assert sum(evaluated for evaluated, _ in handled) == len(names)
@@ -122,7 +122,7 @@ def test_nightly_takes_the_spec_options_evaluate_takes(prefect_harness: str, tmp
     assert result.exit_code == 0, result.output
     assert "1 evaluation, 0 files rejected" in result.stdout
     # The first d1 (rank 1, score 3.0) is kept: d1, d2 graded 3, 0 -> 3 / (3 + 2/log2(3)) = 3 / 4.2619 = 0.7039.
-    (value,) = run_query(Warehouse(warehouse), "SELECT value FROM summary").rows[0]
+    (value,) = run_query(Store(warehouse), "SELECT value FROM summary").rows[0]
     assert value == pytest.approx(0.7039, abs=5e-5)
     bad = runner.invoke(app, ["nightly", "--inbox", str(inbox), "--judgments", str(SEED_QRELS), "--warehouse",
                               str(warehouse), "--run-duplicates", "sometimes"])
@@ -146,7 +146,7 @@ def test_a_rerun_after_a_kill_records_the_file_as_its_first_attempt_saw_it(
     earlier.mkdir()
     (earlier / "killed.run").write_text(seed_run("file-tag"))
     (earlier / "killed.run.meta.toml").write_text('tag = "sidecar-tag"\n')
-    store = Warehouse(warehouse).ensure()
+    store = Store(warehouse).ensure()
     stored_by_the_killed_night = ingest_file(store, earlier / "killed.run", "run").id
     (inbox / "seen-before.run").write_text(seed_run("seen"))
     ingest_file(store, inbox / "seen-before.run", "run")

@@ -18,7 +18,7 @@ import polars as pl
 
 from judged.flows.store.readers import load_table
 from judged.flows.store.sql import run_query
-from judged.flows.store.warehouse import STAGING, TABLES, Warehouse, remove_dead_staging, staged
+from judged.flows.store.warehouse import STAGING, TABLES, Store, remove_dead_staging, staged
 
 RUN = "q1 Q0 d1 1 3.0 t\nq1 Q0 d2 2 2.0 t\nq2 Q0 d1 1 1.0 t\n"
 
@@ -60,7 +60,7 @@ def test_no_view_glob_reaches_staging() -> None:
 
 def test_a_dead_writers_staging_is_removed_and_a_live_ones_kept(tmp_path: Path) -> None:
     root = tmp_path / "warehouse"
-    store = Warehouse(root).ensure()
+    store = Store(root).ensure()
     dead = _dead_writers_staging(root, tmp_path)
     assert dead.is_relative_to(root / STAGING) and dead.exists()
     with staged(root, root / "runs" / "live.parquet") as live:
@@ -77,7 +77,7 @@ def test_a_crashed_writers_partial_rows_never_reach_a_view_or_a_rerun(tmp_path: 
     parts left there showed up twice after a rerun. Here a dead writer's staging holds a broken part file for the
     very run that is then stored: every view still answers, and the run has its 3 rows, not more."""
     root = tmp_path / "warehouse"
-    store = Warehouse(root).ensure()
+    store = Store(root).ensure()
     (tmp_path / "run.txt").write_text(RUN)
     table = load_table(tmp_path / "run.txt", "run")
     _dead_writers_staging(root, tmp_path)
