@@ -20,16 +20,11 @@ import polars as pl
 
 from judged.flows.engine.evaluate import EvaluationResult
 from judged.flows.store.warehouse import Store, now_utc, write_parquet_atomically
-from judged.schemas.comparison import (
-    COMPARISON_PER_QUERY,
-    COMPARISON_RECORDS,
-    COMPARISONS,
-    ComparisonSettings,
-    comparison_id,
-)
+from judged.schemas.comparison import ComparisonSettings, comparison_id
 from judged.flows.engine.versions import implementation_commit, implementation_version, library_versions
 from judged.schemas.provenance import canonical_json
 from judged.schemas.spec import EvaluationSpec
+from judged.schemas.tables import COMPARISON_PER_QUERY, COMPARISON_RECORDS, COMPARISONS
 from judged.transforms.compare import (
     adjusted_p_values,
     bootstrap_interval,

@@ -20,6 +20,7 @@ from judged.flows.store.readers import LoadedTable, load_table
 from judged.flows.engine.versions import implementation_version
 from judged.flows.report.wording import counted
 from judged.flows.store.warehouse import StoreReport, Store, now_utc, write_parquet_atomically
+from judged.schemas.fields import PAIR
 from judged.schemas.provenance import JudgmentSetMetadata
 from judged.schemas.spec import EvaluationSpec
 from judged.schemas.tables import JUDGMENT_LINEAGE, WORKLISTS
@@ -27,8 +28,6 @@ from judged.transforms.errors import InputError
 from judged.transforms.judging import attach_judgments
 from judged.transforms.ranking import candidate_rows, rank_run
 from judged.transforms.worklist import grade_counts, judging_worklist, smoothed_prior
-
-PAIR = ["query_id", "doc_id"]
 
 
 # -- judgment versions that grow ----------------------------------------------------------------------------------
