@@ -23,7 +23,7 @@ from judged.flows.store.warehouse import StoreReport, Store, now_utc, write_parq
 from judged.schemas.fields import PAIR
 from judged.schemas.provenance import JudgmentSetMetadata
 from judged.schemas.spec import EvaluationSpec
-from judged.schemas.tables import JUDGMENT_LINEAGE, WORKLISTS
+from judged.schemas.tables import JUDGMENT_LINEAGE, JUDGMENT_LINEAGE_TABLE, WORKLISTS, WORKLISTS_TABLE
 from judged.transforms.errors import InputError
 from judged.transforms.judging import attach_judgments
 from judged.transforms.ranking import candidate_rows, rank_run
@@ -140,6 +140,7 @@ def extend_judgments(
         }],
         schema=JUDGMENT_LINEAGE,
     )
+    JUDGMENT_LINEAGE_TABLE.validate(lineage)
     # The lineage first: the view shows it only once the new version's record (written last) exists.
     write_parquet_atomically(
         lineage,
@@ -253,6 +254,7 @@ def make_worklist(
         .select(list(WORKLISTS))
         .cast(WORKLISTS)
     )
+    WORKLISTS_TABLE.validate(stored)
     warehouse.ensure()
     created = write_parquet_atomically(
         stored,
