@@ -278,18 +278,19 @@ EVALUATIONS_TABLE = Table.of_fields(
     nullable=("flow_run_id",),
 )
 
-_RESULT_KEYS = ("evaluation_id", "run_id", "judgment_set_id", "spec_hash", "label", "trec_eval_measure")
+# The columns a stored result row has in front of its per-query or summary columns.
+RESULT_KEYS = ("evaluation_id", "run_id", "judgment_set_id", "spec_hash", "label", "trec_eval_measure")
 # A result row's label names its own measure and cutoff, not the whole spec's.
 _RESULT_OVERRIDES = {"label": Override("our label of this measure and cutoff, e.g. nDCG@10[trec_eval:gain=linear]")}
 STORED_PER_QUERY_TABLE = PER_QUERY_TABLE.extended(
     "per_query", "evaluation x query x measure x cutoff", ("evaluation_id", QUERY, "measure", "cutoff"),
     "every stored evaluation's per-query values",
-    before=_RESULT_KEYS, nullable=("trec_eval_measure",), overrides=_RESULT_OVERRIDES,
+    before=RESULT_KEYS, nullable=("trec_eval_measure",), overrides=_RESULT_OVERRIDES,
 )
 STORED_SUMMARY_TABLE = SUMMARY_TABLE.extended(
     "summary", "evaluation x measure x cutoff", ("evaluation_id", "measure", "cutoff"),
     "every stored evaluation's aggregates",
-    before=_RESULT_KEYS, nullable=("trec_eval_measure",), overrides=_RESULT_OVERRIDES,
+    before=RESULT_KEYS, nullable=("trec_eval_measure",), overrides=_RESULT_OVERRIDES,
 )
 
 NIGHTLY_TABLE = Table.of_fields(
