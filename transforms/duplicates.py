@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import polars as pl
 
+from judged.schemas.fields import PAIR
 from judged.transforms.errors import InputError
-
-PAIR = ["query_id", "doc_id"]
 
 
 def docs_may_repeat() -> pl.Expr:

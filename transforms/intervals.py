@@ -48,10 +48,7 @@ import numpy as np
 import polars as pl
 
 from judged.schemas.spec import EvaluationSpec
-from judged.schemas.tables import INTERVAL_KINDS
-
-QUERY = "query_id"
-PAIR = [QUERY, "doc_id"]
+from judged.schemas.fields import INTERVAL_KINDS, QUERY
 
 ENUMERATED_MULTISETS_MAX = 2_000
 """Up to this many multisets of grades over the unjudged slots (286 for 10 slots and four grades) they are simply

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import polars as pl
 
+from judged.schemas.fields import PAIR, QUERY, STATUSES
 from judged.schemas.measures import MeasureBase
 from judged.schemas.spec import EvaluationSpec
-from judged.schemas.tables import PER_QUERY, STATUSES
-from judged.transforms.ranking import PAIR, QUERY, rank_run
+from judged.schemas.tables import PER_QUERY
+from judged.transforms.ranking import rank_run
 
 
 def attach_judgments(ranked: pl.LazyFrame, judgments: pl.LazyFrame) -> pl.LazyFrame:

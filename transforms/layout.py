@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import polars as pl
 
+from judged.schemas.fields import QUERY
 from judged.schemas.spec import EvaluationSpec
 from judged.transforms.ranking import (
-    QUERY, STORED_ORDER, first_rows_needed, follows_stored_order, rank_run, sort_key,
+    STORED_ORDER, first_rows_needed, follows_stored_order, rank_run, sort_key,
 )
 
 # Rows are written band by band (positions 1-11, 12-101, 102-1001, then the rest), so a read of the first k+1

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from judged.schemas.fields import PAIR
 from judged.schemas.tables import JUDGMENTS, PARQUET_JUDGMENTS_REQUIRED, PARQUET_RUN_REQUIRED, RUN
 from judged.transforms.errors import InputError
 
@@ -132,7 +133,7 @@ def _require_columns(schema: pl.Schema, required: tuple[str, ...], source: str, 
     if missing:
         hint = f": this looks like {other_kind}; {SWAPPED_HINT}" if other_kind_column in schema else ""
         raise InputError(source, f"missing column(s) {missing}; found {list(schema.names())}{hint}")
-    for name in ("query_id", "doc_id"):
+    for name in PAIR:
         if schema[name] != pl.String:
             raise InputError(
                 source, f"column {name!r} has type {schema[name]}; identifiers must be strings ('007' is not '7')"

@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import polars as pl
 
+from judged.schemas.fields import QUERY
 from judged.schemas.spec import PRESETS, EvaluationSpec
 from judged.transforms.duplicates import docs_may_repeat
 
-QUERY = "query_id"
-PAIR = [QUERY, "doc_id"]
 # The ranking a stored run keeps its rows in (transforms/layout.py), numbered by `position`: score at full
 # precision, larger first, then doc_id descending.
 STORED_ORDER = PRESETS["judged"]

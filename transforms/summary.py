@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import polars as pl
 
+from judged.schemas.fields import QUERY
 from judged.schemas.spec import EvaluationSpec
 from judged.schemas.tables import SUMMARY
-from judged.transforms.ranking import QUERY, ordered_mean, ordered_sum
+from judged.transforms.ranking import ordered_mean, ordered_sum
 
 
 def summarize(per_query: pl.LazyFrame, spec: EvaluationSpec) -> pl.LazyFrame:

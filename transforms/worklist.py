@@ -23,21 +23,10 @@ from collections.abc import Sequence
 
 import polars as pl
 
+from judged.schemas.fields import QUERY
 from judged.schemas.spec import EvaluationSpec
+from judged.schemas.tables import WORKLIST
 from judged.transforms.intervals import interval_of_world, interval_worlds
-
-QUERY = "query_id"
-
-WORKLIST: dict[str, pl.DataType] = {
-    "position": pl.Int64(),  # 1 = judge first
-    "query_id": pl.String(),
-    "doc_id": pl.String(),
-    "priority": pl.Float64(),  # the query-weighted width removed, summed over the evaluations
-    "width_removed": pl.Float64(),  # the same, unweighted
-    "best_rank": pl.Int64(),  # its best rank among the evaluations that retrieved it in their top k
-    "evaluations": pl.List(pl.String()),  # those evaluations (their ids, or run names), in order
-    "n_evaluations": pl.Int64(),
-}
 
 
 def grade_counts(judgments: pl.LazyFrame) -> pl.LazyFrame:

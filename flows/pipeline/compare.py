@@ -20,16 +20,18 @@ import polars as pl
 
 from judged.flows.engine.evaluate import EvaluationResult
 from judged.flows.store.warehouse import Store, now_utc, write_parquet_atomically
-from judged.schemas.comparison import (
-    COMPARISON_PER_QUERY,
-    COMPARISON_RECORDS,
-    COMPARISONS,
-    ComparisonSettings,
-    comparison_id,
-)
+from judged.schemas.comparison import ComparisonSettings, comparison_id
 from judged.flows.engine.versions import implementation_commit, implementation_version, library_versions
 from judged.schemas.provenance import canonical_json
 from judged.schemas.spec import EvaluationSpec
+from judged.schemas.tables import (
+    COMPARISON_PER_QUERY,
+    COMPARISON_PER_QUERY_TABLE,
+    COMPARISON_RECORDS,
+    COMPARISON_RECORDS_TABLE,
+    COMPARISONS,
+    COMPARISONS_TABLE,
+)
 from judged.transforms.compare import (
     adjusted_p_values,
     bootstrap_interval,
@@ -329,14 +331,7 @@ def store_comparison(warehouse: Store, result: ComparisonResult, flow_run_id: st
     record_path = comparison_record(warehouse, result.comparison_id)
     if record_path.exists():
         return False
-    warehouse.ensure()
     provenance = canonical_json(result.provenance(flow_run_id))
-    metadata = {"judged.provenance": provenance}
-    folder = result.comparison_id
-    write_parquet_atomically(result.per_query, warehouse.root / "comparison_per_query" / folder / "part-0.parquet",
-                             metadata | {"judged.table": "comparison_per_query"}, warehouse.root)
-    write_parquet_atomically(result.pairs, warehouse.root / "comparisons" / folder / "part-0.parquet",
-                             metadata | {"judged.table": "comparisons"}, warehouse.root)
     first = result.evaluations[0]
     record = pl.DataFrame(
         [{
@@ -356,6 +351,17 @@ def store_comparison(warehouse: Store, result: ComparisonResult, flow_run_id: st
         }],
         schema=COMPARISON_RECORDS,
     )
+    # Checked whole before anything is written, as an evaluation is.
+    COMPARISON_PER_QUERY_TABLE.validate(result.per_query)
+    COMPARISONS_TABLE.validate(result.pairs)
+    COMPARISON_RECORDS_TABLE.validate(record)
+    warehouse.ensure()
+    metadata = {"judged.provenance": provenance}
+    folder = result.comparison_id
+    write_parquet_atomically(result.per_query, warehouse.root / "comparison_per_query" / folder / "part-0.parquet",
+                             metadata | {"judged.table": "comparison_per_query"}, warehouse.root)
+    write_parquet_atomically(result.pairs, warehouse.root / "comparisons" / folder / "part-0.parquet",
+                             metadata | {"judged.table": "comparisons"}, warehouse.root)
     write_parquet_atomically(record, record_path, metadata | {"judged.table": "comparison_records"}, warehouse.root)
     return True
 

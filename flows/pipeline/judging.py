@@ -20,15 +20,14 @@ from judged.flows.store.readers import LoadedTable, load_table
 from judged.flows.engine.versions import implementation_version
 from judged.flows.report.wording import counted
 from judged.flows.store.warehouse import StoreReport, Store, now_utc, write_parquet_atomically
+from judged.schemas.fields import PAIR
 from judged.schemas.provenance import JudgmentSetMetadata
 from judged.schemas.spec import EvaluationSpec
-from judged.schemas.tables import JUDGMENT_LINEAGE, WORKLISTS
+from judged.schemas.tables import JUDGMENT_LINEAGE, JUDGMENT_LINEAGE_TABLE, WORKLISTS, WORKLISTS_TABLE
 from judged.transforms.errors import InputError
 from judged.transforms.judging import attach_judgments
 from judged.transforms.ranking import candidate_rows, rank_run
 from judged.transforms.worklist import grade_counts, judging_worklist, smoothed_prior
-
-PAIR = ["query_id", "doc_id"]
 
 
 # -- judgment versions that grow ----------------------------------------------------------------------------------
@@ -141,6 +140,7 @@ def extend_judgments(
         }],
         schema=JUDGMENT_LINEAGE,
     )
+    JUDGMENT_LINEAGE_TABLE.validate(lineage)
     # The lineage first: the view shows it only once the new version's record (written last) exists.
     write_parquet_atomically(
         lineage,
@@ -254,6 +254,7 @@ def make_worklist(
         .select(list(WORKLISTS))
         .cast(WORKLISTS)
     )
+    WORKLISTS_TABLE.validate(stored)
     warehouse.ensure()
     created = write_parquet_atomically(
         stored,

@@ -46,7 +46,7 @@ from judged.flows.engine.limits import DEFAULT_LIMITS, Limits
 from judged.flows.engine.phases import Phases
 from judged.flows.engine.versions import implementation_version
 from judged.schemas.provenance import JudgmentSetMetadata, RunMetadata, canonical_json
-from judged.schemas.comparison import COMPARISON_PER_QUERY, COMPARISON_RECORDS, COMPARISONS
+from judged.schemas.tables import COMPARISON_PER_QUERY, COMPARISON_RECORDS, COMPARISONS
 from judged.schemas.spec import EvaluationSpec
 from judged.schemas.tables import (
     EVALUATIONS,

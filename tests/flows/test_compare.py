@@ -7,15 +7,27 @@ from __future__ import annotations
 import json
 from functools import cache
 
+from pathlib import Path
+
 import numpy as np
+import polars as pl
 import pytest
 from scipy import stats
 from typer.testing import CliRunner, Result
 
 from judged.flows.cli.app import app
-from judged.flows.pipeline.compare import IncomparableError, compare, compare_evaluations, from_result
+from judged.flows.pipeline.compare import (
+    ComparedEvaluation,
+    IncomparableError,
+    compare,
+    compare_evaluations,
+    from_result,
+    store_comparison,
+)
+from judged.flows.store.warehouse import Store
 from judged.schemas.comparison import ComparisonSettings
 from judged.schemas.spec import build_spec
+from judged.schemas.tables import COMPARISON_PER_QUERY_TABLE, COMPARISON_RECORDS_TABLE, COMPARISONS_TABLE
 from judged.transforms.compare import holm
 from tests.conftest import SAMPLE
 
@@ -147,6 +159,37 @@ def test_refuses_different_specs_naming_both() -> None:
     with pytest.raises(IncomparableError, match="version nist-final.*version nist-2"):
         compare_evaluations([from_result(a, "j1", label, {}), from_result(a, "j2", label.replace("final", "2"), {})],
                             ComparisonSettings())
+
+
+
+def per_query(values: dict[tuple[int | None, str], float]) -> pl.DataFrame:
+    """An evaluation's per-query rows as a comparison reads them (no intervals): the value of each (cutoff, query)."""
+    return pl.DataFrame(
+        [{"measure": "nDCG", "cutoff": cutoff, "query_id": query, "status": "scored", "value": value}
+         for (cutoff, query), value in values.items()],
+        schema={"measure": pl.String, "cutoff": pl.Int32, "query_id": pl.String, "status": pl.String,
+                "value": pl.Float64},
+    )
+
+
+def test_stored_comparison_tables_are_null_exactly_where_declared(tmp_path: Path) -> None:
+    """The comparison tables' nullability is declared, not guessed: a comparison with a whole-list cutoff (a null
+    key), a cutoff with no query in both runs (every statistic undefined), two runs (no Tukey HSD) and no intervals
+    stores nulls in exactly the columns declared nullable, and the stored files pass their contracts."""
+    spec = build_spec("trec_eval", cutoffs=(None, 10))
+    baseline = per_query({(None, "q1"): 0.5, (None, "q2"): 0.7, (None, "q3"): 0.2, (10, "q1"): 0.4})
+    run = per_query({(None, "q1"): 0.6, (None, "q2"): 0.6, (None, "q3"): 0.5, (10, "q2"): 0.3})
+    evaluations = [
+        ComparedEvaluation(name, f"e-{name}", spec, "j", "toy version 1", frame, pl.DataFrame(), {})
+        for name, frame in (("base", baseline), ("other", run))
+    ]
+    result = compare_evaluations(evaluations, ComparisonSettings(permutations=100, bootstrap_resamples=100))
+    assert store_comparison(Store(tmp_path), result)
+    for table, folder in ((COMPARISON_RECORDS_TABLE, "comparison_records"), (COMPARISONS_TABLE, "comparisons"),
+                          (COMPARISON_PER_QUERY_TABLE, "comparison_per_query")):
+        (path,) = [p for p in (tmp_path / folder).rglob("*.parquet") if result.comparison_id in (p.stem, p.parent.name)]
+        stored = table.validate(pl.read_parquet(path))
+        assert tuple(c for c in stored.columns if stored[c].null_count()) == table.nullable, table.name
 
 
 @pytest.mark.parametrize(

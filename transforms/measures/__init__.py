@@ -13,11 +13,12 @@ from typing import Any
 
 import polars as pl
 
+from judged.schemas.fields import QUERY
 from judged.schemas.spec import EvaluationSpec
 from judged.schemas.tables import PER_QUERY
 from judged.transforms.judging import query_universe, ranked_and_judged
 from judged.transforms.measures import ap, judged, ndcg, precision, rbp, recall, rprec, rr
-from judged.transforms.ranking import QUERY, candidate_rows
+from judged.transforms.ranking import candidate_rows
 
 PerQuery = Callable[[pl.LazyFrame, pl.LazyFrame, pl.LazyFrame, list[Any], EvaluationSpec], pl.LazyFrame]
 """(ranked-and-judged rows, judgments, query universe, this measure's declarations, spec) -> PER_QUERY rows."""

@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import polars as pl
 
+from judged.schemas.fields import QUERY
 from judged.schemas.measures import NDCG
 from judged.schemas.spec import EvaluationSpec
 from judged.transforms.judging import evidence, evidence_columns, per_query_rows, suffix, within
-from judged.transforms.ranking import QUERY, ordered_mean, ordered_sum
+from judged.transforms.ranking import ordered_mean, ordered_sum
 
 
 def gain_of(spec: EvaluationSpec, grade: pl.Expr | None = None) -> pl.Expr:

@@ -1,0 +1,48 @@
+"""The judging loop's stored tables (flows/pipeline/judging.py) against their declarations, without Prefect: a
+worklist and a judgment version that extends another store nulls in exactly the columns declared nullable."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+
+from judged.flows.pipeline.judging import extend_judgments, make_worklist
+from judged.flows.store.readers import load_table
+from judged.flows.store.warehouse import Store
+from judged.schemas.provenance import JudgmentSetMetadata, RunMetadata
+from judged.schemas.spec import build_spec
+from judged.schemas.tables import JUDGMENT_LINEAGE_TABLE, WORKLISTS_TABLE, Table
+
+QRELS = "q1 0 d1 1\nq1 0 d2 0\nq2 0 d1 2\n"
+# q1: d3 and d4 unjudged in the top 3; q2: d2 and d3.
+RUN = "q1 Q0 d1 1 3.0 toy\nq1 Q0 d3 2 2.0 toy\nq1 Q0 d4 3 1.0 toy\nq2 Q0 d2 1 2.0 toy\nq2 Q0 d3 2 1.0 toy\n"
+
+
+def stored(tmp_path: Path) -> Store:
+    (tmp_path / "qrels.txt").write_text(QRELS)
+    (tmp_path / "run.txt").write_text(RUN)
+    store = Store(tmp_path / "warehouse")
+    store.store_table(load_table(tmp_path / "qrels.txt", "judgments", JudgmentSetMetadata(name="toy", version="v1")))
+    store.store_table(load_table(tmp_path / "run.txt", "run", RunMetadata(tag="toy")))
+    return store
+
+
+def assert_null_where_declared(table: Table, path: Path) -> None:
+    frame = table.validate(pl.read_parquet(path))
+    assert tuple(c for c in frame.columns if frame[c].null_count()) == table.nullable, table.name
+
+
+def test_worklist_and_lineage_are_null_exactly_where_declared(tmp_path: Path) -> None:
+    """Their nullability is declared, not guessed: a worklist without --topics has no query text (and nothing else
+    null), an extension answering no worklist has no worklist id (and nothing else null)."""
+    store = stored(tmp_path)
+    worklist = make_worklist(store, "toy", build_spec("trec_eval", cutoffs=(3,)), 3, [], [])
+    assert worklist.rows.height == 3
+    assert_null_where_declared(WORKLISTS_TABLE, store.root / "worklists" / f"{worklist.worklist_id}.parquet")
+
+    answers = tmp_path / "answers.txt"
+    answers.write_text("".join(f"{q} 0 {d} 1\n" for q, d in worklist.rows.select("query_id", "doc_id").rows()))
+    extension = extend_judgments(store, str(answers), "toy", "v2")
+    assert extension.n_added == 3
+    assert_null_where_declared(JUDGMENT_LINEAGE_TABLE, store.root / "judgment_lineage" / f"{extension.store.id}.parquet")
