@@ -1,8 +1,8 @@
 """The warehouse: immutable, content-addressed Parquet files under one directory, and their DuckDB catalog.
 
-Belongs here: where each table lives (its kind's declaration: flows/store/kinds.py), atomic writes (written in a private staging folder, then renamed into place;
-never a rewrite in place), storing and reading back judgment sets, runs and evaluations, and regenerating the
-views-only catalog. Visibility follows one rule: a table's rows are visible (to the views and to `exists`) only once
+Belongs here: where each table lives (from its kind's declaration in flows/store/kinds.py), atomic writes (written
+in a private staging folder, then renamed into place; never a rewrite in place), storing and reading back judgment
+sets, runs and evaluations, and regenerating the views-only catalog. Visibility follows one rule: a table's rows are visible (to the views and to `exists`) only once
 its record file is in place, and the record is always written last.
 
 Staging: every file or folder is written under `_staging/<uuid>/` (mirroring its final path), which no view's glob
@@ -11,11 +11,15 @@ writes; the kernel drops the lock when its process dies, even by kill -9. Every 
 (`Store.ensure`), removes the staging folders whose lock nobody holds: a crashed writer's leftovers can neither
 show in a view nor break a refresh or a rerun.
 
-Layout (every table's files are immutable; ids are content-derived):
+Layout (every table's files are immutable; ids are content-derived; each kind's folders: flows/store/kinds.py):
     judgment_sets/<judgment_set_id>.parquet     record    judgments/<judgment_set_id>/part-SSSS-of-NNNN.parquet  rows
     runs/<run_id>.parquet                       record    run_rows/<run_id>/part-SSSS-of-NNNN.parquet            rows
     evaluations/<evaluation_id>.parquet         record    per_query/<evaluation_id>/part-SSSS-of-NNNN.parquet    rows
     summary/<evaluation_id>/part-0.parquet      rows      nightly/<claim_id>.parquet      one inbox file's record
+    judgment_lineage/<judgment_set_id>.parquet  rows, shown with the judgment set's record
+    comparison_records/<comparison_id>.parquet  record    comparisons/<comparison_id>/part-0.parquet              rows
+                                                          comparison_per_query/<comparison_id>/part-0.parquet     rows
+    worklists/<worklist_id>.parquet             a worklist, record and rows in one
     catalog.duckdb                              views only, replaced by rename
     _staging/<uuid>/...  and  _staging/<uuid>.lock                 files being written, and their writer's lock
 Rows of judgments, runs and per-query results are split into shards by query (transforms/shards.py).
@@ -64,7 +68,7 @@ from judged.schemas.tables import comment_statements
 from judged.transforms.duplicates import duplicate_pairs, may_have_duplicates
 from judged.transforms.errors import InputError
 from judged.transforms.layout import in_stored_order, in_stored_order_of_ranked, is_ranked
-from judged.transforms.shards import in_shard, query_buckets, shard_count
+from judged.transforms.shards import query_buckets, shard_count
 
 STAGING = "_staging"
 CATALOG = "catalog.duckdb"
