@@ -239,7 +239,7 @@ def _sink_into(
         # columns are added as each shard is written: the spill need not carry the same value on every row.
         spill = temporary / "_spill"
         with phases.measure("split (read, bucket, spill)"):
-            spill_by_shard(rows, buckets, shards, spill, limits.spill_batch_rows)
+            spill_by_shard(rows, buckets, shards, spill, limits)
         with phases.measure(f"shards ({writers} at a time)"), ThreadPoolExecutor(writers) as pool:
             for future in [pool.submit(_rewrite_spilled, spill, shard, temporary / shard_file(shard, shards),
                                        metadata, phases, constants)
@@ -269,16 +269,15 @@ SPILL_KEY = "shard"
 
 
 def spill_by_shard(
-    rows: pl.LazyFrame, buckets: pl.DataFrame, shards: int, spill: Path,
-    batch_rows: int = DEFAULT_LIMITS.spill_batch_rows,
+    rows: pl.LazyFrame, buckets: pl.DataFrame, shards: int, spill: Path, limits: Limits = DEFAULT_LIMITS
 ) -> None:
     """Rows with their query's `bucket`, in one streaming pass, into one lz4 Arrow IPC file per non-empty shard
     under `spill` (a file that is read back once and deleted is written cheaply), each shard's rows in the order
-    they came, in record batches of `batch_rows` (each open file buffers one)."""
+    they came, in record batches of `limits.spill_batch_rows` (each open file buffers one)."""
     keyed = rows.join(buckets.lazy(), on="query_id", how="left", maintain_order="left")
     keyed.with_columns((pl.col("bucket") % shards).alias(SPILL_KEY)).sink_ipc(
         pl.PartitionBy(spill, key=SPILL_KEY, include_key=False, approximate_bytes_per_file=None),
-        compression="lz4", mkdir=True, maintain_order=True, record_batch_size=batch_rows,
+        compression="lz4", mkdir=True, maintain_order=True, record_batch_size=limits.spill_batch_rows,
     )
 
 
