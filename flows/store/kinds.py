@@ -92,7 +92,7 @@ class Kind:
     """A kind of stored thing: its record (one file per id, written last) and the tables whose files that record
     makes visible (`parts`: each view joins them to the record on `id_column`)."""
 
-    name: str  # as `judged.table` in the parts' metadata of judgment sets and runs, and as the CLI says it
+    name: str  # a judgment set's or run's is also `judged.table` in its files' metadata and the readers' kind
     noun: str  # in messages: "no judgment set with id ..."
     id_column: str | None  # None: the files are named by something no column holds (the nightly claim)
     record: StoredFiles
@@ -112,6 +112,8 @@ class Kind:
     @property
     def rows(self) -> StoredFiles:
         """The table holding the kind's rows (the first part)."""
+        if not self.parts:
+            raise ValueError(f"a {self.noun} keeps its rows in its record: it has no rows folder")
         return self.parts[0]
 
     @property
@@ -175,7 +177,7 @@ COMPARISON = Kind(
 )
 WORKLIST = Kind("worklist", "worklist", "worklist_id", record=StoredFiles(WORKLISTS_TABLE, Layout.FILE))
 
-# Every kind, by name, in the order the catalog lists their views.
+# Every kind, by name.
 KINDS: Mapping[str, Kind] = {
     kind.name: kind for kind in (JUDGMENT_SET, RUN, EVALUATION, NIGHTLY, COMPARISON, WORKLIST)
 }

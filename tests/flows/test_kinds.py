@@ -81,3 +81,8 @@ def test_the_input_kinds_are_the_readers_kinds() -> None:
         input_kind("evaluation")
     with pytest.raises(ValueError, match="not a kind of stored table"):
         kind_named("evaluations")
+
+
+def test_a_kind_without_parts_has_no_rows_folder() -> None:
+    with pytest.raises(ValueError, match="keeps its rows in its record"):
+        kind_named("worklist").rows_folder
