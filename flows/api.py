@@ -24,14 +24,15 @@ import pyarrow as pa
 from judged.flows.engine.evaluate import EvaluationResult
 from judged.flows.engine.evaluate import evaluate as evaluate_tables
 from judged.flows.store.hashing import known_hashes
-from judged.flows.store.readers import LoadedTable, TableKind, load_table, open_stored
+from judged.flows.store.kinds import JUDGMENT_SET, RUN, InputKind
+from judged.flows.store.readers import LoadedTable, load_table, open_stored
 from judged.flows.engine.versions import implementation_commit, implementation_version, library_versions
 from judged.flows.store.warehouse import Store
 from judged.schemas.provenance import InputRecord, JudgmentSetMetadata, ProvenanceRecord, RunMetadata
 from judged.schemas.spec import EvaluationSpec, SpecError, build_spec
-from judged.schemas.tables import JUDGMENTS, PER_QUERY, RUN, STORED_PER_QUERY
+from judged.schemas.tables import PER_QUERY, STORED_PER_QUERY
 from judged.transforms.errors import InputError
-from judged.transforms.parse import conform_judgments, conform_run, in_contract, raise_first_problem
+from judged.transforms.parse import in_contract, raise_first_problem
 
 # What a run name stands for when the run comes as a frame or dict without a `run_tag`.
 UNNAMED_RUN = "run"
@@ -87,7 +88,7 @@ def evaluate(
         spec = build_spec(preset, measures=measures, **options)
     elif measures is not None or options or preset != "judged":
         raise SpecError("give either spec= or a preset with measures and options, not both")
-    judgments = load_input(qrels, "judgments", "qrels")
+    judgments = load_input(qrels, JUDGMENT_SET, "qrels")
     runs = named_runs(run)
     evaluations = {name: _evaluate_one(judgments, value, name, spec) for name, value in runs.items()}
     return evaluations if runs_by_name(run) else evaluations[next(iter(evaluations))]
@@ -119,11 +120,11 @@ def named_runs(run: Any) -> dict[str, Any]:
 def _evaluate_one(judgments: LoadedTable, value: Any, name: str, spec: EvaluationSpec) -> Evaluation:
     started = datetime.now(UTC)
     if isinstance(value, str | os.PathLike) and Path(value).is_dir():
-        stored = open_stored(Path(value), "run")
+        stored = open_stored(Path(value), RUN.name)
         result = evaluate_tables(stored, judgments, spec)
         run_record = InputRecord.from_stored(stored.table_id, stored.record)
     else:
-        run = load_input(value, "run", f"run {name!r}" if name else "run", name)
+        run = load_input(value, RUN, f"run {name!r}" if name else "run", name)
         result = evaluate_tables(run, judgments, spec)
         run_record = input_record(run)
     return _evaluation(result, spec, run_record, input_record(judgments), started)
@@ -174,26 +175,23 @@ def input_record(table: LoadedTable) -> InputRecord:
 # -- inputs -------------------------------------------------------------------------------------------------------
 
 
-def load_input(value: Any, kind: TableKind, source: str, name: str = "") -> LoadedTable:
-    """A path, frame, Arrow table or nested dict as the engine's validated table. `source` names it in errors;
-    `name` is a run's name (its tag when the rows carry none)."""
+def load_input(value: Any, kind: InputKind, source: str, name: str = "") -> LoadedTable:
+    """A path, frame, Arrow table or nested dict as the engine's validated table of `kind`. `source` names it in
+    errors; `name` is a run's name (its tag when the rows carry none)."""
     if isinstance(value, str | os.PathLike):
-        return load_table(Path(value), kind)
+        return load_table(Path(value), kind.name)  # type: ignore[arg-type]
     rows = _as_polars(value, kind, source)
-    conformed = conform_judgments(rows.lazy(), source) if kind == "judgments" else conform_run(rows.lazy(), source)
-    checked = conformed.collect()
+    checked = kind.conform(rows.lazy(), source).collect()
     raise_first_problem(checked.select("source_line", "problem"), source, "row")
-    table = in_contract(checked.lazy(), JUDGMENTS if kind == "judgments" else RUN).collect()
+    table = in_contract(checked.lazy(), kind.input_contract.schema).collect()
     # The content's identity: its rows in the contract, as CSV (the same rows give the same id).
     digest = hashlib.sha256(table.write_csv().encode()).hexdigest()
-    metadata: JudgmentSetMetadata | RunMetadata
-    if kind == "judgments":
-        metadata = JudgmentSetMetadata()
-    else:
+    metadata: JudgmentSetMetadata | RunMetadata = kind.metadata_model()
+    if isinstance(metadata, RunMetadata):
         tags = table["run_tag"].drop_nulls().unique()
         metadata = RunMetadata(tag=tags[0] if tags.len() == 1 else (name or UNNAMED_RUN))
     return LoadedTable(
-        kind=kind,
+        kind=kind.name,  # type: ignore[arg-type]
         scan=table.lazy(),
         source=source,
         hashes=known_hashes(digest, digest),
@@ -203,7 +201,7 @@ def load_input(value: Any, kind: TableKind, source: str, name: str = "") -> Load
     )
 
 
-def _as_polars(value: Any, kind: TableKind, source: str) -> pl.DataFrame:
+def _as_polars(value: Any, kind: InputKind, source: str) -> pl.DataFrame:
     if isinstance(value, pl.DataFrame):
         return value
     if isinstance(value, pl.LazyFrame):
@@ -218,9 +216,9 @@ def _as_polars(value: Any, kind: TableKind, source: str) -> pl.DataFrame:
                              "pyarrow Table or a dict {query_id: {doc_id: value}}")
 
 
-def _from_nested(value: Mapping[Any, Any], kind: TableKind, source: str) -> pl.DataFrame:
+def _from_nested(value: Mapping[Any, Any], kind: InputKind, source: str) -> pl.DataFrame:
     """{query_id: {doc_id: grade or score}} as rows, in the dicts' order."""
-    column = "relevance" if kind == "judgments" else "score"
+    column, dtype = kind.value_column, kind.value_dtype
     for query_id, docs in value.items():
         if not isinstance(docs, Mapping):
             raise InputError(source, f"query {query_id!r} maps to a {type(docs).__name__}, not a dict {{doc_id: {column}}}")
@@ -234,10 +232,9 @@ def _from_nested(value: Mapping[Any, Any], kind: TableKind, source: str) -> pl.D
     wrong_value = next((v for v in values if isinstance(v, bool) or not isinstance(v, int | float)), None)
     if wrong_value is not None:
         raise InputError(source, f"{column} {wrong_value!r} is not a number")
-    if kind == "judgments" and any(isinstance(v, float) for v in values):
+    if dtype.is_integer() and any(isinstance(v, float) for v in values):
         grade = next(v for v in values if isinstance(v, float))
         raise InputError(source, f"grade {grade!r} is not an integer")
-    dtype = pl.Int64 if kind == "judgments" else pl.Float64
     return pl.DataFrame(
         {"query_id": query_ids, "doc_id": doc_ids, column: values},
         schema={"query_id": pl.String, "doc_id": pl.String, column: dtype},

@@ -19,19 +19,12 @@ import numpy as np
 import polars as pl
 
 from judged.flows.engine.evaluate import EvaluationResult
-from judged.flows.store.warehouse import Store, now_utc, write_parquet_atomically
+from judged.flows.store.kinds import COMPARISON, COMPARISON_PER_QUERY_FILES, COMPARISONS_FILES, JUDGMENT_SET, RUN
+from judged.flows.store.warehouse import SINGLE_PART, Store, now_utc, write_parquet_atomically
 from judged.schemas.comparison import ComparisonSettings, comparison_id
 from judged.flows.engine.versions import implementation_commit, implementation_version, library_versions
 from judged.schemas.provenance import canonical_json
 from judged.schemas.spec import EvaluationSpec
-from judged.schemas.tables import (
-    COMPARISON_PER_QUERY,
-    COMPARISON_PER_QUERY_TABLE,
-    COMPARISON_RECORDS,
-    COMPARISON_RECORDS_TABLE,
-    COMPARISONS,
-    COMPARISONS_TABLE,
-)
 from judged.transforms.compare import (
     adjusted_p_values,
     bootstrap_interval,
@@ -122,7 +115,7 @@ def from_result(result: EvaluationResult, judgments_id: str, judgments_label: st
 def from_warehouse(warehouse: Store, evaluation_id: str) -> ComparedEvaluation:
     """A stored evaluation as a comparison takes it."""
     record, per_query, summary = warehouse.load_evaluation(evaluation_id)
-    judgments = warehouse.record("judgments", record["judgment_set_id"])
+    judgments = warehouse.record(JUDGMENT_SET, record["judgment_set_id"])
     provenance = json.loads(record["provenance_json"])
     return ComparedEvaluation(
         run_name=record["run_name"], evaluation_id=evaluation_id,
@@ -212,13 +205,13 @@ def compare_evaluations(
              "confidence_level": settings.confidence_level, "tie_tolerance": settings.tie_tolerance}
             for row, p in zip(rows, adjusted, strict=True)
         ],
-        schema=COMPARISONS,
+        schema=COMPARISONS_FILES.schema,
     )
     per_query = (
         paired.join(pl.DataFrame({"run": list(ids), "run_evaluation_id": list(ids.values())}), on="run", how="left")
         .with_columns(comparison_id=pl.lit(identifier), baseline_evaluation_id=pl.lit(ids[base_name]))
-        .select(list(COMPARISON_PER_QUERY))
-        .cast(COMPARISON_PER_QUERY)
+        .select(list(COMPARISON_PER_QUERY_FILES.schema))
+        .cast(COMPARISON_PER_QUERY_FILES.schema)
     )
     notes = () if has_intervals else (NO_INTERVALS_NOTE,)
     return ComparisonResult(identifier, base_name, settings, tuple(evaluations), pairs, per_query, notes)
@@ -295,17 +288,17 @@ def evaluate_files(
     from judged.flows.store.readers import load_table, open_stored
 
     hashes = hashes or {}
-    judgments = load_table(Path(qrels), "judgments", hashes=hashes.get(Path(qrels)))
+    judgments = load_table(Path(qrels), JUDGMENT_SET.name, hashes=hashes.get(Path(qrels)))
     label = judgments_label(getattr(judgments.metadata, "name", ""), getattr(judgments.metadata, "version", ""))
     evaluations = []
     for run in map(Path, runs):
         if run.is_dir():
-            stored = open_stored(run, "run")
+            stored = open_stored(run, RUN.name)
             result = evaluate(stored, judgments, spec)
             run_identity = {"id": stored.table_id, "source": str(run),
                             "source_sha256": stored.record["source_sha256"]}
         else:
-            table = load_table(run, "run", hashes=hashes.get(run))
+            table = load_table(run, RUN.name, hashes=hashes.get(run))
             result = evaluate(table, judgments, spec)
             run_identity = {"id": table.table_id, "source": str(run), "source_sha256": table.source_sha256}
         inputs = {
@@ -322,7 +315,7 @@ def evaluate_files(
 
 
 def comparison_record(warehouse: Store, identifier: str) -> Path:
-    return warehouse.root / "comparison_records" / f"{identifier}.parquet"
+    return warehouse.record_path(COMPARISON, identifier)
 
 
 def store_comparison(warehouse: Store, result: ComparisonResult, flow_run_id: str | None = None) -> bool:
@@ -349,20 +342,20 @@ def store_comparison(warehouse: Store, result: ComparisonResult, flow_run_id: st
             "notes": list(result.notes),
             "provenance_json": provenance,
         }],
-        schema=COMPARISON_RECORDS,
+        schema=COMPARISON.record.schema,
     )
     # Checked whole before anything is written, as an evaluation is.
-    COMPARISON_PER_QUERY_TABLE.validate(result.per_query)
-    COMPARISONS_TABLE.validate(result.pairs)
-    COMPARISON_RECORDS_TABLE.validate(record)
+    parts = ((result.per_query, COMPARISON_PER_QUERY_FILES), (result.pairs, COMPARISONS_FILES))
+    for rows, table in parts:
+        table.contract.validate(rows)
+    COMPARISON.record.contract.validate(record)
     warehouse.ensure()
     metadata = {"judged.provenance": provenance}
     folder = result.comparison_id
-    write_parquet_atomically(result.per_query, warehouse.root / "comparison_per_query" / folder / "part-0.parquet",
-                             metadata | {"judged.table": "comparison_per_query"}, warehouse.root)
-    write_parquet_atomically(result.pairs, warehouse.root / "comparisons" / folder / "part-0.parquet",
-                             metadata | {"judged.table": "comparisons"}, warehouse.root)
-    write_parquet_atomically(record, record_path, metadata | {"judged.table": "comparison_records"}, warehouse.root)
+    for rows, table in parts:
+        write_parquet_atomically(rows, table.path(warehouse.root, folder) / SINGLE_PART,
+                                 metadata | {"judged.table": table.name}, warehouse.root)
+    write_parquet_atomically(record, record_path, metadata | {"judged.table": COMPARISON.record.name}, warehouse.root)
     return True
 
 
@@ -372,8 +365,8 @@ def load_comparison(warehouse: Store, identifier: str) -> ComparisonResult:
     if not record_path.exists():
         raise InputError(str(warehouse.root), f"no comparison with id {identifier} in the warehouse")
     record = pl.read_parquet(record_path).row(0, named=True)
-    pairs = pl.read_parquet(warehouse.root / "comparisons" / identifier / "part-0.parquet")
-    per_query = pl.read_parquet(warehouse.root / "comparison_per_query" / identifier / "part-0.parquet")
+    pairs = pl.read_parquet(COMPARISONS_FILES.path(warehouse.root, identifier) / SINGLE_PART)
+    per_query = pl.read_parquet(COMPARISON_PER_QUERY_FILES.path(warehouse.root, identifier) / SINGLE_PART)
     return ComparisonResult(
         comparison_id=identifier,
         baseline=record["baseline"],
@@ -395,7 +388,7 @@ def rebase_basis(warehouse: Store, evaluation_ids: Sequence[str], spec: Evaluati
     of the evaluations' most recently ingested judgment set), the given spec or else the first evaluation's, and
     the run of each evaluation."""
     records = [warehouse.load_evaluation(e)[0] for e in evaluation_ids]
-    sets = [warehouse.record("judgments", r["judgment_set_id"]) for r in records]
+    sets = [warehouse.record(JUDGMENT_SET, r["judgment_set_id"]) for r in records]
     newest = max(sets, key=lambda s: s["ingested_at"])
     judgment_set_id = warehouse.resolve_judgment_set(newest["name"]) if newest["name"] else newest["judgment_set_id"]
     chosen = spec or EvaluationSpec.from_canonical_json(records[0]["spec_json"])

@@ -19,11 +19,11 @@ from judged.flows.store.hashing import known_hashes
 from judged.flows.store.readers import LoadedTable, load_table
 from judged.flows.engine.versions import implementation_version
 from judged.flows.report.wording import counted
+from judged.flows.store.kinds import JUDGMENT_SET, LINEAGE_FILES, RUN, WORKLIST
 from judged.flows.store.warehouse import StoreReport, Store, now_utc, write_parquet_atomically
 from judged.schemas.fields import PAIR
 from judged.schemas.provenance import JudgmentSetMetadata
 from judged.schemas.spec import EvaluationSpec
-from judged.schemas.tables import JUDGMENT_LINEAGE, JUDGMENT_LINEAGE_TABLE, WORKLISTS, WORKLISTS_TABLE
 from judged.transforms.errors import InputError
 from judged.transforms.judging import attach_judgments
 from judged.transforms.ranking import candidate_rows, rank_run
@@ -68,8 +68,8 @@ def extend_judgments(
     Parquet), stored content-addressed with its lineage. A new grade for a pair the parent judged is an error
     unless `revise` (then the answer replaces it and counts as a revision); nothing is written on any error."""
     parent_id = resolve_parent(warehouse, parent_reference)
-    parent_record = warehouse.record("judgments", parent_id)
-    parent = warehouse.load_stored("judgments", parent_id)
+    parent_record = warehouse.record(JUDGMENT_SET, parent_id)
+    parent = warehouse.load_stored(JUDGMENT_SET, parent_id)
     parent_meta = parent.metadata
     if not isinstance(parent_meta, JudgmentSetMetadata):
         raise InputError(str(warehouse.root), f"{parent_id} is not a judgment set")
@@ -77,7 +77,7 @@ def extend_judgments(
         raise InputError("--version", "a new version needs a version label")
     if version == parent_meta.version:
         raise InputError("--version", f"{version!r} is the parent's own version label; give the new version its own")
-    answers = load_table(answers_path, "judgments", JudgmentSetMetadata(unresolved_token=parent_meta.unresolved_token))
+    answers = load_table(answers_path, JUDGMENT_SET.name, JudgmentSetMetadata(unresolved_token=parent_meta.unresolved_token))
     answer_rows = answers.frame
     repeated = answer_rows.filter(pl.struct(PAIR).is_duplicated()).sort("source_line")
     if repeated.height:
@@ -114,7 +114,7 @@ def extend_judgments(
     content = hashlib.sha256(combined.select(*PAIR, "relevance").write_csv().encode()).hexdigest()
     source_sha = answers.source_sha256
     table = LoadedTable(
-        kind="judgments",
+        kind=JUDGMENT_SET.name,
         scan=combined.lazy(),
         source=answers_path,
         hashes=known_hashes(source_sha, content),
@@ -138,14 +138,14 @@ def extend_judgments(
             "source": answers_path,
             "source_sha256": source_sha,
         }],
-        schema=JUDGMENT_LINEAGE,
+        schema=LINEAGE_FILES.schema,
     )
-    JUDGMENT_LINEAGE_TABLE.validate(lineage)
+    LINEAGE_FILES.contract.validate(lineage)
     # The lineage first: the view shows it only once the new version's record (written last) exists.
     write_parquet_atomically(
         lineage,
-        warehouse.root / "judgment_lineage" / f"{table.table_id}.parquet",
-        {"judged.table": "judgment_lineage"},
+        LINEAGE_FILES.path(warehouse.root, table.table_id),
+        {"judged.table": LINEAGE_FILES.name},
         warehouse.root,
     )
     report = warehouse.store_table(table)
@@ -175,10 +175,9 @@ def chosen_runs(warehouse: Store, evaluations: list[str], runs: list[str]) -> di
     if evaluations and runs:
         raise InputError("--evaluations", "give --evaluations or --runs, not both")
     records = {}
-    for path in sorted((warehouse.root / "runs").glob("*.parquet")):
-        if not path.name.startswith("_"):
-            record = pl.read_parquet(path).row(0, named=True)
-            records[record["run_id"]] = record
+    for path in warehouse.record_files(RUN):
+        record = pl.read_parquet(path).row(0, named=True)
+        records[record[RUN.id_column]] = record
     chosen: dict[str, str] = {}
     for evaluation_id in evaluations:
         record, _, _ = warehouse.load_evaluation(evaluation_id)
@@ -217,11 +216,11 @@ def make_worklist(
     if budget <= 0:
         raise InputError("--budget", f"the budget must be a positive number of judgments, not {budget}")
     judgment_set_id = resolve_parent(warehouse, judgments_reference)
-    judgments = warehouse.load_stored("judgments", judgment_set_id)
+    judgments = warehouse.load_stored(JUDGMENT_SET, judgment_set_id)
     run_ids = chosen_runs(warehouse, evaluations, runs)
     heads = []
     for name, run_id in sorted(run_ids.items()):
-        rows = warehouse.load_stored("run", run_id).scan
+        rows = warehouse.load_stored(RUN, run_id).scan
         heads.append(rank_run(candidate_rows(rows, spec), spec).with_columns(evaluation=pl.lit(name)))
     judgment_rows = judgments.frame.lazy()
     ranked = attach_judgments(pl.concat(heads), judgment_rows)
@@ -251,19 +250,19 @@ def make_worklist(
             spec_hash=pl.lit(spec.spec_hash),
             created_at=pl.lit(now_utc()),
         )
-        .select(list(WORKLISTS))
-        .cast(WORKLISTS)
+        .select(list(WORKLIST.record.schema))
+        .cast(WORKLIST.record.schema)
     )
-    WORKLISTS_TABLE.validate(stored)
+    WORKLIST.record.contract.validate(stored)
     warehouse.ensure()
+    path = warehouse.record_path(WORKLIST, worklist_id)
     created = write_parquet_atomically(
-        stored,
-        warehouse.root / "worklists" / f"{worklist_id}.parquet",
-        {"judged.table": "worklists", "judged.provenance": json.dumps(provenance, sort_keys=True)},
+        stored, path,
+        {"judged.table": WORKLIST.record.name, "judged.provenance": json.dumps(provenance, sort_keys=True)},
         warehouse.root,
     )
     if not created:
-        stored = pl.read_parquet(warehouse.root / "worklists" / f"{worklist_id}.parquet")
+        stored = pl.read_parquet(path)
     return WorklistReport(worklist_id, judgment_set_id, stored, created)
 
 

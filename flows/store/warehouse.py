@@ -1,8 +1,8 @@
 """The warehouse: immutable, content-addressed Parquet files under one directory, and their DuckDB catalog.
 
-Belongs here: where each table lives, atomic writes (written in a private staging folder, then renamed into place;
-never a rewrite in place), storing and reading back judgment sets, runs and evaluations, and regenerating the
-views-only catalog. Visibility follows one rule: a table's rows are visible (to the views and to `exists`) only once
+Belongs here: where each table lives (from its kind's declaration in flows/store/kinds.py), atomic writes (written
+in a private staging folder, then renamed into place; never a rewrite in place), storing and reading back judgment
+sets, runs and evaluations, and regenerating the views-only catalog. Visibility follows one rule: a table's rows are visible (to the views and to `exists`) only once
 its record file is in place, and the record is always written last.
 
 Staging: every file or folder is written under `_staging/<uuid>/` (mirroring its final path), which no view's glob
@@ -11,11 +11,15 @@ writes; the kernel drops the lock when its process dies, even by kill -9. Every 
 (`Store.ensure`), removes the staging folders whose lock nobody holds: a crashed writer's leftovers can neither
 show in a view nor break a refresh or a rerun.
 
-Layout (every table's files are immutable; ids are content-derived):
+Layout (every table's files are immutable; ids are content-derived; each kind's folders: flows/store/kinds.py):
     judgment_sets/<judgment_set_id>.parquet     record    judgments/<judgment_set_id>/part-SSSS-of-NNNN.parquet  rows
     runs/<run_id>.parquet                       record    run_rows/<run_id>/part-SSSS-of-NNNN.parquet            rows
     evaluations/<evaluation_id>.parquet         record    per_query/<evaluation_id>/part-SSSS-of-NNNN.parquet    rows
     summary/<evaluation_id>/part-0.parquet      rows      nightly/<claim_id>.parquet      one inbox file's record
+    judgment_lineage/<judgment_set_id>.parquet  rows, shown with the judgment set's record
+    comparison_records/<comparison_id>.parquet  record    comparisons/<comparison_id>/part-0.parquet              rows
+                                                          comparison_per_query/<comparison_id>/part-0.parquet     rows
+    worklists/<worklist_id>.parquet             a worklist, record and rows in one
     catalog.duckdb                              views only, replaced by rename
     _staging/<uuid>/...  and  _staging/<uuid>.lock                 files being written, and their writer's lock
 Rows of judgments, runs and per-query results are split into shards by query (transforms/shards.py).
@@ -45,29 +49,26 @@ from judged.flows.store.readers import DUPLICATE_PAIRS_KEY, LoadedTable, StoredT
 from judged.flows.engine.limits import DEFAULT_LIMITS, Limits
 from judged.flows.engine.phases import Phases
 from judged.flows.engine.versions import implementation_version
-from judged.schemas.provenance import JudgmentSetMetadata, RunMetadata, canonical_json
-from judged.schemas.tables import COMPARISON_PER_QUERY, COMPARISON_RECORDS, COMPARISONS
-from judged.schemas.spec import EvaluationSpec
-from judged.schemas.tables import (
-    EVALUATIONS,
-    EVALUATIONS_TABLE,
-    JUDGMENT_LINEAGE,
-    JUDGMENT_SETS,
+from judged.flows.store.kinds import (
+    EVALUATION,
+    JUDGMENT_SET,
     NIGHTLY,
-    RUN_ROWS,
-    RUNS,
-    STORED_JUDGMENTS,
-    STORED_PER_QUERY,
-    STORED_PER_QUERY_TABLE,
-    STORED_SUMMARY,
-    STORED_SUMMARY_TABLE,
-    comment_statements,
-    WORKLISTS,
+    PER_QUERY_FILES,
+    RUN,
+    STORED_TABLES,
+    SUMMARY_FILES,
+    InputKind,
+    Kind,
+    input_kind,
+    kind_named,
 )
+from judged.schemas.provenance import JudgmentSetMetadata, canonical_json
+from judged.schemas.spec import EvaluationSpec
+from judged.schemas.tables import comment_statements
 from judged.transforms.duplicates import duplicate_pairs, may_have_duplicates
 from judged.transforms.errors import InputError
 from judged.transforms.layout import in_stored_order, in_stored_order_of_ranked, is_ranked
-from judged.transforms.shards import in_shard, query_buckets, shard_count
+from judged.transforms.shards import query_buckets, shard_count
 
 STAGING = "_staging"
 CATALOG = "catalog.duckdb"
@@ -75,28 +76,8 @@ CATALOG = "catalog.duckdb"
 # tools, older Python environments) can open it. It holds views only, so the newer formats would add nothing.
 CATALOG_STORAGE_VERSION = "v1.0.0"
 
-# table name -> (contract, files glob relative to the warehouse)
-TABLES: dict[str, tuple[dict[str, pl.DataType], str]] = {
-    "judgment_sets": (JUDGMENT_SETS, "judgment_sets/*.parquet"),
-    "judgments": (STORED_JUDGMENTS, "judgments/*/*.parquet"),
-    "runs": (RUNS, "runs/*.parquet"),
-    "run_rows": (RUN_ROWS, "run_rows/*/*.parquet"),
-    "evaluations": (EVALUATIONS, "evaluations/*.parquet"),
-    "per_query": (STORED_PER_QUERY, "per_query/*/*.parquet"),
-    "summary": (STORED_SUMMARY, "summary/*/*.parquet"),
-    "nightly": (NIGHTLY, "nightly/*.parquet"),
-    # comparisons of evaluations (flows/pipeline/compare.py): the record makes its statistics and per-query rows visible
-    "comparison_records": (COMPARISON_RECORDS, "comparison_records/*.parquet"),
-    "comparisons": (COMPARISONS, "comparisons/*/*.parquet"),
-    "comparison_per_query": (COMPARISON_PER_QUERY, "comparison_per_query/*/*.parquet"),
-    "judgment_lineage": (JUDGMENT_LINEAGE, "judgment_lineage/*.parquet"),
-    "worklists": (WORKLISTS, "worklists/*.parquet"),
-}
-# An empty file per table so every view resolves before anything is stored.
-_EMPTY = {
-    name: (f"{glob.split('/')[0]}/_empty.parquet" if glob.count("/") == 1 else f"{glob.split('/')[0]}/_empty/part-0.parquet")
-    for name, (_, glob) in TABLES.items()
-}
+# A file of one row per id holding several rows (the summary, a comparison's statistics) is this part file.
+SINGLE_PART = "part-0.parquet"
 
 
 def shard_file(shard: int, of: int) -> str:
@@ -179,53 +160,53 @@ def remove_dead_staging(root: Path) -> list[str]:
 
 def sink_shards(
     rows: pl.LazyFrame,
-    folder: Path,
+    kind: InputKind,
+    table_id: str,
+    root: Path,
     shards: int,
+    n_rows: int,
     metadata: dict[str, str],
-    ranked: bool = False,
-    in_memory: bool = False,
-    batch_rows: int = DEFAULT_LIMITS.sink_batch_rows,
-    root: Path | None = None,
-    phases: Phases | None = None,
+    limits: Limits = DEFAULT_LIMITS,
     queries: pl.DataFrame | None = None,
-    writers: int = DEFAULT_LIMITS.shard_writers,
-    leading: dict[str, str] | None = None,
-    spill_batch_rows: int = DEFAULT_LIMITS.spill_batch_rows,
-) -> None:
-    """Write rows, after the `leading` columns (name: the value every row has, such as the table's id), as one
-    Parquet file per non-empty shard into a staging folder (see `staged`; `root` is the
-    warehouse, by default the folder's grandparent), then rename it into place whole; an existing folder is left
-    as it is (same content).
+    phases: Phases | None = None,
+) -> Path:
+    """Write the rows of `kind`'s table `table_id`, after its id column, as one Parquet file per non-empty shard
+    into a staging folder of the warehouse `root` (see `staged`), then rename it into place whole (the kind's rows
+    folder for that id, returned); an existing folder is left as it is (same content).
 
     `queries` holds the table's query ids when they are already known (a frame with `query_id`), sparing a pass
-    over the rows. Large tables stream, in bounded memory. Judgments: batches of `batch_rows` rows get their
-    query's bucket and are appended, as row groups, to the open file of their shard. A `ranked` run is spilled by
-    shard in one streaming pass (`spill_by_shard`, in record batches of `spill_batch_rows`), then each shard is
-    read back alone and written by
-    `write_ranked`; one that fits in memory (`in_memory`) is split by shard in memory instead. Ranked shards are
-    written `writers` at a time, one thread each. `phases` gets where the time went."""
+    over the rows. Large tables stream, in bounded memory. Unranked kinds (judgments): batches of
+    `limits.sink_batch_rows` rows get their query's bucket and are appended, as row groups, to the open file of
+    their shard. A ranked kind (a run) is spilled by shard in one streaming pass (`spill_by_shard`, in record
+    batches of `limits.spill_batch_rows`), then each shard is read back alone and written by `write_ranked`; one
+    of at most `limits.in_memory_sink_rows` rows (`n_rows`) is split by shard in memory instead.
+    Ranked shards are written `limits.shard_writers` at a time, one thread each. `phases` gets where the time
+    went."""
+    folder = kind.rows_path(root, table_id)
     if folder.exists():
-        return
+        return folder
     folder.parent.mkdir(parents=True, exist_ok=True)
-    with staged(root or folder.parent.parent, folder) as temporary:
+    in_memory = n_rows <= limits.in_memory_sink_rows
+    constants = [pl.lit(table_id, pl.String).alias(kind.id_column)] if kind.id_column else []
+    with staged(root, folder) as temporary:
         temporary.mkdir()
-        _sink_into(rows, temporary, shards, metadata, ranked, in_memory, batch_rows, phases or Phases(), queries,
-                   writers, leading or {}, spill_batch_rows)
+        _sink_into(rows, temporary, shards, metadata, kind.ranked, in_memory, limits, phases or Phases(), queries,
+                   constants)
         try:
             os.replace(temporary, folder)
         except OSError:
             if not folder.exists():
                 raise
             # Another writer published the same content-addressed folder first: ours is dropped.
+    return folder
 
 
 def _sink_into(
     rows: pl.LazyFrame, temporary: Path, shards: int, metadata: dict[str, str], ranked: bool, in_memory: bool,
-    batch_rows: int, phases: Phases, queries: pl.DataFrame | None, writers: int, leading: dict[str, str],
-    spill_batch_rows: int,
+    limits: Limits, phases: Phases, queries: pl.DataFrame | None, constants: list[pl.Expr],
 ) -> None:
-    """`sink_shards`' writing, into the staging folder `temporary`."""
-    constants = [pl.lit(value, pl.String).alias(name) for name, value in leading.items()]
+    """`sink_shards`' writing, into the staging folder `temporary`, with the `constants` columns first."""
+    writers = limits.shard_writers
     with phases.measure("buckets"):
         buckets = query_buckets((rows if queries is None else queries.lazy()).select("query_id")).collect(
             engine="streaming"
@@ -258,7 +239,7 @@ def _sink_into(
         # columns are added as each shard is written: the spill need not carry the same value on every row.
         spill = temporary / "_spill"
         with phases.measure("split (read, bucket, spill)"):
-            spill_by_shard(rows, buckets, shards, spill, spill_batch_rows)
+            spill_by_shard(rows, buckets, shards, spill, limits)
         with phases.measure(f"shards ({writers} at a time)"), ThreadPoolExecutor(writers) as pool:
             for future in [pool.submit(_rewrite_spilled, spill, shard, temporary / shard_file(shard, shards),
                                        metadata, phases, constants)
@@ -270,7 +251,7 @@ def _sink_into(
         open_files: dict[int, pq.ParquetWriter] = {}
         try:
             with phases.measure("split and write"):
-                for batch in rows.select(*constants, pl.all()).collect_batches(chunk_size=batch_rows,
+                for batch in rows.select(*constants, pl.all()).collect_batches(chunk_size=limits.sink_batch_rows,
                                                                                engine="streaming"):
                     for shard, part in shard_parts(batch).items():
                         table = part.to_arrow()
@@ -288,16 +269,15 @@ SPILL_KEY = "shard"
 
 
 def spill_by_shard(
-    rows: pl.LazyFrame, buckets: pl.DataFrame, shards: int, spill: Path,
-    batch_rows: int = DEFAULT_LIMITS.spill_batch_rows,
+    rows: pl.LazyFrame, buckets: pl.DataFrame, shards: int, spill: Path, limits: Limits = DEFAULT_LIMITS
 ) -> None:
     """Rows with their query's `bucket`, in one streaming pass, into one lz4 Arrow IPC file per non-empty shard
     under `spill` (a file that is read back once and deleted is written cheaply), each shard's rows in the order
-    they came, in record batches of `batch_rows` (each open file buffers one)."""
+    they came, in record batches of `limits.spill_batch_rows` (each open file buffers one)."""
     keyed = rows.join(buckets.lazy(), on="query_id", how="left", maintain_order="left")
     keyed.with_columns((pl.col("bucket") % shards).alias(SPILL_KEY)).sink_ipc(
         pl.PartitionBy(spill, key=SPILL_KEY, include_key=False, approximate_bytes_per_file=None),
-        compression="lz4", mkdir=True, maintain_order=True, record_batch_size=batch_rows,
+        compression="lz4", mkdir=True, maintain_order=True, record_batch_size=limits.spill_batch_rows,
     )
 
 
@@ -392,18 +372,26 @@ class Store:
 
     # -- paths ----------------------------------------------------------------------------------------------------
 
+    def record_path(self, kind: Kind | str, table_id: str) -> Path:
+        """The record file of `kind`'s table `table_id` (it exists once the table is stored whole)."""
+        return kind_named(kind).record_path(self.root, table_id)
+
+    def record_files(self, kind: Kind | str) -> list[Path]:
+        """Every stored record file of `kind`, by name (not the empty file that lets its view resolve)."""
+        folder = self.root / kind_named(kind).record_folder
+        return sorted(path for path in folder.glob("*.parquet") if not path.name.startswith("_"))
+
     def judgment_set_record(self, judgment_set_id: str) -> Path:
-        return self.root / "judgment_sets" / f"{judgment_set_id}.parquet"
+        return self.record_path(JUDGMENT_SET, judgment_set_id)
 
     def run_record(self, run_id: str) -> Path:
-        return self.root / "runs" / f"{run_id}.parquet"
-
+        return self.record_path(RUN, run_id)
 
     def evaluation_record(self, evaluation_id: str) -> Path:
-        return self.root / "evaluations" / f"{evaluation_id}.parquet"
+        return self.record_path(EVALUATION, evaluation_id)
 
     def per_query_part(self, evaluation_id: str, shard: int = 0, of: int = 1) -> Path:
-        return self.root / "per_query" / evaluation_id / shard_file(shard, of)
+        return PER_QUERY_FILES.path(self.root, evaluation_id) / shard_file(shard, of)
 
     def staging_part(self, evaluation_id: str, shard: int, of: int) -> Path:
         """Where a shard's per-query rows wait for the evaluation to finish (never read by the views)."""
@@ -413,11 +401,11 @@ class Store:
         shutil.rmtree(self.root / "staging" / evaluation_id, ignore_errors=True)
 
     def summary_part(self, evaluation_id: str) -> Path:
-        return self.root / "summary" / evaluation_id / "part-0.parquet"
+        return SUMMARY_FILES.path(self.root, evaluation_id) / SINGLE_PART
 
     def nightly_record(self, claim_id: str) -> Path:
         """The `nightly` row of one inbox file, keyed by the claim that handled it (see pipeline.claimed_files)."""
-        return self.root / "nightly" / f"{claim_id}.parquet"
+        return self.record_path(NIGHTLY, claim_id)
 
     @property
     def catalog(self) -> Path:
@@ -430,9 +418,9 @@ class Store:
         dead writers left in staging."""
         self.root.mkdir(parents=True, exist_ok=True)
         remove_dead_staging(self.root)
-        for name, (contract, _) in TABLES.items():
+        for table in STORED_TABLES.values():
             write_parquet_atomically(
-                pl.DataFrame(schema=contract), self.root / _EMPTY[name], {"judged.table": name}, self.root
+                pl.DataFrame(schema=table.schema), self.root / table.empty_file, {"judged.table": table.name}, self.root
             )
         return self
 
@@ -445,35 +433,28 @@ class Store:
         is written when its id is already there. `phases` gets where the time went."""
         phases = phases or Phases()
         self.ensure()
+        kind = input_kind(table.kind)
         with phases.measure("hash (waiting for it)"):
             table_id = table.table_id
-        if table.kind == "judgments":
-            record_path, folder, id_column = self.judgment_set_record(table_id), "judgments", "judgment_set_id"
-        else:
-            record_path, folder, id_column = self.run_record(table_id), "run_rows", "run_id"
+        record_path = kind.record_path(self.root, table_id)
         with phases.measure("count"):
             n_rows = table.counts["n_rows"]
         if record_path.exists():
-            return StoreReport(table.kind, table_id, False, n_rows)
+            return StoreReport(kind.name, table_id, False, n_rows)
         shards = shard_count(n_rows, limits.rows_per_shard)
-        record = self._table_record(table, shards)
-        metadata = {"judged.table": table.kind, "judged.record": record.write_json()}
-        stored = self.root / folder / table_id
-        sink_shards(
-            table.scan, stored, shards, metadata, ranked=table.kind == "run",
-            in_memory=n_rows <= limits.in_memory_sink_rows, batch_rows=limits.sink_batch_rows, root=self.root,
-            phases=phases, queries=table.query_rows, writers=limits.shard_writers, leading={id_column: table_id},
-            spill_batch_rows=limits.spill_batch_rows,
-        )
+        record = self._table_record(table, kind, shards)
+        metadata = {"judged.table": kind.name, "judged.record": record.write_json()}
+        stored = sink_shards(table.scan, kind, table_id, self.root, shards, n_rows, metadata, limits,
+                             queries=table.query_rows, phases=phases)
         with phases.measure("record"):
-            if table.kind == "run":
+            if kind.ranked:  # write_ranked counted each shard's duplicate pairs
                 record = record.with_columns(
                     n_duplicate_pairs=pl.lit(stored_duplicate_pairs(sorted(stored.glob("part-*.parquet"))), pl.Int64)
                 )
             write_parquet_atomically(record, record_path, metadata, self.root)  # last: makes the rows visible
-        return StoreReport(table.kind, table_id, True, n_rows)
+        return StoreReport(kind.name, table_id, True, n_rows)
 
-    def _table_record(self, table: LoadedTable, shards: int) -> pl.DataFrame:
+    def _table_record(self, table: LoadedTable, kind: InputKind, shards: int) -> pl.DataFrame:
         common = {
             "n_shards": shards,
             "metadata_json": canonical_json(table.metadata.model_dump(mode="json")),
@@ -489,7 +470,7 @@ class Store:
         meta = table.metadata
         if isinstance(meta, JudgmentSetMetadata):
             row = {
-                "judgment_set_id": table.table_id,
+                kind.id_column: table.table_id,
                 "name": meta.name,
                 "version": meta.version,
                 "task": meta.task,
@@ -500,23 +481,25 @@ class Store:
                 "n_unresolved": table.counts["n_unresolved"],
                 **common,
             }
-            return pl.DataFrame([row], schema=JUDGMENT_SETS)
-        row = {"run_id": table.table_id, **meta.model_dump(exclude={"source"}), **common}
-        return pl.DataFrame([row], schema=RUNS)
+            return pl.DataFrame([row], schema=kind.record.schema)
+        row = {kind.id_column: table.table_id, **meta.model_dump(exclude={"source"}), **common}
+        return pl.DataFrame([row], schema=kind.record.schema)
 
-    def record(self, kind: str, table_id: str) -> dict:
-        record_path = self.judgment_set_record(table_id) if kind == "judgments" else self.run_record(table_id)
+    def record(self, kind: Kind | str, table_id: str) -> dict:
+        """The record of `kind`'s table `table_id` as a dict; an InputError when it is not stored."""
+        kind = kind_named(kind)
+        record_path = kind.record_path(self.root, table_id)
         if not record_path.exists():
-            what = "judgment set" if kind == "judgments" else "run"
-            raise InputError(str(self.root), f"no {what} with id {table_id} in the warehouse")
+            raise InputError(str(self.root), f"no {kind.noun} with id {table_id} in the warehouse")
         return pl.read_parquet(record_path).row(0, named=True)
 
-    def stored(self, kind: str, table_id: str) -> StoredTable:
+    def stored(self, kind: InputKind | str, table_id: str) -> StoredTable:
         """A stored judgment set or run: its record and its part files."""
-        folder = self.root / ("judgments" if kind == "judgments" else "run_rows") / table_id
-        return StoredTable(kind=kind, folder=folder, record=self.record(kind, table_id))  # type: ignore[arg-type]
+        kind = input_kind(kind)
+        return StoredTable(kind=kind.name, folder=kind.rows_path(self.root, table_id),  # type: ignore[arg-type]
+                           record=self.record(kind, table_id))
 
-    def load_stored(self, kind: str, table_id: str, shard: int = 0, of: int = 1) -> LoadedTable:
+    def load_stored(self, kind: InputKind | str, table_id: str, shard: int = 0, of: int = 1) -> LoadedTable:
         """A stored judgment set or run, or only its rows in shard `shard` of `of`, as the engine takes it."""
         return self.stored(kind, table_id).load(shard, of)
 
@@ -527,9 +510,9 @@ class Store:
 
     def judgment_sets(self) -> pl.DataFrame:
         """Every stored judgment set record, oldest first."""
-        files = sorted((self.root / "judgment_sets").glob("*.parquet"))
+        files = self.record_files(JUDGMENT_SET)
         if not files:
-            return pl.DataFrame(schema=JUDGMENT_SETS)
+            return pl.DataFrame(schema=JUDGMENT_SET.record.schema)
         return pl.concat([pl.read_parquet(f) for f in files]).sort("ingested_at")
 
     def resolve_judgment_set(self, reference: str) -> str:
@@ -539,7 +522,7 @@ class Store:
         named = self.judgment_sets().filter(pl.col("name") == reference)
         if named.height == 0:
             raise InputError(str(self.root), f"no judgment set with id or name {reference!r} in the warehouse")
-        return str(named["judgment_set_id"][-1])
+        return str(named[JUDGMENT_SET.id_column][-1])
 
     # -- evaluations ----------------------------------------------------------------------------------------------
 
@@ -551,9 +534,7 @@ class Store:
         InputError (the ambiguous one lists the candidates)."""
         if prefix and self.has_evaluation(prefix):
             return prefix
-        folder = self.root / "evaluations"
-        found = sorted(path.stem for path in folder.glob("*.parquet")
-                       if path.stem.startswith(prefix) and not path.stem.startswith("_"))
+        found = [path.stem for path in self.record_files(EVALUATION) if path.stem.startswith(prefix)]
         if not prefix or not found:
             raise InputError(str(self.root), f"no evaluation with id or id prefix {prefix!r} in the warehouse")
         if len(found) > 1:
@@ -570,27 +551,28 @@ class Store:
         spec: EvaluationSpec,
     ) -> bool:
         """Write the per-query shards, the summary, then the record that makes them visible. False if already stored."""
-        evaluation_id = str(record["evaluation_id"][0])
+        evaluation_id = str(record[EVALUATION.id_column][0])
         if self.has_evaluation(evaluation_id):
             return False
         # Checked against their declarations before anything is written: a stored row never breaks its contract.
         # (A per-query part's key is checked by the tests: on millions of rows the check is not free.)
-        EVALUATIONS_TABLE.validate(record)
-        STORED_SUMMARY_TABLE.validate(summary)
+        EVALUATION.record.contract.validate(record)
+        SUMMARY_FILES.contract.validate(summary)
         for part in per_query:
-            STORED_PER_QUERY_TABLE.validate(part, check_key=False)
+            PER_QUERY_FILES.contract.validate(part, check_key=False)
         self.ensure()
         metadata = {"judged.provenance": provenance_json, "judged.spec": spec.canonical_json()}
         for shard, part in enumerate(per_query):
             write_parquet_atomically(
                 part, self.per_query_part(evaluation_id, shard, len(per_query)),
-                metadata | {"judged.table": "per_query"}, self.root,
+                metadata | {"judged.table": PER_QUERY_FILES.name}, self.root,
             )
         write_parquet_atomically(
-            summary, self.summary_part(evaluation_id), metadata | {"judged.table": "summary"}, self.root
+            summary, self.summary_part(evaluation_id), metadata | {"judged.table": SUMMARY_FILES.name}, self.root
         )
         write_parquet_atomically(
-            record, self.evaluation_record(evaluation_id), metadata | {"judged.table": "evaluations"}, self.root
+            record, self.evaluation_record(evaluation_id), metadata | {"judged.table": EVALUATION.record.name},
+            self.root,
         )
         return True
 
@@ -600,14 +582,15 @@ class Store:
             raise InputError(str(self.root), f"no evaluation with id {evaluation_id} in the warehouse")
         record = pl.read_parquet(self.evaluation_record(evaluation_id)).row(0, named=True)
         # Each part holds its queries by measure, then cutoff: a stable sort by query keeps that order.
-        per_query = pl.read_parquet(self.root / "per_query" / evaluation_id / "*.parquet").sort(
+        per_query = pl.read_parquet(PER_QUERY_FILES.path(self.root, evaluation_id) / "*.parquet").sort(
             "query_id", maintain_order=True
         )
         return record, per_query, pl.read_parquet(self.summary_part(evaluation_id))
 
     def store_nightly(self, claim_id: str, rows: pl.DataFrame) -> None:
         write_parquet_atomically(
-            rows.cast(NIGHTLY), self.nightly_record(claim_id), {"judged.table": "nightly"}, self.root
+            rows.cast(NIGHTLY.record.schema), self.nightly_record(claim_id), {"judged.table": NIGHTLY.record.name},
+            self.root,
         )
 
     # -- catalog --------------------------------------------------------------------------------------------------
@@ -634,7 +617,7 @@ def views_sql(root: Path | None = None) -> str:
     warehouse's own path each time). Then the comments on each view and column, from their declarations
     (schemas/tables.py)."""
     template = resources.files("judged.transforms").joinpath("views.sql").read_text()
-    globs = {name: _sql_string(str(root / glob) if root else glob) for name, (_, glob) in TABLES.items()}
+    globs = {name: _sql_string(str(root / table.glob) if root else table.glob) for name, table in STORED_TABLES.items()}
     return template.format(**globs) + "\n" + comment_statements()
 
 

@@ -81,13 +81,13 @@ def test_unknown_evaluation_is_an_input_error(workspace: Path) -> None:
 
 
 def test_every_stored_table_keeps_its_declared_contract(workspace: Path) -> None:
-    from judged.flows.store.warehouse import TABLES
+    from judged.flows.store.kinds import STORED_TABLES
     from judged.schemas.tables import VIEWS
 
     root = workspace / "warehouse"
     checked = []
-    for name, (_, glob) in TABLES.items():
-        files = [path for path in sorted(root.glob(glob)) if "_empty" not in path.as_posix()]
+    for name, table in STORED_TABLES.items():
+        files = [path for path in sorted(root.glob(table.glob)) if "_empty" not in path.as_posix()]
         if not files:
             continue
         frame = pl.concat([pl.read_parquet(path) for path in files], how="vertical")

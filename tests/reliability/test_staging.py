@@ -18,7 +18,8 @@ import polars as pl
 
 from judged.flows.store.readers import load_table
 from judged.flows.store.sql import run_query
-from judged.flows.store.warehouse import STAGING, TABLES, Store, remove_dead_staging, staged
+from judged.flows.store.kinds import STORED_TABLES
+from judged.flows.store.warehouse import STAGING, Store, remove_dead_staging, staged
 
 RUN = "q1 Q0 d1 1 3.0 t\nq1 Q0 d2 2 2.0 t\nq2 Q0 d1 1 1.0 t\n"
 
@@ -54,8 +55,8 @@ def _dead_writers_staging(root: Path, tmp_path: Path) -> Path:
 
 
 def test_no_view_glob_reaches_staging() -> None:
-    for _, glob in TABLES.values():
-        assert not glob.startswith(STAGING) and not glob.startswith("*")
+    for table in STORED_TABLES.values():
+        assert not table.glob.startswith(STAGING) and not table.glob.startswith("*")
 
 
 def test_a_dead_writers_staging_is_removed_and_a_live_ones_kept(tmp_path: Path) -> None:
@@ -83,7 +84,7 @@ def test_a_crashed_writers_partial_rows_never_reach_a_view_or_a_rerun(tmp_path: 
     _dead_writers_staging(root, tmp_path)
     report = store.store_table(table)
     store.refresh_catalog()
-    for view in [*TABLES, "judged_run_rows"]:
+    for view in [*STORED_TABLES, "judged_run_rows"]:
         run_query(store, f"SELECT count(*) FROM {view}")
     result = run_query(store, f"SELECT count(*) FROM run_rows WHERE run_id = '{report.id}'")
     assert result.rows == [(3,)]
