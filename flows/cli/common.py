@@ -362,7 +362,7 @@ def with_spec_options(preset: str | None = "judged", repeatable: bool = False) -
         def with_options(*args: Any, **kwargs: Any) -> Any:
             presets = kwargs.pop("preset")
             values = {option.field: kwargs.pop(option.parameter) for option in SPEC_OPTIONS}
-            given = tuple(presets) if repeatable else ((presets,) if presets is not None else ())
+            given = tuple(presets or ()) if repeatable else ((presets,) if presets is not None else ())
             return command(*args, spec_options=SpecOptions(given, values, preset or "judged"), **kwargs)
 
         parameters = [*own, preset_parameter, *option_parameters]
