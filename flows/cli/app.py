@@ -101,7 +101,7 @@ def evaluate(
         raise fail("--dask runs the flow's shard tasks: give --warehouse too", EXIT_USAGE)
     if dask is not None and not _valid_dask(dask):
         raise fail(f"--dask must be local:N (N workers, N >= 1) or a scheduler address such as tcp://host:8786, "
-                    f"not {dask!r}", EXIT_USAGE)
+                   f"not {dask!r}", EXIT_USAGE)
     if warehouse is not None:
         _require_writable_warehouse(warehouse)
         require_prefect_api()
@@ -199,14 +199,14 @@ def _require_readable_warehouse(warehouse: Path) -> None:
             raise fail(f"{warehouse}: --warehouse cannot be a folder here ({missing.parent} is a file)", EXIT_USAGE)
         if missing.parent.exists() and not os.access(missing.parent, os.R_OK | os.X_OK):
             raise fail(f"{warehouse}: --warehouse cannot be read here ({missing.parent} is not readable)",
-                        EXIT_USAGE)
+                       EXIT_USAGE)
         raise fail(f"{warehouse}: no such folder: --warehouse names a warehouse (ingest or evaluate something "
-                    "into it first)", EXIT_INPUT)
+                   "into it first)", EXIT_INPUT)
     if not os.access(warehouse, os.R_OK | os.X_OK):
         raise fail(f"{warehouse}: --warehouse cannot be read here (no read permission)", EXIT_USAGE)
     if not (warehouse / CATALOG).is_file():
         raise fail(f"{warehouse}: not a judged warehouse (no catalog, {CATALOG}): point --warehouse at one, or "
-                    "ingest or evaluate something into it first", EXIT_INPUT)
+                   "ingest or evaluate something into it first", EXIT_INPUT)
 
 
 def _metadata_overrides(**fields: str | None) -> dict[str, str]:
@@ -275,10 +275,8 @@ def ingest_judgments_command(
         metadata = JudgmentSetMetadata.model_validate({**base.model_dump(), **overrides})
         with orchestrated(f"ingesting {qrels}"):
             report = ingest_judgments(str(qrels), str(warehouse), metadata, allow_empty=allow_empty)
-    except SpecError as error:
-        raise fail(str(error), EXIT_USAGE) from None
-    except InputError as error:
-        raise fail(str(error), EXIT_INPUT) from None
+    except (SpecError, InputError) as error:
+        raise failure(error) from None
     _print_store_report(report, "judgment set")
 
 
@@ -435,10 +433,8 @@ def nightly(
         with orchestrated(f"nightly job over {inbox}"):
             report = nightly_flow(str(inbox), judgments, [s.canonical_json() for s in specs], str(warehouse),
                                   allow_empty)
-    except SpecError as error:
-        raise fail(str(error), EXIT_USAGE) from None
-    except InputError as error:
-        raise fail(str(error), EXIT_INPUT) from None
+    except (SpecError, InputError) as error:
+        raise failure(error) from None
     _print_nightly(report, warehouse)
 
 
@@ -485,13 +481,11 @@ def serve(
 
     try:
         specs = spec_options.specs()
-    except SpecError as error:
-        raise fail(str(error), EXIT_USAGE) from None
-    except InputError as error:
-        raise fail(str(error), EXIT_INPUT) from None
+    except (SpecError, InputError) as error:
+        raise failure(error) from None
     if not os.environ.get("PREFECT_API_URL"):
         raise fail("serve needs a Prefect server: start one with `prefect server start` and set PREFECT_API_URL",
-                    EXIT_USAGE)
+                   EXIT_USAGE)
     require_prefect_api()
     try:
         _announce_inbox(inbox)

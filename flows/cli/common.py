@@ -267,7 +267,7 @@ SPEC_OPTIONS: tuple[SpecOption, ...] = (
     SpecOption("cutoffs", "--cutoffs", parse_cutoffs,
                form="Comma-separated, e.g. 5,10,all. Default: 5,10,15,20,30,100,200,500,1000."),
     SpecOption("measures", "--measures"),
-    SpecOption("gain", "--gain", form="(--gain-map sets map.)"),
+    SpecOption("gain", "--gain", form="Giving --gain-map sets map."),
     SpecOption("gain_map", "--gain-map", parse_gain_map),
     SpecOption("negative_grades", "--negative-grades"),
     SpecOption("ranking", "--ranking"),

@@ -120,7 +120,7 @@ def gathered(
 
             if len(inputs) < 1 + minimum_runs:
                 raise fail(f"{inputs[-1]!r} is no evaluation or comparison id in {warehouse}; to evaluate files "
-                            f"give QRELS and {runs_wanted}", EXIT_INPUT)
+                           f"give QRELS and {runs_wanted}", EXIT_INPUT)
             with orchestrated(f"evaluating {counted(len(inputs) - 1, 'run')} into {warehouse}"):
                 reports = evaluate_flow(inputs[0], inputs[1:], (spec or EvaluationSpec()).canonical_json(),
                                         str(warehouse))
