@@ -111,6 +111,8 @@ class GuardedGroup(TyperGroup):
             raise
         except (InputError, SpecError) as error:
             raise failure(error) from None
+        except BrokenPipeError:  # the reader of the output went away (`judged sql ... | head`): typer exits quietly
+            raise
         except Exception as error:
             command = " ".join([*ctx.command_path.split()[1:], ctx.invoked_subcommand or ""]).strip() or "judged"
             raise _unexpected(error, command, _debugging(ctx)) from None
