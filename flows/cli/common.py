@@ -91,7 +91,7 @@ def _unexpected(error: Exception, command: str, debug: bool) -> typer.Exit:
         folder.mkdir(parents=True, exist_ok=True)
         log = folder / f"{command.replace(' ', '-')}-{stamp}-{os.getpid()}.log"
         with log.open("w", encoding="utf-8") as file:
-            print(f"judged {' '.join(sys.argv[1:])}", file=file)
+            print(f"judged {command}, {stamp}, process {os.getpid()}", file=file)
             traceback.print_exception(error, file=file)
         where = f"the traceback is in {log}"
     except OSError as problem:

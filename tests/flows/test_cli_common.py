@@ -79,7 +79,8 @@ def write_three_queries(folder: Path) -> tuple[Path, Path, Path]:
     runs = []
     for name, shift in (("a", 0), ("b", 2)):
         run = folder / f"run.{name}.txt"
-        run.write_text("".join(f"q{q} Q0 d{(d + shift) % 6} {d + 1} {10 - d} {name}\n" for q in range(3) for d in range(6)))
+        run.write_text("".join(f"q{q} Q0 d{(d + shift) % 6} {d + 1} {10 - d} {name}\n"
+                               for q in range(3) for d in range(6)))
         runs.append(run)
     return qrels, runs[0], runs[1]
 
@@ -162,7 +163,7 @@ def test_an_unexpected_exception_is_one_line_naming_the_command_and_its_log(
     )
     assert log.name.startswith("evaluate-")
     text = log.read_text()
-    assert text.startswith(f"judged ") and "Traceback" in text and "broken_tables" in text
+    assert text.startswith("judged evaluate, ") and "Traceback" in text and "broken_tables" in text
 
 
 @pytest.mark.parametrize("debug", [["--debug"], []])
