@@ -206,3 +206,15 @@ def test_a_real_process_ends_an_unexpected_exception_with_one_line(tmp_path: Pat
     assert done.stderr == (f"judged: error: evaluate failed unexpectedly: RuntimeError: first line ...; the "
                            f"traceback is in {log} (--debug or JUDGED_DEBUG=1 prints it instead)\n")
     assert "second line" in log.read_text()
+
+
+def test_the_command_modules_import_the_shared_module_and_never_each_other() -> None:
+    import ast
+
+    folder = Path(__file__).resolve().parents[2] / "flows" / "cli"
+    commands = {"app", "compare"}
+    for name in commands:
+        tree = ast.parse((folder / f"{name}.py").read_text())
+        imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
+        assert "judged.flows.cli.common" in imported, name
+        assert not {f"judged.flows.cli.{other}" for other in commands - {name}} & imported, name
