@@ -46,34 +46,61 @@ class EvaluationSpec(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    # nDCG, the measure of `cutoffs` when `measures` is empty. One value only: it stays a field because it is part of
-    # the canonical JSON, hence of every stored spec hash and evaluation id.
-    measure: Literal["ndcg"] = "ndcg"
-    cutoffs: tuple[Cutoff, ...] = TREC_EVAL_CUTOFFS
+    # The descriptions are the command line's help for the options that set these fields (flows/cli/common.py).
+    # One value only: `measure` stays a field because it is part of the canonical JSON, hence of every stored spec
+    # hash and evaluation id.
+    measure: Literal["ndcg"] = Field(
+        "ndcg", description="ndcg: the measure of the cutoffs when no measures are declared."
+    )
+    cutoffs: tuple[Cutoff, ...] = Field(
+        TREC_EVAL_CUTOFFS, description="The rank cutoffs k of nDCG@k; 'all' (None) is the whole returned list."
+    )
     # The declared measures (schemas/measures.py). Empty: nDCG at each of `cutoffs`, the form every spec had before
     # measures could be listed, kept so that its canonical JSON, hash and evaluation ids stay what they were.
     # Given: `cutoffs` becomes the measures' cutoffs, so the two never disagree.
-    measures: tuple[Measure, ...] = ()
-    gain: GainKind = "linear"
-    gain_map: tuple[tuple[int, float], ...] = ()
-    negative_grades: NegativeGrades = "zero"
-    discount: Discount = "log2"
-    ranking: Ranking = "score"
-    score_precision: ScorePrecision = "float64"
-    ties: Ties = "docid_desc"
-    unjudged: Unjudged = "zero"
-    ideal: Ideal = "judged"
-    no_relevant: NoRelevant = "null"
-    query_set: QuerySet = "judged"
-    run_duplicates: DuplicatePolicy = "error"
-    judgment_duplicates: DuplicatePolicy = "error"
-    depth: Annotated[StrictInt, Field(gt=0)] | None = None
-    aggregation: Aggregation = "mean"
-    query_weights: tuple[tuple[str, float], ...] = ()
+    measures: tuple[Measure, ...] = Field((), description=(
+        "Measures instead of nDCG at the cutoffs, e.g. nDCG@10,AP,RR@10,P@5,R@100,R-Prec,Judged@10,RBP(p=0.8); "
+        "binary relevance at grade >= rel, e.g. P(rel=2)@5."))
+    gain: GainKind = Field("linear", description="linear (grade), exponential (2^grade-1) or map (the gain map).")
+    gain_map: tuple[tuple[int, float], ...] = Field(
+        (), description="Explicit gains, e.g. 0=0,1=0,2=2,3=3 (gain map); every grade present must be mapped."
+    )
+    negative_grades: NegativeGrades = Field("zero", description="Negative grades: zero (gain 0) or error.")
+    discount: Discount = Field("log2", description="log2: rank r is discounted by 1/log2(r+1).")
+    ranking: Ranking = Field(
+        "score", description="score (rank column kept for audit) or rank (trust the file's ranks)."
+    )
+    score_precision: ScorePrecision = Field(
+        "float64", description="Score precision: float64 or float32 (trec_eval 9, pytrec_eval)."
+    )
+    ties: Ties = Field(
+        "docid_desc", description="Score ties: docid_desc (trec_eval), docid_asc, or average (scikit-learn)."
+    )
+    unjudged: Unjudged = Field("zero", description=(
+        "Unjudged documents: zero (gain 0, counted) or condensed (removed before ranking, trec_eval -J)."))
+    ideal: Ideal = Field(
+        "judged", description="Ideal universe: judged (all judged documents) or retrieved (scikit-learn)."
+    )
+    no_relevant: NoRelevant = Field("null", description="IDCG = 0: null (undefined, left out of the mean) or zero.")
+    query_set: QuerySet = Field(
+        "judged", description="judged (missing queries score 0, trec_eval -c), both, or judged_strict."
+    )
+    run_duplicates: DuplicatePolicy = Field("error", description="Duplicate run rows: error, first or last.")
+    judgment_duplicates: DuplicatePolicy = Field("error", description="Duplicate judgments: error, first or last.")
+    depth: Annotated[StrictInt, Field(gt=0)] | None = Field(
+        None, description="Cut each ranking to its first M documents first (trec_eval -M)."
+    )
+    aggregation: Aggregation = Field("mean", description="mean, or weighted_mean by the query weights.")
+    query_weights: tuple[tuple[str, float], ...] = Field(
+        (), description="Query weights of the weighted mean (unlisted queries weigh 1)."
+    )
     # The summary counts the scored queries whose interval over unjudged documents (value_max - value_min) is wider
     # than this. It reports on the values without changing them, so it is left out of the label; at its default it is
     # left out of the canonical JSON too, so specs from before it existed keep their hash and evaluation ids.
-    interval_width: Annotated[float, Field(gt=0, allow_inf_nan=False)] = DEFAULT_INTERVAL_WIDTH
+    interval_width: Annotated[float, Field(gt=0, allow_inf_nan=False)] = Field(
+        DEFAULT_INTERVAL_WIDTH,
+        description="The summary counts queries whose interval over unjudged documents is wider (default 0.1).",
+    )
 
     @model_validator(mode="before")
     @classmethod

@@ -12,3 +12,8 @@ class InputError(ValueError):
         self.problem = problem
         where = source if line is None else f"{source}, {unit} {line}"
         super().__init__(f"{where}: {problem}")
+
+
+class UsageError(InputError):
+    """Options that contradict each other or cannot apply: how the caller asked, not what an input holds (the command
+    line's usage exit code, 2). An InputError still, so callers that catch those catch these."""

@@ -1,7 +1,8 @@
 """The `judged` command line: `app` with every command registered, and `main`, the console script's entry point.
 
 Belongs here: the command modules (`app.py`: evaluation, warehouse and server commands; `compare.py`: `compare` and
-`report`). Importing this package registers them all on `app`.
+`report`) and what they share (`common.py`: the application, exit codes, failures, the spec options). The command
+modules import `common` and never each other; importing this package registers every command on `app`.
 """
 
 from judged.flows.cli.app import app, main

@@ -1,208 +1,47 @@
-"""The `judged` command line.
+"""The `judged` commands but `compare` and `report` (flows/cli/compare.py), and `main`, the console script.
 
-Belongs here: argument parsing, turning options into an `EvaluationSpec`, calling the engine or the flows, printing,
-and turning every expected error into one line on stderr and a non-zero exit (never a traceback).
+Belongs here: each command's arguments, calling the engine or the flows, printing, and turning every expected error
+into one line on stderr and a non-zero exit. What the command modules share (the application, exit codes, failures,
+the spec options, the guard against bare tracebacks) is flows/cli/common.py.
 """
 
 from __future__ import annotations
 
 import atexit
 import gc
-import math
 import os
 import sys
 from collections.abc import Iterator
-from contextlib import AbstractContextManager
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from judged.schemas.spec import (
-    PRESETS,
-    EvaluationSpec,
-    SpecError,
-    build_spec,
-    parse_cutoffs,
-    parse_gain_map,
-    parse_positive_int,
+from judged.flows.cli.common import (
+    EXIT_INPUT,
+    EXIT_NOT_RUNNING,
+    EXIT_USAGE,
+    GuardedGroup,
+    SpecOptions,
+    app,
+    fail,
+    failure,
+    orchestrated,
+    read_weights,
+    require_prefect_api,
+    with_spec_options,
 )
 from judged.flows.report.wording import counted, rows_per_second
+from judged.schemas.measures import NDCG
+from judged.schemas.spec import EvaluationSpec, SpecError, build_spec, parse_positive_int
 from judged.transforms.errors import InputError
 
 if TYPE_CHECKING:  # the flows import Prefect: only commands that run a flow load them
     from judged.flows.pipeline.flows import NightlyReport
     from judged.flows.store.warehouse import StoreReport
 
-app = typer.Typer(
-    name="judged",
-    help="Evaluate search runs with NDCG against relevance judgments, every choice declared.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
 
-
-
-def _print_version(asked: bool) -> None:
-    if asked:
-        from judged.flows.engine.versions import implementation_version
-
-        print(f"judged {implementation_version()}")
-        raise typer.Exit()
-
-
-@app.callback()
-def _root(
-    context: typer.Context,
-    version: Annotated[
-        bool, typer.Option("--version", is_eager=True, callback=_print_version, help="Print judged's version and exit.")
-    ] = False,
-) -> None:
-    """Evaluate search runs with NDCG against relevance judgments, every choice declared."""
-    _quiet_prefect(serving=context.invoked_subcommand == "serve")
-
-
-EXIT_INPUT = 1
-EXIT_USAGE = 2
-
-_SPEC_PANEL = "Spec options (override the preset)"
-
-
-def _fail(message: str, code: int) -> typer.Exit:
-    print(f"judged: error: {message}", file=sys.stderr)
-    return typer.Exit(code)
-
-
-def _read_weights(path: Path) -> tuple[tuple[str, float], ...]:
-    from judged.flows.store.readers import QUERY_WEIGHTS_BYTES, read_bounded_text
-
-    try:
-        text = read_bounded_text(path, "query weights file", QUERY_WEIGHTS_BYTES)
-    except OSError as error:
-        raise InputError(str(path), f"cannot read the query weights: {error.strerror or error}") from None
-    pairs = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip() or line.lstrip().startswith("#"):
-            continue
-        parts = line.split()
-        try:
-            if len(parts) != 2:
-                raise ValueError
-            weight = float(parts[1])
-            if not math.isfinite(weight):
-                raise ValueError
-            pairs.append((parts[0], weight))
-        except ValueError:
-            raise InputError(str(path), "expected `query_id weight`", number) from None
-    return tuple(pairs)
-
-
-def spec_from_options(
-    preset_name: str,
-    cutoffs: str | None = None,
-    gain: str | None = None,
-    gain_map: str | None = None,
-    negative_grades: str | None = None,
-    ranking: str | None = None,
-    precision: str | None = None,
-    ties: str | None = None,
-    unjudged: str | None = None,
-    ideal: str | None = None,
-    no_relevant: str | None = None,
-    query_set: str | None = None,
-    run_duplicates: str | None = None,
-    judgment_duplicates: str | None = None,
-    depth: str | None = None,
-    query_weights: Path | None = None,
-    measures: str | None = None,
-    interval_width: str | None = None,
-) -> EvaluationSpec:
-    """The spec the options describe: a preset, then each given override. Raises SpecError or InputError."""
-    weights = _read_weights(query_weights) if query_weights else None
-    return build_spec(
-        preset_name,
-        measures=measures,
-        cutoffs=parse_cutoffs(cutoffs) if cutoffs is not None else None,
-        gain=gain,
-        gain_map=parse_gain_map(gain_map) if gain_map is not None else None,
-        negative_grades=negative_grades,
-        ranking=ranking,
-        score_precision=precision,
-        ties=ties,
-        unjudged=unjudged,
-        ideal=ideal,
-        no_relevant=no_relevant,
-        query_set=query_set,
-        run_duplicates=run_duplicates,
-        judgment_duplicates=judgment_duplicates,
-        depth=parse_positive_int(depth, "--depth") if depth is not None else None,
-        query_weights=weights,
-        aggregation="weighted_mean" if weights else None,
-        interval_width=_positive_number(interval_width, "--interval-width") if interval_width is not None else None,
-    )
-
-
-def _positive_number(text: str, what: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise SpecError(f"{what} {text!r} is not a number") from None
-    if not 0 < value < float("inf"):
-        raise SpecError(f"{what} {text} must be a positive, finite number")
-    return value
-
-
-# The spec options, declared once: `evaluate`, `nightly` and `serve` take the same ones (spec_from_options).
-CutoffsOption = Annotated[
-    str | None, typer.Option(help="Comma-separated k values; 'all' = whole list. Default: 5,10,15,20,30,100,200,500,1000.", rich_help_panel=_SPEC_PANEL)
-]
-MeasuresOption = Annotated[
-    str | None, typer.Option(help="Measures instead of nDCG at the cutoffs, e.g. nDCG@10,AP,RR@10,P@5,R@100,R-Prec,Judged@10,RBP(p=0.8); binary relevance at grade >= rel, e.g. P(rel=2)@5.", rich_help_panel=_SPEC_PANEL)
-]
-GainOption = Annotated[
-    str | None, typer.Option(help="linear (grade) or exponential (2^grade-1).", rich_help_panel=_SPEC_PANEL)
-]
-GainMapOption = Annotated[
-    str | None, typer.Option(help="Explicit gains, e.g. 0=0,1=0,2=2,3=3; every grade present must be mapped.", rich_help_panel=_SPEC_PANEL)
-]
-NegativeGradesOption = Annotated[
-    str | None, typer.Option(help="zero (gain 0) or error.", rich_help_panel=_SPEC_PANEL)
-]
-RankingOption = Annotated[
-    str | None, typer.Option(help="score (rank column kept for audit) or rank (trust the file's ranks).", rich_help_panel=_SPEC_PANEL)
-]
-PrecisionOption = Annotated[
-    str | None, typer.Option(help="Score precision: float64 or float32 (trec_eval 9, pytrec_eval).", rich_help_panel=_SPEC_PANEL)
-]
-TiesOption = Annotated[
-    str | None, typer.Option(help="docid_desc (trec_eval), docid_asc, or average (scikit-learn).", rich_help_panel=_SPEC_PANEL)
-]
-UnjudgedOption = Annotated[
-    str | None, typer.Option(help="zero (gain 0, counted) or condensed (removed before ranking, trec_eval -J).", rich_help_panel=_SPEC_PANEL)
-]
-IdealOption = Annotated[
-    str | None, typer.Option(help="Ideal universe: judged (all judged documents) or retrieved (scikit-learn).", rich_help_panel=_SPEC_PANEL)
-]
-NoRelevantOption = Annotated[
-    str | None, typer.Option(help="IDCG = 0: null (undefined, left out of the mean) or zero.", rich_help_panel=_SPEC_PANEL)
-]
-QuerySetOption = Annotated[
-    str | None, typer.Option(help="judged (missing queries score 0, trec_eval -c), both, or judged_strict.", rich_help_panel=_SPEC_PANEL)
-]
-RunDuplicatesOption = Annotated[
-    str | None, typer.Option(help="Duplicate run rows: error, first or last.", rich_help_panel=_SPEC_PANEL)
-]
-JudgmentDuplicatesOption = Annotated[
-    str | None, typer.Option(help="Duplicate judgments: error, first or last.", rich_help_panel=_SPEC_PANEL)
-]
-DepthOption = Annotated[
-    str | None, typer.Option(metavar="M", help="Cut each ranking to its first M documents first (trec_eval -M).", rich_help_panel=_SPEC_PANEL)
-]
-QueryWeightsOption = Annotated[
-    Path | None, typer.Option(help="File of `query_id weight` lines: weighted mean (unlisted queries weigh 1).", rich_help_panel=_SPEC_PANEL)
-]
 # Taken by every command that reads qrels or runs from files (evaluate, ingest-run, ingest-judgments, nightly, serve).
 AllowEmptyOption = Annotated[
     bool, typer.Option("--allow-empty", help="Accept an input without rows (an empty file, blank or comment lines "
@@ -211,6 +50,7 @@ AllowEmptyOption = Annotated[
 
 
 @app.command()
+@with_spec_options(preset="judged")
 def evaluate(
     context: typer.Context,
     qrels: Annotated[Path, typer.Argument(help="Judgments: TREC qrels `qid iter docid grade` (.gz ok) or Parquet; "
@@ -218,30 +58,6 @@ def evaluate(
     runs: Annotated[list[Path], typer.Argument(help="One or more runs: TREC `qid Q0 docid rank score tag`, Parquet, "
                                                      "or a stored run's folder (warehouse/run_rows/<run_id>, "
                                                      "evaluated shard by shard in bounded memory).")],
-    preset: Annotated[
-        str, typer.Option(help=f"Starting point for the spec: {', '.join(PRESETS)}. 'trec_eval' = trec_eval 10 -c.")
-    ] = "judged",
-    cutoffs: CutoffsOption = None,
-    measures: MeasuresOption = None,
-    gain: GainOption = None,
-    gain_map: GainMapOption = None,
-    negative_grades: NegativeGradesOption = None,
-    ranking: RankingOption = None,
-    precision: PrecisionOption = None,
-    ties: TiesOption = None,
-    unjudged: UnjudgedOption = None,
-    ideal: IdealOption = None,
-    no_relevant: NoRelevantOption = None,
-    query_set: QuerySetOption = None,
-    run_duplicates: RunDuplicatesOption = None,
-    judgment_duplicates: JudgmentDuplicatesOption = None,
-    depth: DepthOption = None,
-    query_weights: QueryWeightsOption = None,
-    interval_width: Annotated[
-        str | None,
-        typer.Option(help="The summary counts queries whose interval over unjudged documents is wider (default 0.1).",
-                     rich_help_panel=_SPEC_PANEL),
-    ] = None,
     output_format: Annotated[str, typer.Option("--format", help="table, json or trec (trec_eval -q lines).")] = "table",
     tie_warning_share: Annotated[
         str, typer.Option(metavar="SHARE", help="Warn when tie groups straddle a cutoff in more than this share of "
@@ -259,6 +75,8 @@ def evaluate(
                           "workers) or a scheduler address such as tcp://scheduler:8786."),
     ] = None,
     allow_empty: AllowEmptyOption = False,
+    *,
+    spec_options: SpecOptions,
 ) -> None:
     """Evaluate RUN(s) against QRELS and print the summary (table), everything (json) or trec_eval-style lines."""
     from judged.flows.store.hashing import hash_in_background, hashes_on_demand
@@ -267,7 +85,7 @@ def evaluate(
     try:  # a stream (`-`, a pipe, `<(zcat run.gz)`) is read once, into a file kept until the command ends
         (qrels, *runs), names = context.with_resource(materialized([qrels, *runs]))
     except InputError as error:
-        raise _fail(str(error), EXIT_INPUT) from None
+        raise fail(str(error), EXIT_INPUT) from None
     # Started before the engine's imports: hashing a large run then uses the core the imports leave idle. The
     # trec_eval-style lines show no evaluation id, so for them the inputs are hashed only if something asks.
     hashing = hashes_on_demand if output_format == "trec" else hash_in_background
@@ -278,31 +96,25 @@ def evaluate(
     from judged.flows.engine.ties import with_tie_warning
 
     if output_format not in ("table", "json", "trec"):
-        raise _fail(f"--format must be table, json or trec, not {output_format!r}", EXIT_USAGE)
+        raise fail(f"--format must be table, json or trec, not {output_format!r}", EXIT_USAGE)
     if dask is not None and warehouse is None:
-        raise _fail("--dask runs the flow's shard tasks: give --warehouse too", EXIT_USAGE)
+        raise fail("--dask runs the flow's shard tasks: give --warehouse too", EXIT_USAGE)
     if dask is not None and not _valid_dask(dask):
-        raise _fail(f"--dask must be local:N (N workers, N >= 1) or a scheduler address such as tcp://host:8786, "
-                    f"not {dask!r}", EXIT_USAGE)
+        raise fail(f"--dask must be local:N (N workers, N >= 1) or a scheduler address such as tcp://host:8786, "
+                   f"not {dask!r}", EXIT_USAGE)
     if warehouse is not None:
         _require_writable_warehouse(warehouse)
-        _require_prefect_api()
+        require_prefect_api()
     try:
         tie_share = float(tie_warning_share)
         if not 0 <= tie_share <= 1:
             raise ValueError
     except ValueError:
-        raise _fail(f"--tie-warning-share must be a number from 0 to 1, not {tie_warning_share!r}", EXIT_USAGE) from None
+        raise fail(f"--tie-warning-share must be a number from 0 to 1, not {tie_warning_share!r}", EXIT_USAGE) from None
     try:
-        spec = spec_from_options(
-            preset, cutoffs, gain, gain_map, negative_grades, ranking, precision, ties, unjudged, ideal,
-            no_relevant, query_set, run_duplicates, judgment_duplicates, depth, query_weights, measures,
-            interval_width,
-        )
-    except SpecError as error:
-        raise _fail(str(error), EXIT_USAGE) from None
-    except InputError as error:
-        raise _fail(str(error), EXIT_INPUT) from None
+        spec = spec_options.spec()
+    except (SpecError, InputError) as error:
+        raise failure(error) from None
     try:
         if warehouse is None:
             judgments = load_table(qrels, "judgments", hashes=hashes.get(qrels), allow_empty=allow_empty)
@@ -328,7 +140,7 @@ def evaluate(
                 state = "stored" if report.created else "already stored, reused"
                 print(f"evaluation {report.evaluation_id} ({state})", file=sys.stderr)
     except InputError as error:
-        raise _fail(shown(str(error), names), EXIT_INPUT) from None
+        raise fail(shown(str(error), names), EXIT_INPUT) from None
     if output_format == "json":
         print(as_json(results))
     elif output_format == "trec":
@@ -349,30 +161,6 @@ def _tracked(items: list[Path], description: str) -> Iterator[Path]:
         yield from progress.track(items, description=description)
 
 
-def orchestrated(doing: str) -> AbstractContextManager[None]:
-    """Around a command's flow calls: the Prefect API chosen (flows/pipeline/server.py: a configured one, judged's local
-    server, or Prefect's temporary one), and `doing` with the flow's steps shown while it runs."""
-    from judged.flows.pipeline.progress import Feedback
-    from judged.flows.pipeline.server import orchestration
-
-    return orchestration(Feedback(), doing)
-
-
-def _quiet_prefect(serving: bool = False) -> None:
-    """Prefect's defaults for a command line, set before Prefect is imported: no telemetry, a patient ephemeral
-    server start, and no task tracebacks on the console (errors still reach the Prefect API's logs; the command
-    prints its own one-line error). What flows and tasks log at INFO still reaches the Prefect API, so the UI shows
-    every run's logs: their loggers get their own level instead of inheriting PREFECT_LOGGING_LEVEL's. `serve` is
-    the exception on the console: its terminal is the operator's view of the runs it starts (and their
-    processes, which inherit this environment), so it prints their INFO lines and outcomes."""
-    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
-    os.environ.setdefault("PREFECT_LOGGING_LOGGERS_PREFECT_FLOW_RUNS_LEVEL", "INFO")
-    os.environ.setdefault("PREFECT_LOGGING_LOGGERS_PREFECT_TASK_RUNS_LEVEL", "INFO")
-    os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "INFO" if serving else "CRITICAL")
-    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
-
-
 _WAREHOUSE_HELP = "Warehouse directory (Parquet files and catalog.duckdb)."
 _DASK_SCHEMES = ("tcp://", "tls://", "ucx://", "inproc://", "ws://", "wss://")
 
@@ -387,12 +175,12 @@ def _valid_dask(dask: str) -> bool:
 def _require_writable_warehouse(warehouse: Path) -> None:
     """Exit 2 with one line unless `warehouse` is a folder (or can become one) that this user can write."""
     if warehouse.exists() and not warehouse.is_dir():
-        raise _fail(f"{warehouse}: --warehouse must be a folder, and this is a file", EXIT_USAGE)
+        raise fail(f"{warehouse}: --warehouse must be a folder, and this is a file", EXIT_USAGE)
     existing = warehouse
     while not existing.exists():
         existing = existing.parent
     if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
-        raise _fail(f"{warehouse}: --warehouse cannot be written here ({existing} is not writable)", EXIT_USAGE)
+        raise fail(f"{warehouse}: --warehouse cannot be written here ({existing} is not writable)", EXIT_USAGE)
 
 
 def _require_readable_warehouse(warehouse: Path) -> None:
@@ -402,34 +190,23 @@ def _require_readable_warehouse(warehouse: Path) -> None:
     from judged.flows.store.warehouse import CATALOG
 
     if warehouse.exists() and not warehouse.is_dir():
-        raise _fail(f"{warehouse}: --warehouse must be a folder, and this is a file", EXIT_USAGE)
+        raise fail(f"{warehouse}: --warehouse must be a folder, and this is a file", EXIT_USAGE)
     if not warehouse.exists():
         missing = warehouse
         while not missing.parent.exists() and missing.parent != missing:
             missing = missing.parent
         if missing.parent.exists() and not missing.parent.is_dir():
-            raise _fail(f"{warehouse}: --warehouse cannot be a folder here ({missing.parent} is a file)", EXIT_USAGE)
+            raise fail(f"{warehouse}: --warehouse cannot be a folder here ({missing.parent} is a file)", EXIT_USAGE)
         if missing.parent.exists() and not os.access(missing.parent, os.R_OK | os.X_OK):
-            raise _fail(f"{warehouse}: --warehouse cannot be read here ({missing.parent} is not readable)",
-                        EXIT_USAGE)
-        raise _fail(f"{warehouse}: no such folder: --warehouse names a warehouse (ingest or evaluate something "
-                    "into it first)", EXIT_INPUT)
+            raise fail(f"{warehouse}: --warehouse cannot be read here ({missing.parent} is not readable)",
+                       EXIT_USAGE)
+        raise fail(f"{warehouse}: no such folder: --warehouse names a warehouse (ingest or evaluate something "
+                   "into it first)", EXIT_INPUT)
     if not os.access(warehouse, os.R_OK | os.X_OK):
-        raise _fail(f"{warehouse}: --warehouse cannot be read here (no read permission)", EXIT_USAGE)
+        raise fail(f"{warehouse}: --warehouse cannot be read here (no read permission)", EXIT_USAGE)
     if not (warehouse / CATALOG).is_file():
-        raise _fail(f"{warehouse}: not a judged warehouse (no catalog, {CATALOG}): point --warehouse at one, or "
-                    "ingest or evaluate something into it first", EXIT_INPUT)
-
-
-def _require_prefect_api() -> None:
-    """Exit 1 with one line, before anything is created, when PREFECT_API_URL is set in the environment and no
-    Prefect API answers there (one set in a profile is checked when the flow starts: flows/pipeline/server.py)."""
-    from judged.flows.pipeline.server import require_reachable_api
-
-    try:
-        require_reachable_api(os.environ.get("PREFECT_API_URL"))
-    except InputError as error:
-        raise _fail(str(error), EXIT_INPUT) from None
+        raise fail(f"{warehouse}: not a judged warehouse (no catalog, {CATALOG}): point --warehouse at one, or "
+                   "ingest or evaluate something into it first", EXIT_INPUT)
 
 
 def _metadata_overrides(**fields: str | None) -> dict[str, str]:
@@ -481,8 +258,8 @@ def ingest_judgments_command(
         _extend_judgments(qrels, warehouse, extends, version, revise, assessors, worklist)
         return
     if revise or worklist is not None:
-        raise _fail("--revise and --worklist go with --extends", EXIT_USAGE)
-    _require_prefect_api()
+        raise fail("--revise and --worklist go with --extends", EXIT_USAGE)
+    require_prefect_api()
     from judged.flows.store.readers import read_sidecar
     from judged.flows.pipeline.flows import ingest_judgments
     from judged.schemas.provenance import JudgmentSetMetadata
@@ -498,10 +275,8 @@ def ingest_judgments_command(
         metadata = JudgmentSetMetadata.model_validate({**base.model_dump(), **overrides})
         with orchestrated(f"ingesting {qrels}"):
             report = ingest_judgments(str(qrels), str(warehouse), metadata, allow_empty=allow_empty)
-    except SpecError as error:
-        raise _fail(str(error), EXIT_USAGE) from None
-    except InputError as error:
-        raise _fail(str(error), EXIT_INPUT) from None
+    except (SpecError, InputError) as error:
+        raise failure(error) from None
     _print_store_report(report, "judgment set")
 
 
@@ -513,19 +288,20 @@ def _extend_judgments(
     from judged.flows.store.warehouse import Store
 
     if not version:
-        raise _fail("--extends needs --version (the new version's label)", EXIT_USAGE)
+        raise fail("--extends needs --version (the new version's label)", EXIT_USAGE)
     try:
         store = Store(warehouse)
         report = extend_judgments(store, str(answers), parent, version, revise, assessors, worklist)
         store.refresh_catalog()
     except InputError as error:
-        raise _fail(str(error), EXIT_INPUT) from None
+        raise fail(str(error), EXIT_INPUT) from None
     _print_store_report(report.store, "judgment set")
     print(f"extends {report.parent_id}: {counted(report.n_added, 'pair')} added, {report.n_revised} revised, "
           f"{report.n_confirmed} confirmed")
 
 
 @app.command()
+@with_spec_options(preset="judged")
 def worklist(
     judgments: Annotated[str, typer.Option(help="Judgment set: NAME (newest version), NAME@VERSION or an id.")],
     warehouse: Annotated[Path, typer.Option(help=_WAREHOUSE_HELP)] = Path("warehouse"),
@@ -533,36 +309,44 @@ def worklist(
         list[str] | None, typer.Option(help="Rank the documents these stored evaluations' runs retrieved (repeatable).")
     ] = None,
     runs: Annotated[list[str] | None, typer.Option(help="Or these stored runs (tag, system or id; repeatable).")] = None,
-    cutoff: Annotated[int, typer.Option(help="k: documents in the runs' top k, intervals of nDCG@k.")] = 10,
+    cutoff: Annotated[int | None, typer.Option(help="k: documents in the runs' top k, intervals of nDCG@k (or give "
+                                                    "--cutoffs k, or --measures nDCG@k).", show_default="10")] = None,
     budget: Annotated[int, typer.Option(help="How many pairs to list.")] = 500,
-    preset_name: Annotated[str, typer.Option("--preset", help="The spec of the intervals.")] = "judged",
-    query_weights: Annotated[
-        Path | None, typer.Option(help="File of `query_id weight` lines (e.g. log frequency); unlisted queries weigh 1.")
-    ] = None,
     topics: Annotated[Path | None, typer.Option(help="query_id<TAB>text lines: the query text goes in each row.")] = None,
     out: Annotated[Path | None, typer.Option(help="Write the assessor file here (default: print it).")] = None,
     output_format: Annotated[str, typer.Option("--format", help="qrels (grade column empty) or csv.")] = "qrels",
+    *,
+    spec_options: SpecOptions,
 ) -> None:
     """Rank unjudged (query, document) pairs by how much judging each is expected to narrow the nDCG@k intervals of
-    the runs that retrieved it in their top k; store the worklist (view `worklists`) and write the assessor file."""
+    the runs that retrieved it in their top k; store the worklist (view `worklists`) and write the assessor file.
+    The query weights (e.g. log frequency) weigh each query's share of the priority."""
     from judged.flows.pipeline.judging import assessor_file, make_worklist
     from judged.flows.store.warehouse import Store
 
     if output_format not in ("qrels", "csv"):
-        raise _fail(f"--format must be qrels or csv, not {output_format!r}", EXIT_USAGE)
+        raise fail(f"--format must be qrels or csv, not {output_format!r}", EXIT_USAGE)
     if budget <= 0:
-        raise _fail(f"--budget must be a positive number of judgments, not {budget}", EXIT_USAGE)
+        raise fail(f"--budget must be a positive number of judgments, not {budget}", EXIT_USAGE)
+    given = spec_options.given()
+    if "--interval-width" in given:
+        raise fail("--interval-width sets which intervals an evaluation's summary counts as wide; a worklist has no "
+                   "summary: leave it out", EXIT_USAGE)
+    cutoffs_given = [flag for flag in given if flag in ("--cutoffs", "--measures")]
+    if cutoff is not None and cutoffs_given:
+        raise fail(f"--cutoff and {cutoffs_given[0]} both give k: give one of them", EXIT_USAGE)
     try:
-        spec = build_spec(preset_name, cutoffs=(parse_positive_int(str(cutoff), "--cutoff"),))
-    except SpecError as error:
-        raise _fail(str(error), EXIT_USAGE) from None
+        k = () if cutoffs_given else (parse_positive_int(str(10 if cutoff is None else cutoff), "--cutoff"),)
+        spec = spec_options.spec(**({"cutoffs": k} if k else {}))
+    except (SpecError, InputError) as error:
+        raise failure(error) from None
+    spec, weights = _worklist_spec(spec)
     try:
-        weights = _read_weights(query_weights) if query_weights else ()
         store = Store(warehouse)
         report = make_worklist(store, judgments, spec, budget, evaluations or [], runs or [], weights, topics)
         store.refresh_catalog()
     except InputError as error:
-        raise _fail(str(error), EXIT_INPUT) from None
+        raise failure(error) from None
     text = assessor_file(report.rows, output_format)
     if out is None:
         sys.stdout.write(text)
@@ -586,7 +370,7 @@ def ingest_run_command(
 ) -> None:
     """Validate a run and store it, content-addressed, with its metadata (sidecar `<run>.meta.toml` or options)."""
     _require_writable_warehouse(warehouse)
-    _require_prefect_api()
+    require_prefect_api()
     from judged.flows.store.readers import read_sidecar
     from judged.flows.pipeline.flows import ingest_run
     from judged.schemas.provenance import RunMetadata
@@ -598,12 +382,24 @@ def ingest_run_command(
         with orchestrated(f"ingesting {run}"):
             report = ingest_run(str(run), str(warehouse), metadata, allow_empty=allow_empty)
     except InputError as error:
-        raise _fail(str(error), EXIT_INPUT) from None
+        raise fail(str(error), EXIT_INPUT) from None
     _print_store_report(report, "run")
     if profile:
         from judged.flows.engine.phases import profile_lines
 
         print("\n".join(profile_lines(report.phases)))
+
+
+def _worklist_spec(spec: EvaluationSpec) -> tuple[EvaluationSpec, tuple[tuple[str, float], ...]]:
+    """The worklist's spec (nDCG at its one cutoff k, as `--cutoff k` gives it) and the query weights apart: they
+    weigh the priorities, not a mean. Exit 2 when the options name anything but one nDCG@k."""
+    measures = spec.measure_list()
+    k = measures[0].cutoff if len(measures) == 1 else None
+    if k is None or measures[0] != NDCG(cutoff=k):
+        named = ", ".join(measure.canonical for measure in measures)
+        raise fail(f"a worklist narrows the intervals of nDCG@k at one cutoff k, not of {named}: give one cutoff "
+                   "(--cutoff 10)", EXIT_USAGE)
+    return spec.with_options(measures=(), cutoffs=(k,), query_weights=(), aggregation="mean"), spec.query_weights
 
 
 def _print_store_report(report: StoreReport, what: str) -> None:
@@ -614,58 +410,31 @@ def _print_store_report(report: StoreReport, what: str) -> None:
         print(f"{what} {report.id} already in the warehouse: nothing new written")
 
 
-def _nightly_specs(presets: list[str], **spec_options: str | Path | None) -> list[EvaluationSpec]:
-    """One spec per preset, each with the same overrides (spec_from_options' keyword arguments)."""
-    return [spec_from_options(name, **spec_options) for name in presets]
-
-
 @app.command()
+@with_spec_options(preset="trec_eval", repeatable=True)
 def nightly(
     inbox: Annotated[Path, typer.Option(help="Folder where run files are dropped; done files move to processed/ "
                                              "or rejected/ (with an .error.txt).")] = Path("inbox"),
     judgments: Annotated[str, typer.Option(help="Judgment set: a qrels file, an id, or a name (its latest version).")]
     = "trec-dl-2020-passage",
-    preset: Annotated[list[str] | None, typer.Option(help="Spec preset, repeatable: one evaluation per spec.")] = None,
-    cutoffs: CutoffsOption = None,
-    measures: MeasuresOption = None,
-    gain: GainOption = None,
-    gain_map: GainMapOption = None,
-    negative_grades: NegativeGradesOption = None,
-    ranking: RankingOption = None,
-    precision: PrecisionOption = None,
-    ties: TiesOption = None,
-    unjudged: UnjudgedOption = None,
-    ideal: IdealOption = None,
-    no_relevant: NoRelevantOption = None,
-    query_set: QuerySetOption = None,
-    run_duplicates: RunDuplicatesOption = None,
-    judgment_duplicates: JudgmentDuplicatesOption = None,
-    depth: DepthOption = None,
-    query_weights: QueryWeightsOption = None,
     allow_empty: AllowEmptyOption = False,
     warehouse: Annotated[Path, typer.Option(help=_WAREHOUSE_HELP)] = Path("warehouse"),
+    *,
+    spec_options: SpecOptions,
 ) -> None:
     """Run the nightly job once: ingest and evaluate every run waiting in the inbox."""
     _require_writable_warehouse(warehouse)
-    _require_prefect_api()
+    require_prefect_api()
     from judged.flows.pipeline.flows import nightly as nightly_flow
 
     try:
-        specs = _nightly_specs(
-            preset or ["trec_eval"], cutoffs=cutoffs, measures=measures, gain=gain, gain_map=gain_map,
-            negative_grades=negative_grades, ranking=ranking, precision=precision, ties=ties,
-            unjudged=unjudged, ideal=ideal, no_relevant=no_relevant, query_set=query_set,
-            run_duplicates=run_duplicates, judgment_duplicates=judgment_duplicates, depth=depth,
-            query_weights=query_weights,
-        )
+        specs = spec_options.specs()
         _announce_inbox(inbox)
         with orchestrated(f"nightly job over {inbox}"):
             report = nightly_flow(str(inbox), judgments, [s.canonical_json() for s in specs], str(warehouse),
                                   allow_empty)
-    except SpecError as error:
-        raise _fail(str(error), EXIT_USAGE) from None
-    except InputError as error:
-        raise _fail(str(error), EXIT_INPUT) from None
+    except (SpecError, InputError) as error:
+        raise failure(error) from None
     _print_nightly(report, warehouse)
 
 
@@ -693,31 +462,17 @@ def _print_nightly(report: NightlyReport, warehouse: Path) -> None:
 
 
 @app.command()
+@with_spec_options(preset="trec_eval", repeatable=True)
 def serve(
     cron: Annotated[str, typer.Option(help="Cron schedule (UTC) of the nightly job.")] = "0 2 * * *",
     inbox: Annotated[Path, typer.Option(help="Inbox folder of the nightly job.")] = Path("inbox"),
     judgments: Annotated[str, typer.Option(help="Judgment set: a qrels file, an id, or a name.")]
     = "trec-dl-2020-passage",
-    preset: Annotated[list[str] | None, typer.Option(help="Spec preset, repeatable.")] = None,
-    cutoffs: CutoffsOption = None,
-    measures: MeasuresOption = None,
-    gain: GainOption = None,
-    gain_map: GainMapOption = None,
-    negative_grades: NegativeGradesOption = None,
-    ranking: RankingOption = None,
-    precision: PrecisionOption = None,
-    ties: TiesOption = None,
-    unjudged: UnjudgedOption = None,
-    ideal: IdealOption = None,
-    no_relevant: NoRelevantOption = None,
-    query_set: QuerySetOption = None,
-    run_duplicates: RunDuplicatesOption = None,
-    judgment_duplicates: JudgmentDuplicatesOption = None,
-    depth: DepthOption = None,
-    query_weights: QueryWeightsOption = None,
     allow_empty: AllowEmptyOption = False,
     warehouse: Annotated[Path, typer.Option(help=_WAREHOUSE_HELP)] = Path("warehouse"),
     name: Annotated[str, typer.Option(help="Deployment name.")] = "judged-nightly",
+    *,
+    spec_options: SpecOptions,
 ) -> None:
     """Register the nightly deployment with its schedule on the Prefect server in PREFECT_API_URL and serve it
     (runs until stopped). Needs a real server: `prefect server start`."""
@@ -725,25 +480,17 @@ def serve(
     from judged.flows.pipeline.flows import nightly as nightly_flow
 
     try:
-        specs = _nightly_specs(
-            preset or ["trec_eval"], cutoffs=cutoffs, measures=measures, gain=gain, gain_map=gain_map,
-            negative_grades=negative_grades, ranking=ranking, precision=precision, ties=ties,
-            unjudged=unjudged, ideal=ideal, no_relevant=no_relevant, query_set=query_set,
-            run_duplicates=run_duplicates, judgment_duplicates=judgment_duplicates, depth=depth,
-            query_weights=query_weights,
-        )
-    except SpecError as error:
-        raise _fail(str(error), EXIT_USAGE) from None
-    except InputError as error:
-        raise _fail(str(error), EXIT_INPUT) from None
+        specs = spec_options.specs()
+    except (SpecError, InputError) as error:
+        raise failure(error) from None
     if not os.environ.get("PREFECT_API_URL"):
-        raise _fail("serve needs a Prefect server: start one with `prefect server start` and set PREFECT_API_URL",
-                    EXIT_USAGE)
-    _require_prefect_api()
+        raise fail("serve needs a Prefect server: start one with `prefect server start` and set PREFECT_API_URL",
+                   EXIT_USAGE)
+    require_prefect_api()
     try:
         _announce_inbox(inbox)
     except InputError as error:
-        raise _fail(str(error), EXIT_INPUT) from None
+        raise fail(str(error), EXIT_INPUT) from None
     print(f"serving the nightly job {name} ({cron}, UTC) on {os.environ['PREFECT_API_URL']}: each run and its "
           "outcome is logged here; stop with Ctrl+C", file=sys.stderr)
     judgments_ref = str(Path(judgments).resolve()) if Path(judgments).is_file() else judgments
@@ -777,16 +524,16 @@ def sql(
     from judged.flows.store.warehouse import Store
 
     if output_format not in ("table", "csv", "json"):
-        raise _fail(f"--format must be table, csv or json, not {output_format!r}", EXIT_USAGE)
+        raise fail(f"--format must be table, csv or json, not {output_format!r}", EXIT_USAGE)
     _require_readable_warehouse(warehouse)
     try:
         limits = QueryLimits(timeout_seconds=timeout, row_limit=limit, memory_limit=memory_limit)
     except ValueError as error:
-        raise _fail(str(error), EXIT_USAGE) from None
+        raise fail(str(error), EXIT_USAGE) from None
     try:
         result = run_query(Store(warehouse), query, limits)
     except QueryRefused as error:
-        raise _fail(str(error), EXIT_INPUT) from None
+        raise fail(str(error), EXIT_INPUT) from None
     _print_rows(result.columns, result.rows, output_format)
     if result.truncated:
         print(f"judged: note: only the first {limit:,} rows are shown (--limit); aggregate, or raise the limit",
@@ -836,7 +583,7 @@ def show(
         result = load_result(store, evaluation_id)
         record, _, _ = store.load_evaluation(evaluation_id)
     except InputError as error:
-        raise _fail(str(error), EXIT_INPUT) from None
+        raise fail(str(error), EXIT_INPUT) from None
     from rich.console import Console
 
     console = Console()
@@ -852,7 +599,7 @@ def demo(
     """The main job on bundled sample data: NIST's TREC DL 2020 passage judgments and three official runs are put
     into an inbox, and the nightly flow ingests and evaluates them (preset trec_eval) into the warehouse."""
     _require_writable_warehouse(warehouse)
-    _require_prefect_api()
+    require_prefect_api()
     import shutil
 
     from judged.flows.pipeline.flows import nightly as nightly_flow
@@ -867,7 +614,7 @@ def demo(
             report = nightly_flow(str(inbox), str(sample / "qrels.dl20-passage.txt"), [spec.canonical_json()],
                                   str(warehouse))
     except InputError as error:
-        raise _fail(str(error), EXIT_INPUT) from None
+        raise fail(str(error), EXIT_INPUT) from None
     _print_nightly(report, warehouse)
     print("\nNext, ask the warehouse with SQL, e.g. mean NDCG@10 per run:")
     print(f"  .venv/bin/judged sql --warehouse {warehouse} \"SELECT e.run_name, s.value FROM summary s "
@@ -877,10 +624,9 @@ def demo(
 server_app = typer.Typer(
     help="The local Prefect server that warehouse commands share (started by the first one that needs it).",
     no_args_is_help=True,
+    cls=GuardedGroup,
 )
 app.add_typer(server_app, name="server")
-# `judged server status` when no local server runs (as an init script's `status`: not an error, but not running).
-EXIT_NOT_RUNNING = 3
 
 
 @server_app.command("start")
@@ -892,7 +638,7 @@ def server_start() -> None:
     try:
         state = running_server() or ensure_server(Feedback())
     except ServerError as error:
-        raise _fail(str(error), EXIT_INPUT) from None
+        raise fail(str(error), EXIT_INPUT) from None
     print(f"running: {state.url} (pid {state.pid}, since {state.started_at}); log: {state.log}")
 
 
@@ -906,7 +652,7 @@ def server_status() -> None:
     try:
         mode = chosen_mode()
     except ServerError as error:
-        raise _fail(str(error), EXIT_INPUT) from None
+        raise fail(str(error), EXIT_INPUT) from None
     configured = os.environ.get("PREFECT_API_URL")
     if configured:
         print(f"PREFECT_API_URL is set: warehouse commands report to {configured}, not to judged's local server")

@@ -24,7 +24,7 @@ from judged.flows.store.warehouse import StoreReport, Store, now_utc, write_parq
 from judged.schemas.fields import PAIR
 from judged.schemas.provenance import JudgmentSetMetadata
 from judged.schemas.spec import EvaluationSpec
-from judged.transforms.errors import InputError
+from judged.transforms.errors import InputError, UsageError
 from judged.transforms.judging import attach_judgments
 from judged.transforms.ranking import candidate_rows, rank_run
 from judged.transforms.worklist import grade_counts, judging_worklist, smoothed_prior
@@ -173,7 +173,7 @@ def read_topics(path: Path) -> pl.DataFrame:
 def chosen_runs(warehouse: Store, evaluations: list[str], runs: list[str]) -> dict[str, str]:
     """Run name -> run id: those of the given evaluations, the runs named (tag, system or id), or every stored run."""
     if evaluations and runs:
-        raise InputError("--evaluations", "give --evaluations or --runs, not both")
+        raise UsageError("--evaluations", "give --evaluations or --runs, not both")
     records = {}
     for path in warehouse.record_files(RUN):
         record = pl.read_parquet(path).row(0, named=True)

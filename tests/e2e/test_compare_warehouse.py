@@ -71,6 +71,32 @@ def test_comparing_again_reuses_the_stored_comparison(stored: dict) -> None:
     assert json.loads(by_id.stdout)["comparisons"] == stored["output"]["comparisons"]
 
 
+@pytest.mark.parametrize("command", ["compare", "report"])
+def test_spec_options_with_stored_evaluations_and_no_rebase_are_refused(stored: dict, command: str,
+                                                                        tmp_path: Path) -> None:
+    """The stored evaluations keep their spec: options that would change it are refused, not silently ignored."""
+    warehouse = stored["warehouse"]
+    ids = [run["evaluation_id"] for run in stored["output"]["runs"]]
+    out = ["--out", tmp_path / "report.html"] if command == "report" else []
+    before = sorted(path.name for path in (warehouse / "comparison_records").iterdir())
+    result = judged(command, *ids[:2], "--warehouse", warehouse, "--cutoffs", "5", "--preset", "judged", *FAST, *out)
+    assert result.exit_code == 2 and not result.stdout, result.output
+    assert result.stderr == ("judged: error: --preset, --cutoffs: stored evaluations keep the spec they were evaluated "
+                             "under; give --rebase to evaluate their runs again under these options, or leave the "
+                             "options out\n")
+    assert sorted(path.name for path in (warehouse / "comparison_records").iterdir()) == before
+    assert not (tmp_path / "report.html").exists()
+
+
+def test_options_with_a_stored_comparison_are_refused(stored: dict) -> None:
+    comparison_id = stored["output"]["comparison_id"]
+    result = judged("compare", comparison_id, "--warehouse", stored["warehouse"], "--seed", "3", "--measures", "AP")
+    assert result.exit_code == 2 and not result.stdout, result.output
+    assert result.stderr == (f"judged: error: {comparison_id} is a stored comparison, made with its own evaluations "
+                             "and settings: --measures, --seed cannot change it (compare its evaluation ids "
+                             "instead)\n")
+
+
 def test_readme_comparison_queries(stored: dict) -> None:
     assert len(README_QUERIES) == 2
     better = sql(stored["warehouse"], README_QUERIES[0])

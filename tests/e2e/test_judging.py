@@ -107,6 +107,8 @@ def test_worklist_command_stores_the_list_and_writes_the_assessor_file(warehouse
         (["--judgments", "trec-dl-2020-passage", "--budget", "0"], 2, "--budget must be a positive number"),
         (["--judgments", "no-such-set", "--budget", "5"], 1, "no judgment set with id or name 'no-such-set'"),
         (["--judgments", "trec-dl-2020-passage@v9", "--budget", "5"], 1, "with version 'v9'"),
+        (["--judgments", "trec-dl-2020-passage", "--evaluations", "e", "--runs", "r"], 2,
+         "give --evaluations or --runs, not both"),
     ],
 )
 def test_worklist_errors(warehouse: Path, arguments: list[str], code: int, message: str) -> None:
