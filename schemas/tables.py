@@ -310,6 +310,9 @@ EVALUATIONS_TABLE = Table(
         "finished_at": Column(pl.Datetime("us", "UTC"), "when it finished"),
         "warnings": Column(pl.List(pl.String()), "every warning raised"),
         "provenance_json": Column(pl.String(), "the provenance record, JSON"),
+        # Last, so that a view over records with and without it keeps the declared order.
+        "method_version": Column(pl.String(), "the method version its values were computed under (0: stored before "
+                                              "the method had one)"),
     },
     ("evaluation_id",),
     "stored evaluations with their provenance",

@@ -45,7 +45,7 @@ from judged.flows.store.readers import DUPLICATE_PAIRS_KEY, LoadedTable, StoredT
 from judged.flows.engine.limits import DEFAULT_LIMITS, Limits
 from judged.flows.engine.phases import Phases
 from judged.flows.engine.versions import implementation_version
-from judged.schemas.provenance import JudgmentSetMetadata, RunMetadata, canonical_json
+from judged.schemas.provenance import METHOD_VERSION_UNRECORDED, JudgmentSetMetadata, RunMetadata, canonical_json
 from judged.schemas.comparison import COMPARISON_PER_QUERY, COMPARISON_RECORDS, COMPARISONS
 from judged.schemas.spec import EvaluationSpec
 from judged.schemas.tables import (
@@ -599,6 +599,7 @@ class Store:
         if not self.has_evaluation(evaluation_id):
             raise InputError(str(self.root), f"no evaluation with id {evaluation_id} in the warehouse")
         record = pl.read_parquet(self.evaluation_record(evaluation_id)).row(0, named=True)
+        record.setdefault("method_version", METHOD_VERSION_UNRECORDED)  # a record from before method versions
         # Each part holds its queries by measure, then cutoff: a stable sort by query keeps that order.
         per_query = pl.read_parquet(self.root / "per_query" / evaluation_id / "*.parquet").sort(
             "query_id", maintain_order=True
@@ -635,7 +636,8 @@ def views_sql(root: Path | None = None) -> str:
     (schemas/tables.py)."""
     template = resources.files("judged.transforms").joinpath("views.sql").read_text()
     globs = {name: _sql_string(str(root / glob) if root else glob) for name, (_, glob) in TABLES.items()}
-    return template.format(**globs) + "\n" + comment_statements()
+    return (template.format(**globs, method_version_unrecorded=_sql_string(METHOD_VERSION_UNRECORDED)) + "\n"
+            + comment_statements())
 
 
 def _sql_string(text: str) -> str:
