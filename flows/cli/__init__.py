@@ -1,10 +1,11 @@
 """The `judged` command line: `app` with every command registered, and `main`, the console script's entry point.
 
 Belongs here: the command modules (`app.py`: evaluation, warehouse and server commands; `compare.py`: `compare` and
-`report`). Importing this package registers them all on `app`.
+`report`; `measures.py`: `measures`). Importing this package registers them all on `app`.
 """
 
 from judged.flows.cli.app import app, main
 from judged.flows.cli import compare as _compare  # noqa: F401  (registers `compare` and `report` on `app`)
+from judged.flows.cli import measures as _measures  # noqa: F401  (registers `measures` on `app`)
 
 __all__ = ["app", "main"]
