@@ -1,18 +1,22 @@
 """The method version in every id: a new METHOD_VERSION gives new evaluation and comparison ids, and an evaluation
-stored before the method had a version reads, is labelled "older method" (views, `judged show`, the API), and is
-never reused for a new evaluation of the same inputs."""
+stored before the method had a version reads, is labelled "older method" (views, `judged show`, the API, a
+comparison's notes), is never reused for a new evaluation of the same inputs, and is never compared with one of
+another method version."""
 
 from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import polars as pl
+import pytest
 from typer.testing import CliRunner
 
 from judged.flows.api import Warehouse
 from judged.flows.cli.app import app
+from judged.flows.pipeline.compare import ComparedEvaluation, IncomparableError, compare_evaluations, from_result
 from judged.flows.pipeline.flows import evaluate_shard, finish_evaluation, ingest_file, stored_plan
 from judged.flows.store.warehouse import Store, now_utc
 from judged.schemas.comparison import ComparisonSettings, comparison_id
@@ -24,6 +28,7 @@ from judged.schemas.tables import EVALUATIONS
 from tests.flows.test_cli import ENV, SEED_QRELS, SEED_RUN
 
 SPEC = PRESETS["trec_eval"].with_options(cutoffs=(1, 2, 3))
+SETTINGS = ComparisonSettings(permutations=100, bootstrap_resamples=100)
 
 
 def test_the_evaluation_id_changes_with_the_method_version() -> None:
@@ -121,3 +126,28 @@ def test_an_older_method_evaluation_reads_is_labelled_and_not_reused(tmp_path: P
 
     assert "older method: computed under method version 0" in show(warehouse, old)
     assert "older method" not in show(warehouse, current)
+
+
+def seed_compared(method_version: str, name: str) -> ComparedEvaluation:
+    from judged.flows.engine.evaluate import evaluate
+    from judged.flows.store.readers import load_table
+
+    result = evaluate(load_table(SEED_RUN, "run"), load_table(SEED_QRELS, "judgments"), SPEC)
+    return replace(from_result(result, "j", "seed", {}), method_version=method_version, run_name=name)
+
+
+def test_a_comparison_refuses_evaluations_of_different_method_versions() -> None:
+    with pytest.raises(IncomparableError, match=r"different method versions \(a: method version 0; b: method "
+                                                rf"version {METHOD_VERSION}\).*--rebase"):
+        compare_evaluations([seed_compared("0", "a"), seed_compared(METHOD_VERSION, "b")], SETTINGS)
+
+
+def test_a_comparison_of_older_method_evaluations_says_so() -> None:
+    older = compare_evaluations([seed_compared("0", "a"), seed_compared("0", "b")], SETTINGS)
+    assert [note for note in older.notes if note.startswith("older method: ")] == [
+        f"older method: these evaluations were computed under method version 0, this judged computes version "
+        f"{METHOD_VERSION}; --rebase evaluates them again under the current method"
+    ]
+    assert [e["method_version"] for e in older.provenance()["evaluations"]] == ["0", "0"]
+    current = compare_evaluations([seed_compared(METHOD_VERSION, "a"), seed_compared(METHOD_VERSION, "b")], SETTINGS)
+    assert not [note for note in current.notes if note.startswith("older method")]
