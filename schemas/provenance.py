@@ -17,10 +17,10 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 ID_LENGTH = 32
 
 METHOD_VERSION = "1"
-"""A whole number, as text: the version of the method: of every value a measure, an interval over unjudged documents or a comparison
-computes. It is part of every evaluation and comparison id, so a result computed by an older method is never taken
-for a current one. Any change to such a value, even in the last bit, bumps it; the golden-values test
-(tests/golden/) fails until it is bumped and the golden values are regenerated for the new version."""
+"""The version of the method, a whole number as text: of every value a measure, an interval over unjudged documents
+or a comparison computes. It is part of every evaluation and comparison id, so a result of an older method is never
+taken for a current one. Any change to such a value (beyond floating-point rounding) must bump it: the golden-values
+test (tests/golden/) fails until it is bumped and the golden values are regenerated for the new version."""
 METHOD_VERSION_UNRECORDED = "0"
 """The method version of a stored evaluation whose record has none: every evaluation stored before the method had a
 version."""

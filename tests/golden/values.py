@@ -114,9 +114,10 @@ def dl_comparison(shared: Path | None) -> Case:
     return {"pairs": table(result.pairs.drop(COMPARISON_IDS))}
 
 
+SEED_PRESETS = ("judged", "trec_eval", "trec_eval9", "sklearn")
 # Case name -> (whether it needs ../shared, how to compute it).
 CASES: dict[str, tuple[bool, Callable[[Path | None], Case]]] = {
-    **{f"seed/{preset}": (False, seed_case(preset, None)) for preset in ("judged", "trec_eval", "trec_eval9", "sklearn")},
+    **{f"seed/{preset}": (False, seed_case(preset, None)) for preset in SEED_PRESETS},
     "seed/every-measure": (False, seed_case("judged", SEED_MEASURES)),
     **{f"trec_eval/{name}": (True, trec_eval_case(name)) for name in TREC_EVAL_FIXTURES},
     **{f"dl2020/{run}": (False, dl_case(run)) for run in DL_RUNS},
