@@ -302,7 +302,7 @@ def orchestration(feedback: Feedback, doing: str) -> Iterator[None]:
     local server (started if needed) or, with JUDGED_PREFECT_SERVER=temporary, Prefect's temporary server."""
     mode = chosen_mode()
     with feedback.waiting("loading Prefect..."):
-        from judged.flows.pipeline.flows import flows as pipeline
+        from judged.flows.pipeline import flows as pipeline
     if pipeline.configured_api_url() is not None:
         require_reachable_api(pipeline.configured_api_url())
         with feedback.following_flow_logs(doing):
