@@ -27,47 +27,43 @@ _CODE_PARAGRAPH = "Belongs here:"
 @app.command()
 def measures(
     name: Annotated[str | None, typer.Argument(
-        help="A measure (nDCG, AP, RR, P, R, R-Prec, Judged, RBP, or an alias such as MAP): print its declaration, "
-             "formula and citation. Without it, one line per measure.", show_default=False)] = None,
+        help=f"A measure ({', '.join(MEASURES)}; or {', '.join(ALIASES)}): print its declaration, formula and "
+             "citation. Without it, one line per measure.", metavar="NAME", show_default=False)] = None,
 ) -> None:
-    """Print each measure's declaration: parameters with defaults, formula, citation, its trec_eval name under which
-    flags, and what a query without relevant judgments gets (as `trec_eval -h -m NAME`)."""
+    """Print a measure's declaration (as `trec_eval -h -m NAME`): parameters with defaults, formula, citation, its
+    trec_eval name and the flags that print it, and what a query without relevant judgments gets."""
     if name is None:
         width = max(len(measure) for measure in MEASURES)
-        for measure, model in MEASURES.items():
-            print(f"{measure:<{width}}  {summary_line(model)}")
+        for measure in MEASURES:
+            print(f"{measure:<{width}}  {summary_line(measure)}")
         return
-    model = MEASURES.get(ALIASES.get(name, name))
-    if model is None:
+    canonical = ALIASES.get(name, name)
+    if canonical not in MEASURES:
         raise _fail(f"unknown measure {name!r}; choose one of {', '.join(MEASURES)}", EXIT_USAGE)
-    sys.stdout.write(declaration(model))
+    sys.stdout.write(declaration(canonical))
 
 
-def module_docstring(model: type[MeasureBase]) -> str:
+def module_docstring(name: str) -> str:
     """The docstring of the module that computes the measure (`transforms/measures/`), without its paragraph on
     where code goes."""
     from judged.transforms.measures import COMPUTATIONS
 
-    module = sys.modules[COMPUTATIONS[measure_name(model)].__module__]
+    module = sys.modules[COMPUTATIONS[name].__module__]
     paragraphs = (module.__doc__ or "").strip().split("\n\n")
     return "\n\n".join(p for p in paragraphs if not p.startswith(_CODE_PARAGRAPH))
 
 
-def summary_line(model: type[MeasureBase]) -> str:
-    return module_docstring(model).splitlines()[0]
+def summary_line(name: str) -> str:
+    return module_docstring(name).splitlines()[0]
 
 
-def measure_name(model: type[MeasureBase]) -> str:
-    return str(model.model_fields["measure"].default)
-
-
-def declaration(model: type[MeasureBase]) -> str:
-    """The whole text `judged measures NAME` prints."""
-    name = measure_name(model)
+def declaration(name: str) -> str:
+    """The whole text `judged measures NAME` prints, NAME a canonical name (a key of `MEASURES`)."""
+    model = MEASURES[name]
     aliases = [alias for alias, canonical in ALIASES.items() if canonical == name]
     default = model(cutoff=1) if model.cutoff_required else model()
     lines = [name + (f" (also {', '.join(aliases)})" if aliases else ""), ""]
-    lines += ["  " + line if line else "" for line in module_docstring(model).splitlines()]
+    lines += ["  " + line if line else "" for line in module_docstring(name).splitlines()]
     lines += ["", "Parameters, as NAME(parameter=value,...)@k:"]
     if vars(model).get("__doc__"):
         lines += _wrapped(f"declared: {model.__doc__}")
