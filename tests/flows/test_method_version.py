@@ -45,6 +45,16 @@ def test_the_comparison_id_changes_with_the_method_version() -> None:
     assert comparison_id(*arguments, "2") != comparison_id(*arguments, "3")
 
 
+def test_a_new_evaluation_records_the_current_method_in_its_id_and_provenance() -> None:
+    from judged.flows.api import evaluate
+
+    result = evaluate(SEED_QRELS, SEED_RUN, spec=SPEC)
+    provenance = result.provenance
+    assert result.method_version == provenance.method_version == METHOD_VERSION and not result.older_method
+    assert result.evaluation_id == evaluation_id(provenance.run.id, provenance.judgments.id, SPEC.spec_hash,
+                                                 provenance.implementation_version, METHOD_VERSION)
+
+
 def test_only_a_lower_version_is_older() -> None:
     assert is_older_method(METHOD_VERSION_UNRECORDED)
     assert not is_older_method(METHOD_VERSION)
