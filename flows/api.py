@@ -28,7 +28,9 @@ from judged.flows.store.kinds import JUDGMENT_SET, RUN, InputKind
 from judged.flows.store.readers import LoadedTable, load_table, open_stored
 from judged.flows.engine.versions import implementation_commit, implementation_version, library_versions
 from judged.flows.store.warehouse import Store
-from judged.schemas.provenance import InputRecord, JudgmentSetMetadata, ProvenanceRecord, RunMetadata
+from judged.schemas.provenance import (
+    METHOD_VERSION, InputRecord, JudgmentSetMetadata, ProvenanceRecord, RunMetadata, is_older_method,
+)
 from judged.schemas.spec import EvaluationSpec, SpecError, build_spec
 from judged.schemas.tables import PER_QUERY, STORED_PER_QUERY
 from judged.transforms.errors import InputError
@@ -60,8 +62,19 @@ class Evaluation:
         """The method's label, e.g. `nDCG@10[trec_eval:gain=linear]`: different methods never share one."""
         return self.spec.full_label()
 
+    @property
+    def method_version(self) -> str:
+        """The method version its values were computed under (schemas/provenance.py METHOD_VERSION)."""
+        return self.provenance.method_version
+
+    @property
+    def older_method(self) -> bool:
+        """Stored by an older method: evaluating the same inputs again may give other values (and a new id)."""
+        return is_older_method(self.method_version)
+
     def __repr__(self) -> str:
-        return f"Evaluation({self.run_name!r}, {self.label!r}, id={self.evaluation_id!r})"
+        older = f", older method {self.method_version}" if self.older_method else ""
+        return f"Evaluation({self.run_name!r}, {self.label!r}, id={self.evaluation_id!r}{older})"
 
 
 def evaluate(
@@ -147,6 +160,7 @@ def _evaluation(
         started_at=started.isoformat(),
         finished_at=datetime.now(UTC).isoformat(),
         warnings=result.warnings,
+        method_version=METHOD_VERSION,
     )
     return Evaluation(
         run_name=result.run_name,

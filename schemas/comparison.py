@@ -11,7 +11,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt
 
-from judged.schemas.provenance import canonical_json, derive_id
+from judged.schemas.provenance import METHOD_VERSION, canonical_json, derive_id
 
 ComparisonQuerySet = Literal["common", "judged"]
 """`common`: the queries with a defined value in every run. `judged`: every judged query, a query missing from a run
@@ -41,12 +41,13 @@ class ComparisonSettings(BaseModel):
 
 
 def comparison_id(evaluation_ids: list[str], baseline_evaluation_id: str, settings: ComparisonSettings,
-                  version: str) -> str:
-    """Same evaluations in the same order, same baseline, same settings, same implementation: same id."""
+                  version: str, method_version: str = METHOD_VERSION) -> str:
+    """Same evaluations in the same order, same baseline, same settings, same implementation and method version
+    (the statistics are values of the method too): same id."""
     return derive_id(
         "comparison",
         {"evaluations": evaluation_ids, "baseline": baseline_evaluation_id,
-         "settings": settings.model_dump(mode="json"), "implementation": version},
+         "settings": settings.model_dump(mode="json"), "implementation": version, "method": method_version},
     )
 
 

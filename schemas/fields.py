@@ -113,6 +113,8 @@ FIELDS: dict[str, Field] = _registry(
     Field("finished_at", _TIMESTAMP, "when it finished"),
     Field("created_at", _TIMESTAMP, "when it was made"),
     Field("provenance_json", pl.String(), "the provenance record, JSON"),
+    Field("method_version", pl.String(), "the method version its values were computed under (0: stored before the "
+                                         "method had one)"),
     Field("warnings", pl.List(pl.String()), "every warning raised"),
     # -- the spec and the measure
     Field("run_name", pl.String(), "the run's display name (tag, else system, else file name)"),

@@ -97,7 +97,8 @@ class NDCG(MeasureBase):
 class BinaryMeasure(MeasureBase):
     """A measure of binary relevance: a document is relevant when its grade is at least `rel` (trec_eval -l)."""
 
-    rel: PositiveInt = 1
+    rel: PositiveInt = Field(default=1, description="a document is relevant when its judged grade is at least rel "
+                                                    "(trec_eval -l)")
 
 
 class AP(BinaryMeasure):
@@ -134,12 +135,12 @@ class RPrecision(BinaryMeasure):
 
 
 class Judged(MeasureBase):
-    """The judged share of the first k. `convention='ir_measures'`: any qrels entry counts as judged, over
-    min(k, retrieved); `convention='trec_eval'`: 1 - trec_eval 10's `unj_k` (a negative grade counts as
-    unjudged, over k)."""
+    """The judged share of the first k, under a declared `convention` (its description says which)."""
 
     measure: Literal["Judged"] = "Judged"
-    convention: Literal["ir_measures", "trec_eval"] = "ir_measures"
+    convention: Literal["ir_measures", "trec_eval"] = Field(
+        default="ir_measures", description="ir_measures: any qrels entry is judged, over min(k, retrieved); "
+                                           "trec_eval: 1 - trec_eval 10's unj_k, a negative grade unjudged, over k")
     cutoff_required: ClassVar[bool] = True
     missing_value: ClassVar[float | None] = None  # nothing retrieved: no share to report
 
@@ -152,7 +153,8 @@ class RBP(BinaryMeasure):
     """Rank-biased precision with persistence `p`; its residual is stored beside it."""
 
     measure: Literal["RBP"] = "RBP"
-    p: float = Field(default=0.8, gt=0.0, lt=1.0)
+    p: float = Field(default=0.8, gt=0.0, lt=1.0, description="persistence: the chance of reading on to the next "
+                                                               "document (trec_eval's default is 0.9)")
     cutoff_allowed: ClassVar[bool] = False
     trec_eval_base: ClassVar[str | None] = "rbp"
 

@@ -16,6 +16,15 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 ID_LENGTH = 32
 
+METHOD_VERSION = "1"
+"""The version of the method, a whole number as text: of every value a measure, an interval over unjudged documents
+or a comparison computes. It is part of every evaluation and comparison id, so a result of an older method is never
+taken for a current one. Any change to such a value (beyond floating-point rounding) must bump it: the golden-values
+test (tests/golden/) fails until it is bumped and the golden values are regenerated for the new version."""
+METHOD_VERSION_UNRECORDED = "0"
+"""The method version of a stored evaluation whose record has none: every evaluation stored before the method had a
+version."""
+
 
 def canonical_json(payload: Any) -> str:
     return json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
@@ -68,12 +77,22 @@ def table_id(kind: str, content_sha256: str, table_metadata: BaseModel) -> str:
     return derive_id(kind, {"content": content_sha256, "metadata": table_metadata.model_dump(mode="json")})
 
 
-def evaluation_id(run_id: str, judgment_set_id: str, spec_hash: str, version: str) -> str:
-    """Same inputs, same spec, same implementation `version` (judged's, see `judged.flows.engine.versions`): same
-    identifier, so a rerun is recognisable."""
+def evaluation_id(
+    run_id: str, judgment_set_id: str, spec_hash: str, version: str, method_version: str = METHOD_VERSION
+) -> str:
+    """Same inputs, same spec, same implementation `version` (judged's, see `judged.flows.engine.versions`) and same
+    method version: same identifier, so a rerun is recognisable and a changed method is not."""
     return derive_id(
-        "evaluation", {"run": run_id, "judgments": judgment_set_id, "spec": spec_hash, "implementation": version}
+        "evaluation",
+        {"run": run_id, "judgments": judgment_set_id, "spec": spec_hash, "implementation": version,
+         "method": method_version},
     )
+
+
+def is_older_method(method_version: str) -> bool:
+    """Whether a stored result was computed by a method older than this code's (its values may differ from what
+    the same evaluation gives today)."""
+    return int(method_version) < int(METHOD_VERSION)
 
 
 class InputRecord(BaseModel):
@@ -124,6 +143,8 @@ class ProvenanceRecord(BaseModel):
     started_at: str
     finished_at: str
     warnings: tuple[str, ...] = Field(default_factory=tuple)
+    # A record stored before the method had a version has none: it reads as METHOD_VERSION_UNRECORDED.
+    method_version: str = METHOD_VERSION_UNRECORDED
 
     def to_json(self) -> str:
         return canonical_json(self.model_dump(mode="json"))

@@ -272,7 +272,9 @@ EVALUATIONS_TABLE = Table.of_fields(
     "evaluations", "evaluation",
     ("evaluation_id", "run_id", "judgment_set_id", "run_name", "spec_hash", "spec_json", "label",
      "implementation_version", "implementation_commit", "flow_run_id", "started_at", "finished_at", "warnings",
-     "provenance_json"),
+     "provenance_json",
+     # Last, so that a view over records with and without it keeps the declared order.
+     "method_version"),
     ("evaluation_id",),
     "stored evaluations with their provenance",
     nullable=("flow_run_id",),

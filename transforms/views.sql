@@ -16,8 +16,15 @@ CREATE VIEW run_rows AS
 SELECT r.* FROM read_parquet({run_rows}, union_by_name = true) AS r
 SEMI JOIN runs USING (run_id);
 
+-- A record stored before the method had a version has no `method_version`: it reads as the version of such records
+-- (schemas/provenance.py METHOD_VERSION_UNRECORDED), even when no file of the warehouse has the column yet (the
+-- empty typed row gives it).
 CREATE VIEW evaluations AS
-SELECT * FROM read_parquet({evaluations}, union_by_name = true);
+SELECT * REPLACE (coalesce(method_version, {method_version_unrecorded}) AS method_version)
+FROM (
+    SELECT * FROM read_parquet({evaluations}, union_by_name = true)
+    UNION ALL BY NAME SELECT NULL::VARCHAR AS method_version WHERE false
+);
 
 CREATE VIEW per_query AS
 SELECT p.* FROM read_parquet({per_query}, union_by_name = true) AS p

@@ -586,7 +586,13 @@ def show(
         raise fail(str(error), EXIT_INPUT) from None
     from rich.console import Console
 
+    from judged.schemas.provenance import METHOD_VERSION, is_older_method
+
     console = Console()
+    if is_older_method(record["method_version"]):
+        console.print(f"older method: computed under method version {record['method_version']}; this judged computes "
+                      f"version {METHOD_VERSION}, so evaluating the same inputs again may give other values (under a "
+                      "new id)", style="yellow", highlight=False)
     print_tables([result], console)
     console.print_json(json.dumps(json.loads(record["provenance_json"])))
 

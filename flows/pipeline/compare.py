@@ -23,7 +23,7 @@ from judged.flows.store.kinds import COMPARISON, COMPARISON_PER_QUERY_FILES, COM
 from judged.flows.store.warehouse import SINGLE_PART, Store, now_utc, write_parquet_atomically
 from judged.schemas.comparison import ComparisonSettings, comparison_id
 from judged.flows.engine.versions import implementation_commit, implementation_version, library_versions
-from judged.schemas.provenance import canonical_json
+from judged.schemas.provenance import METHOD_VERSION, canonical_json, is_older_method
 from judged.schemas.spec import EvaluationSpec
 from judged.transforms.compare import (
     adjusted_p_values,
@@ -61,6 +61,7 @@ class ComparedEvaluation:
     per_query: pl.DataFrame
     summary: pl.DataFrame
     provenance: dict
+    method_version: str = METHOD_VERSION  # a stored evaluation's may be older (schemas/provenance.py)
 
 
 @dataclass(frozen=True)
@@ -86,7 +87,9 @@ class ComparisonResult:
             "spec_hash": first.spec.spec_hash,
             "label": first.spec.full_label(),
             "evaluations": [
-                {"evaluation_id": e.evaluation_id, "run_name": e.run_name, **e.provenance} for e in self.evaluations
+                {"evaluation_id": e.evaluation_id, "run_name": e.run_name, "method_version": e.method_version,
+                 **e.provenance}
+                for e in self.evaluations
             ],
             "implementation_version": implementation_version(),
             "implementation_commit": implementation_commit(),
@@ -124,6 +127,7 @@ def from_warehouse(warehouse: Store, evaluation_id: str) -> ComparedEvaluation:
         per_query=per_query, summary=summary,
         provenance={"run": provenance.get("run"), "judgments": provenance.get("judgments"),
                     "spec_hash": record["spec_hash"], "label": record["label"]},
+        method_version=record["method_version"],
     )
 
 
@@ -148,6 +152,21 @@ def check_basis(evaluations: Sequence[ComparedEvaluation]) -> None:
         raise IncomparableError(
             f"the evaluations use different specs ({which}); compare them on one basis with --rebase"
         )
+    if len({e.method_version for e in evaluations}) > 1:
+        which = "; ".join(f"{e.run_name}: method version {e.method_version}" for e in evaluations)
+        raise IncomparableError(
+            f"the evaluations were computed by different method versions ({which}); compare them on one basis with "
+            "--rebase (evaluates every run again under the current method)"
+        )
+
+
+def older_method_notes(evaluations: Sequence[ComparedEvaluation]) -> tuple[str, ...]:
+    """A note when the evaluations (all of one method version, see `check_basis`) were computed by an older one."""
+    version = evaluations[0].method_version
+    if not is_older_method(version):
+        return ()
+    return (f"older method: these evaluations were computed under method version {version}, this judged computes "
+            f"version {METHOD_VERSION}; --rebase evaluates them again under the current method",)
 
 
 def _unique_names(evaluations: Sequence[ComparedEvaluation]) -> list[str]:
@@ -213,7 +232,7 @@ def compare_evaluations(
         .select(list(COMPARISON_PER_QUERY_FILES.schema))
         .cast(COMPARISON_PER_QUERY_FILES.schema)
     )
-    notes = () if has_intervals else (NO_INTERVALS_NOTE,)
+    notes = (() if has_intervals else (NO_INTERVALS_NOTE,)) + older_method_notes(evaluations)
     return ComparisonResult(identifier, base_name, settings, tuple(evaluations), pairs, per_query, notes)
 
 

@@ -40,7 +40,7 @@ from judged.flows.engine.ties import with_tie_warning
 from judged.flows.engine.versions import implementation_commit, implementation_version, library_versions
 from judged.flows.store.warehouse import StoreReport, Store, hold_lock, now_utc, write_parquet_atomically
 from judged.flows.report.wording import counted
-from judged.schemas.provenance import InputRecord, ProvenanceRecord
+from judged.schemas.provenance import METHOD_VERSION, InputRecord, ProvenanceRecord
 from judged.schemas.spec import EvaluationSpec
 from judged.schemas.tables import EVALUATIONS, NIGHTLY, STORED_PER_QUERY, STORED_SUMMARY
 from judged.transforms.errors import InputError
@@ -258,6 +258,7 @@ def finish_evaluation(
         started_at=started.isoformat(),
         finished_at=finished.isoformat(),
         warnings=result.warnings,
+        method_version=METHOD_VERSION,
     )
     record = pl.DataFrame(
         [
@@ -276,6 +277,7 @@ def finish_evaluation(
                 "finished_at": finished,
                 "warnings": list(result.warnings),
                 "provenance_json": provenance.to_json(),
+                "method_version": provenance.method_version,
             }
         ],
         schema=EVALUATIONS,

@@ -62,7 +62,7 @@ from judged.flows.store.kinds import (
     input_kind,
     kind_named,
 )
-from judged.schemas.provenance import JudgmentSetMetadata, canonical_json
+from judged.schemas.provenance import METHOD_VERSION_UNRECORDED, JudgmentSetMetadata, canonical_json
 from judged.schemas.spec import EvaluationSpec
 from judged.schemas.tables import comment_statements
 from judged.transforms.duplicates import duplicate_pairs, may_have_duplicates
@@ -581,6 +581,7 @@ class Store:
         if not self.has_evaluation(evaluation_id):
             raise InputError(str(self.root), f"no evaluation with id {evaluation_id} in the warehouse")
         record = pl.read_parquet(self.evaluation_record(evaluation_id)).row(0, named=True)
+        record.setdefault("method_version", METHOD_VERSION_UNRECORDED)  # a record from before method versions
         # Each part holds its queries by measure, then cutoff: a stable sort by query keeps that order.
         per_query = pl.read_parquet(PER_QUERY_FILES.path(self.root, evaluation_id) / "*.parquet").sort(
             "query_id", maintain_order=True
@@ -618,7 +619,8 @@ def views_sql(root: Path | None = None) -> str:
     (schemas/tables.py)."""
     template = resources.files("judged.transforms").joinpath("views.sql").read_text()
     globs = {name: _sql_string(str(root / table.glob) if root else table.glob) for name, table in STORED_TABLES.items()}
-    return template.format(**globs) + "\n" + comment_statements()
+    return (template.format(**globs, method_version_unrecorded=_sql_string(METHOD_VERSION_UNRECORDED)) + "\n"
+            + comment_statements())
 
 
 def _sql_string(text: str) -> str:

@@ -1,0 +1,69 @@
+"""`judged measures [NAME]`: one line per measure, or one measure's declaration (parameters with defaults, trec_eval
+names, what a query without relevant judgments gets) with its module's docstring (formula and citation) as written;
+an unknown name is one error line and exit 2."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from judged.schemas.measures import ALIASES, MEASURES
+from judged.transforms.measures import COMPUTATIONS
+from tests.flows.test_cli import assert_one_line_error, judged
+
+
+def docstring(name: str) -> str:
+    return sys.modules[COMPUTATIONS[name].__module__].__doc__ or ""
+
+
+def test_without_a_name_one_line_per_measure() -> None:
+    result = judged("measures")
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert [line.split()[0] for line in lines] == list(MEASURES)
+    for line, name in zip(lines, MEASURES, strict=True):
+        assert line.endswith(docstring(name).strip().splitlines()[0])
+
+
+@pytest.mark.parametrize("name", list(MEASURES))
+def test_a_measure_s_declaration_and_its_module_s_text(name: str) -> None:
+    result = judged("measures", name)
+    assert result.exit_code == 0, result.output
+    text = result.stdout
+    model = MEASURES[name]
+    assert text.startswith(name)
+    # The formula and citation, as the module's docstring has them (indented), and never its note on the code.
+    paragraphs = docstring(name).strip().split("\n\n")
+    for paragraph in paragraphs:
+        indented = "\n".join("  " + line for line in paragraph.splitlines())
+        assert (indented in text) != paragraph.startswith("Belongs here:"), paragraph
+    # Every parameter with its default and description.
+    for parameter, field in model.model_fields.items():
+        if parameter not in ("measure", "cutoff"):
+            assert f"  {parameter} = {field.default}" in text
+            assert field.description.split()[0] in text
+    # trec_eval's names, and what a query without relevant judgments gets.
+    for pattern in (model.trec_eval_base, model.trec_eval_cut):
+        if pattern is not None:
+            assert f"{pattern.format(k='k')} (" in text
+    if model.trec_eval_base is None and model.trec_eval_cut is None:
+        assert "trec_eval name: none" in text
+    expected = "undefined (null" if model.undefined_without_relevant else "defined: the formula's value"
+    assert f"A query without relevant judgments: {expected}" in text
+    default = model(cutoff=1) if model.cutoff_required else model()
+    missing = default.value_if_missing()
+    assert text.rstrip().endswith("null" if missing is None else f"{missing:g}")
+
+
+@pytest.mark.parametrize("alias", list(ALIASES))
+def test_an_alias_names_its_measure(alias: str) -> None:
+    result = judged("measures", alias)
+    assert result.exit_code == 0
+    assert result.stdout == judged("measures", ALIASES[alias]).stdout
+
+
+@pytest.mark.parametrize("name", ["nope", "nDCG@10", ""])
+def test_an_unknown_name_is_one_line_and_exit_2(name: str) -> None:
+    assert_one_line_error(judged("measures", name), 2,
+                 f"unknown measure {name!r}; choose one of nDCG, AP, RR, P, R, R-Prec, Judged, RBP")
