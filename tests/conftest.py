@@ -3,9 +3,9 @@
 - Where ../shared is, and a skip with a clear reason when a clone has no ../shared beside it.
 - `slow`, marked at collection by rule (`slow_reason`): tests under tests/e2e and tests/reliability, tests that use
   the Prefect server (`prefect_harness`), property tests (Hypothesis), and tests whose own code (the test, its
-  fixtures, and the functions of tests/ and benchmarks/ they call) starts a subprocess. What no rule sees carries
-  an explicit `pytest.mark.slow`. `pytest -m "not slow"` is the fast loop, and there a test taking over
-  `FAST_TEST_SECONDS` fails, asking to be marked slow.
+  fixtures, and the functions of tests/ and benchmarks/ they call) starts a subprocess; the mark's `reason` says
+  which. What no rule sees carries an explicit `pytest.mark.slow`. `pytest -m "not slow"` is the fast loop, and
+  there a test taking over `FAST_TEST_SECONDS` fails, asking to be marked slow.
 - Hypothesis profiles: `ci` (400 examples) when CI is set or HYPOTHESIS_PROFILE=ci, `dev` (25) otherwise.
 - One Prefect server per session (`prefect_harness`, started by the first test that needs it): subprocesses of
   subprocess tests report to it through PREFECT_API_URL, except in tests marked `own_prefect_server`, whose subject
@@ -20,7 +20,7 @@ import resource
 import tempfile
 import time
 import types
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -33,10 +33,10 @@ os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
 os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
 os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "CRITICAL")
-# Commands run by tests in process use Prefect's temporary server, which ends with its process, rather than judged's
-# background server, which would outlive the test session; subprocesses get the session's server (`prefect_harness`,
-# through `session_server_for_subprocesses`). The tests of judged's server (tests/e2e/test_local_server.py) ask for
-# it explicitly and stop it.
+# A command run by a test reports to the session's server (`prefect_harness`) while it runs (in process through
+# Prefect's settings; in a subprocess through PREFECT_API_URL, `session_server_for_subprocesses`), else to Prefect's
+# temporary server, which ends with its process: never to judged's background server, which would outlive the test
+# session. The tests of that server (tests/e2e/test_local_server.py) ask for it explicitly and stop it.
 os.environ.setdefault("JUDGED_PREFECT_SERVER", "temporary")
 
 REPO = Path(__file__).resolve().parents[1]
@@ -51,7 +51,7 @@ hypothesis_settings.register_profile("ci", hypothesis_settings.get_profile("ci")
 hypothesis_settings.register_profile("dev", hypothesis_settings.get_profile("default"), max_examples=25)
 
 
-def hypothesis_profile(environment: dict[str, str] | os._Environ[str]) -> str:
+def hypothesis_profile(environment: Mapping[str, str]) -> str:
     """HYPOTHESIS_PROFILE when set; else `ci` when CI is set (CI services set CI=true), else `dev`."""
     chosen = environment.get("HYPOTHESIS_PROFILE", "")
     if chosen:
@@ -69,7 +69,6 @@ SERVER_FIXTURE = "prefect_harness"
 # they drive. judged's own code is not followed: the in-process CLI reaches its server module without starting it.
 FOLLOWED = (REPO / "tests", REPO / "benchmarks")
 STARTS_SUBPROCESS = pytest.StashKey[bool]()
-SLOW_REASON = pytest.StashKey[str]()
 FAST_TEST_SECONDS = 2.0
 
 
@@ -125,9 +124,7 @@ def _fixture_functions(item: pytest.Function) -> Iterator[Callable[..., object]]
 
 
 def slow_reason(item: pytest.Item) -> str | None:
-    """Why a collected test is slow (a sentence), or None."""
-    if item.get_closest_marker("slow") is not None:
-        return "marked slow"
+    """Why a collected test is slow by rule (a phrase), or None."""
     path = Path(str(item.path))
     if path.is_relative_to(REPO / "tests") and path.relative_to(REPO / "tests").parts[0] in SLOW_FOLDERS:
         return f"under tests/{path.relative_to(REPO / 'tests').parts[0]}"
@@ -148,11 +145,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.stash[STARTS_SUBPROCESS] = any(
                 reaches_subprocess(function) for function in (item.obj, *_fixture_functions(item))
             )
+        if item.get_closest_marker("slow") is not None:
+            continue
         reason = slow_reason(item)
         if reason is not None:
-            item.stash[SLOW_REASON] = reason
-            if item.get_closest_marker("slow") is None:
-                item.add_marker(pytest.mark.slow)
+            item.add_marker(pytest.mark.slow(reason=reason))
 
 
 def _fast_run(config: pytest.Config) -> bool:
@@ -170,7 +167,7 @@ def _cpu_seconds() -> float:
 def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
     """In the fast run, a test not marked slow that takes over FAST_TEST_SECONDS fails, whatever it asserted: of
     CPU, or of wall time on a machine not busier than its cores (the wall limit grows with the load beyond them)."""
-    if not _fast_run(item.config) or SLOW_REASON in item.stash:
+    if not _fast_run(item.config) or item.get_closest_marker("slow") is not None:
         return (yield)
     cpu, wall = _cpu_seconds(), time.perf_counter()
     result = yield
