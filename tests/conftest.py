@@ -1,13 +1,30 @@
-"""Shared fixtures: where ../shared is, and a skip with a clear reason when a clone has no ../shared beside it."""
+"""Shared fixtures and the test loop's rules.
+
+- Where ../shared is, and a skip with a clear reason when a clone has no ../shared beside it.
+- `slow`, marked at collection by rule (`slow_reason`): tests under tests/e2e and tests/reliability, tests that use
+  the Prefect server (`prefect_harness`), property tests (Hypothesis), and tests whose own code (the test, its
+  fixtures, and the functions of tests/ and benchmarks/ they call) starts a subprocess; the mark's `reason` says
+  which. What no rule sees carries an explicit `pytest.mark.slow`. `pytest -m "not slow"` is the fast loop, and
+  there a test taking over `FAST_TEST_SECONDS` fails, asking to be marked slow.
+- Hypothesis profiles: `ci` (400 examples) when CI is set or HYPOTHESIS_PROFILE=ci, `dev` (25) otherwise.
+- One Prefect server per session (`prefect_harness`, started by the first test that needs it): subprocesses of
+  subprocess tests report to it through PREFECT_API_URL, except in tests marked `own_prefect_server`, whose subject
+  is starting a server.
+"""
 
 from __future__ import annotations
 
 import os
+import re
+import resource
 import tempfile
-from collections.abc import Iterator
+import time
+import types
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 import pytest
+from hypothesis import settings as hypothesis_settings
 
 # Prefect reads these when it is first imported: a private home per test session, no telemetry (offline), a
 # patient start for the temporary server, and quiet consoles.
@@ -16,13 +33,160 @@ os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "180")
 os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
 os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "CRITICAL")
-# Commands run by tests (in process or as subprocesses, which inherit this) use Prefect's temporary server, which
-# ends with its process, rather than judged's background server, which would outlive the test session. The tests of
-# that server (tests/e2e/test_local_server.py) ask for it explicitly and stop it.
+# A command run by a test reports to the session's server (`prefect_harness`) while it runs (in process through
+# Prefect's settings; in a subprocess through PREFECT_API_URL, `session_server_for_subprocesses`), else to Prefect's
+# temporary server, which ends with its process: never to judged's background server, which would outlive the test
+# session. The tests of that server (tests/e2e/test_local_server.py) ask for it explicitly and stop it.
 os.environ.setdefault("JUDGED_PREFECT_SERVER", "temporary")
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("JUDGED_SHARED", REPO.parent / "shared"))
+SAMPLE = REPO / "data" / "trec-dl-2020-sample"
+
+# -- Hypothesis profiles ------------------------------------------------------------------------------------------
+
+# `ci` keeps what CI ran with before profiles existed: Hypothesis' own CI profile (derandomized, no example
+# database) at the tests' 400 examples. `dev` finds the same kinds of failure less often, in a fraction of the time.
+hypothesis_settings.register_profile("ci", hypothesis_settings.get_profile("ci"), max_examples=400)
+hypothesis_settings.register_profile("dev", hypothesis_settings.get_profile("default"), max_examples=25)
+
+
+def hypothesis_profile(environment: Mapping[str, str]) -> str:
+    """HYPOTHESIS_PROFILE when set; else `ci` when CI is set (CI services set CI=true), else `dev`."""
+    chosen = environment.get("HYPOTHESIS_PROFILE", "")
+    if chosen:
+        return chosen
+    return "ci" if environment.get("CI", "").strip().lower() not in ("", "0", "false", "no") else "dev"
+
+
+hypothesis_settings.load_profile(hypothesis_profile(os.environ))
+
+# -- what is slow -------------------------------------------------------------------------------------------------
+
+SLOW_FOLDERS = ("e2e", "reliability")
+SERVER_FIXTURE = "prefect_harness"
+# Code whose calls are followed when looking for a subprocess: the tests' own helpers and the benchmark harness
+# they drive. judged's own code is not followed: the in-process CLI reaches its server module without starting it.
+FOLLOWED = (REPO / "tests", REPO / "benchmarks")
+STARTS_SUBPROCESS = pytest.StashKey[bool]()
+FAST_TEST_SECONDS = 2.0
+
+
+def _followed(file: str | None) -> bool:
+    path = Path(file or "")
+    return path != Path(__file__) and any(path.is_relative_to(folder) for folder in FOLLOWED)
+
+
+def _code_objects(code: types.CodeType) -> Iterator[types.CodeType]:
+    """A code object and those nested in it (inner functions, lambdas, comprehensions)."""
+    yield code
+    for constant in code.co_consts:
+        if isinstance(constant, types.CodeType):
+            yield from _code_objects(constant)
+
+
+def reaches_subprocess(function: Callable[..., object], seen: set[types.FunctionType] | None = None) -> bool:
+    """Whether the function, or a function of tests/ or benchmarks/ it names (followed through their names in turn),
+    names the `subprocess` module or something taken from it."""
+    function = getattr(function, "__func__", function)
+    if not isinstance(function, types.FunctionType):
+        return False
+    seen = set() if seen is None else seen
+    if function in seen:
+        return False
+    seen.add(function)
+    names = {name for code in _code_objects(function.__code__) for name in code.co_names}
+    for name in names:
+        value = function.__globals__.get(name)
+        if isinstance(value, types.ModuleType):
+            if value.__name__ == "subprocess":
+                return True
+            if not _followed(getattr(value, "__file__", None)):
+                continue
+            # module.function(...): the attribute's name is among the same code's names.
+            candidates = [getattr(value, attribute, None) for attribute in names]
+        else:
+            candidates = [value]
+        for candidate in candidates:
+            if getattr(candidate, "__module__", None) == "subprocess":
+                return True
+            if not isinstance(candidate, types.FunctionType) or not _followed(candidate.__code__.co_filename):
+                continue
+            if reaches_subprocess(candidate, seen):
+                return True
+    return False
+
+
+def _fixture_functions(item: pytest.Function) -> Iterator[Callable[..., object]]:
+    for definitions in item._fixtureinfo.name2fixturedefs.values():
+        for definition in definitions:
+            yield definition.func
+
+
+def slow_reason(item: pytest.Item) -> str | None:
+    """Why a collected test is slow by rule (a phrase), or None."""
+    path = Path(str(item.path))
+    if path.is_relative_to(REPO / "tests") and path.relative_to(REPO / "tests").parts[0] in SLOW_FOLDERS:
+        return f"under tests/{path.relative_to(REPO / 'tests').parts[0]}"
+    if not isinstance(item, pytest.Function):
+        return None
+    if SERVER_FIXTURE in item.fixturenames:
+        return f"uses the Prefect server ({SERVER_FIXTURE})"
+    if getattr(item.obj, "is_hypothesis_test", False):
+        return "a Hypothesis property test"
+    if item.stash[STARTS_SUBPROCESS]:
+        return "starts a subprocess"
+    return None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if isinstance(item, pytest.Function):
+            item.stash[STARTS_SUBPROCESS] = any(
+                reaches_subprocess(function) for function in (item.obj, *_fixture_functions(item))
+            )
+        if item.get_closest_marker("slow") is not None:
+            continue
+        reason = slow_reason(item)
+        if reason is not None:
+            item.add_marker(pytest.mark.slow(reason=reason))
+
+
+def _fast_run(config: pytest.Config) -> bool:
+    """Whether this run leaves the slow tests out (`-m "not slow"`, alone or within a larger expression)."""
+    return re.search(r"\bnot\s+slow\b", config.option.markexpr or "") is not None
+
+
+def _cpu_seconds() -> float:
+    """CPU time of this process and of the children it has waited for."""
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + children.ru_utime + children.ru_stime
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    """In the fast run, a test not marked slow that takes over FAST_TEST_SECONDS fails, whatever it asserted. Taking
+    means wall time on a machine no busier than its cores; the wall limit grows with the load beyond them, so that
+    other work on a shared machine does not fail a test. Its CPU time spread over every core (the least wall time
+    it could take) is held to the limit whatever the load."""
+    if not _fast_run(item.config) or item.get_closest_marker("slow") is not None:
+        return (yield)
+    cpu, wall = _cpu_seconds(), time.perf_counter()
+    result = yield
+    cpu, wall = _cpu_seconds() - cpu, time.perf_counter() - wall
+    cores = os.cpu_count() or 1
+    overload = max(1.0, os.getloadavg()[0] / cores)
+    if cpu / cores > FAST_TEST_SECONDS or wall > FAST_TEST_SECONDS * overload:
+        pytest.fail(
+            f"{item.nodeid} took {wall:.1f} s ({cpu:.1f} s of CPU), over the fast loop's {FAST_TEST_SECONDS:.0f} s per "
+            f"test (wall limit {FAST_TEST_SECONDS * overload:.1f} s at this load): mark it `@pytest.mark.slow` "
+            "(or make it faster)",
+            pytrace=False,
+        )
+    return result
+
+
+# -- fixtures -----------------------------------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="session")
@@ -38,9 +202,6 @@ def repo() -> Path:
     return REPO
 
 
-SAMPLE = REPO / "data" / "trec-dl-2020-sample"
-
-
 @pytest.fixture(scope="session", autouse=True)
 def no_local_server_left() -> Iterator[None]:
     """Whatever a test did, no judged local Prefect server of this session's PREFECT_HOME outlives the session."""
@@ -53,10 +214,21 @@ def no_local_server_left() -> Iterator[None]:
 
 @pytest.fixture(scope="session")
 def prefect_harness() -> Iterator[str]:
-    """One temporary Prefect server for the session's flow tests; yields its API URL."""
+    """The session's one Prefect server (temporary: its own database, stopped at the session's end), started by
+    the first test that needs it; yields its API URL. Flows run in process report to it while it runs."""
     from prefect.settings import PREFECT_API_URL
     from prefect.testing.utilities import prefect_test_harness
 
     with prefect_test_harness(server_startup_timeout=180):
         yield str(PREFECT_API_URL.value())
 
+
+@pytest.fixture(autouse=True)
+def session_server_for_subprocesses(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A test that starts subprocesses gives them the session's server (PREFECT_API_URL), so that a flow run in a
+    child does not start and migrate a temporary server of its own; a test whose subject is starting a server
+    (`own_prefect_server`) does not."""
+    item = request.node
+    if not item.stash.get(STARTS_SUBPROCESS, False) or item.get_closest_marker("own_prefect_server") is not None:
+        return
+    monkeypatch.setenv("PREFECT_API_URL", request.getfixturevalue(SERVER_FIXTURE))

@@ -18,6 +18,9 @@ import pytest
 from judged.flows.pipeline.server import process_alive, read_state
 from tests.conftest import REPO, SAMPLE
 
+# Starting a server is what these tests check: their commands do not get the session's server.
+pytestmark = pytest.mark.own_prefect_server
+
 BIN = Path(sys.executable).parent
 QRELS = SAMPLE / "qrels.dl20-passage.txt"
 RUN = SAMPLE / "runs" / "input.p_bm25.gz"

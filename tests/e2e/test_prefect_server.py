@@ -23,6 +23,9 @@ import pytest
 
 from tests.conftest import REPO, SAMPLE
 
+# Starting a server is what these tests check: their commands do not get the session's server.
+pytestmark = pytest.mark.own_prefect_server
+
 BIN = Path(sys.executable).parent
 CRON = "0 2 * * *"
 

@@ -155,6 +155,7 @@ def test_a_ready_spec_is_used_as_given() -> None:
     assert ev.summary["value"][0] == pytest.approx(7 / (7 + 3 / math.log2(3)), abs=1e-15)
 
 
+@pytest.mark.slow  # three evaluations of a DL 2020 run, one from pandas
 def test_api_and_cli_give_identical_numbers_and_ids() -> None:
     """p_bm25 on NIST's 2020 passage judgments, trec_eval preset: NIST published ndcg_cut_10 = 0.4796."""
     qrels, run = SAMPLE / "qrels.dl20-passage.txt", SAMPLE / "runs" / "input.p_bm25.gz"

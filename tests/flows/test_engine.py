@@ -151,7 +151,10 @@ def bounded_inputs(tmp_path: Path, rows: list[str]) -> tuple[Path, Path, Path]:
     return qrels, text, parquet
 
 
-@pytest.mark.parametrize("spec_name", list(BOUNDED_SPECS))
+# Every measure at once costs as much as the other specs together: the fast loop keeps those two.
+@pytest.mark.parametrize("spec_name", [
+    pytest.param(name, marks=pytest.mark.slow) if name == "every-measure" else name for name in BOUNDED_SPECS
+])
 @pytest.mark.parametrize("order", ["grouped", "blocks", "shuffled"])
 def test_scanned_runs_in_batches_give_the_in_memory_result(tmp_path: Path, order: str, spec_name: str) -> None:
     """A run too large to parse in memory (here: any text, by `Limits`) and a Parquet run are scanned, their

@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import re
 
+import pytest
 from rich.console import Console
 
 from judged.flows.engine.evaluate import evaluate
@@ -23,6 +24,7 @@ def printed(results: list, width: int) -> str:
     return out.getvalue()
 
 
+@pytest.mark.slow  # two DL 2020 runs at every trec_eval cutoff
 def test_dl_tables_fit_80_columns_with_whole_headers_and_shared_warnings_once() -> None:
     judgments = load_table(SAMPLE / "qrels.dl20-passage.txt", "judgments")
     runs = [load_table(SAMPLE / "runs" / f"input.{name}.gz", "run") for name in ("p_bm25", "pash_r3")]

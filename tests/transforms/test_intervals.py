@@ -110,6 +110,7 @@ def computed(cases: dict[str, tuple], spec: EvaluationSpec, scale: tuple[int, ..
     return {(r["query_id"], r["cutoff"]): r for r in values.collect().iter_rows(named=True)}
 
 
+@pytest.mark.slow  # an oracle: every assignment of grades, over 1100 random cases
 def test_brute_force_agreement_on_random_cases() -> None:
     rng = random.Random(20261203)
     groups: dict[tuple[int, int], dict[str, tuple]] = defaultdict(dict)

@@ -15,7 +15,6 @@ from tests.transforms.test_ndcg import judgment_frame, run_frame
 from tests.transforms.test_reference_tools import (
     CUTOFF_SETS,
     FLOAT32_TIE_EXAMPLE,
-    MAX_EXAMPLES,
     Collection,
     Cutoff,
     all_negative_queries,
@@ -145,7 +144,7 @@ def pytrec_values(collection: Collection, cutoffs: tuple[int, ...]) -> dict[str,
     return pytrec_eval.RelevanceEvaluator(qrels, measures).evaluate(run)
 
 
-@settings(max_examples=MAX_EXAMPLES, deadline=None)
+@settings(deadline=None)
 @given(collection=collections(min_grade=-1), cutoffs=CUTOFF_SETS)
 @example(collection=FLOAT32_TIE_EXAMPLE, cutoffs=(1, 2, None))
 def test_binary_measures_match_pytrec_eval(collection: Collection, cutoffs: tuple[Cutoff, ...]) -> None:

@@ -30,7 +30,6 @@ from judged.transforms.judging import judged_run_rows
 from judged.transforms.measures import per_query_values as per_query_ndcg
 
 TOLERANCE = 1e-9
-MAX_EXAMPLES = 400
 EVALUATED = ("scored", "no_relevant_judgments")
 """Statuses of the queries a reference tool evaluates: judged and retrieved."""
 
@@ -202,7 +201,7 @@ def assert_matches_pytrec_eval(collection: Collection, cutoffs: tuple[Cutoff, ..
     assert_values(rows, {query_id: dict.fromkeys(cutoffs, 0.0) for query_id in all_negative_retrieved})
 
 
-@settings(max_examples=MAX_EXAMPLES, deadline=None)
+@settings(deadline=None)
 @given(collection=collections(min_grade=-1), cutoffs=CUTOFF_SETS)
 @example(collection=FLOAT32_TIE_EXAMPLE, cutoffs=(1, 2, None))
 def test_trec_eval9_preset_matches_pytrec_eval(collection: Collection, cutoffs: tuple[Cutoff, ...]) -> None:
@@ -210,7 +209,7 @@ def test_trec_eval9_preset_matches_pytrec_eval(collection: Collection, cutoffs: 
     assert_matches_pytrec_eval(collection, cutoffs, PRESETS["trec_eval9"].with_options(cutoffs=cutoffs))
 
 
-@settings(max_examples=MAX_EXAMPLES, deadline=None)
+@settings(deadline=None)
 @given(collection=collections(min_grade=-1), cutoffs=CUTOFF_SETS)
 @example(collection=FLOAT32_TIE_EXAMPLE, cutoffs=(1, 2, None))
 def test_condensed_lists_match_pytrec_eval_judged_docs_only(
@@ -240,7 +239,7 @@ def sklearn_values(collection: Collection, cutoffs: tuple[Cutoff, ...]) -> PerQu
     return values
 
 
-@settings(max_examples=MAX_EXAMPLES, deadline=None)
+@settings(deadline=None)
 @given(collection=collections(min_grade=0), cutoffs=CUTOFF_SETS)
 @example(collection=FLOAT32_TIE_EXAMPLE, cutoffs=(1, 2, None))
 def test_sklearn_preset_matches_ndcg_score(collection: Collection, cutoffs: tuple[Cutoff, ...]) -> None:
@@ -277,7 +276,8 @@ UNJUDGED_SPECS = {
 
 
 @pytest.mark.parametrize("spec_name", list(UNJUDGED_SPECS))
-@settings(max_examples=MAX_EXAMPLES // 3, deadline=None)
+# The three specs share the profile's number of examples (tests/conftest.py).
+@settings(max_examples=max(1, settings.default.max_examples // 3), deadline=None)
 @given(collection=collections(min_grade=-1), cutoffs=CUTOFF_SETS)
 @example(collection=FLOAT32_TIE_EXAMPLE, cutoffs=(1, 2, None))
 def test_unjudged_stays_null_and_is_counted(
