@@ -20,6 +20,7 @@ import polars as pl
 from judged.flows.store.readers import LoadedTable, Table
 from judged.flows.engine.limits import DEFAULT_LIMITS, Limits
 from judged.flows.engine.versions import implementation_version
+from judged.flows.report.wording import counted
 from judged.schemas.provenance import JudgmentSetMetadata, evaluation_id
 from judged.schemas.spec import EvaluationSpec
 from judged.transforms.duplicates import duplicate_pairs, keep_one_per_pair, may_have_duplicates, raise_on_duplicates
@@ -190,7 +191,8 @@ def choose_read(run: LoadedTable, spec: EvaluationSpec, limits: Limits) -> PartR
     if run.stored_order is not None:
         return PartRead(Read.SCANNED_WHOLE, "a stored run in ranked layout, and the spec reads whole lists")
     if run.counted_duplicate_pairs:  # the duplicates policy is applied to the whole part
-        return PartRead(Read.SCANNED_WHOLE, f"{run.counted_duplicate_pairs:,} duplicate pairs counted at ingest")
+        pairs = counted(run.counted_duplicate_pairs, "duplicate pair")
+        return PartRead(Read.SCANNED_WHOLE, f"{pairs} counted at ingest: the duplicates policy takes the whole part")
     whole_scan_rows = read_whole(run, limits)
     if whole_scan_rows is not None:
         return PartRead(Read.SCANNED_WHOLE, f"Parquet of {whole_scan_rows:,} rows, at most Limits.whole_scan_rows")
