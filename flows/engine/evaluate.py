@@ -193,10 +193,14 @@ def choose_read(run: LoadedTable, spec: EvaluationSpec, limits: Limits) -> PartR
     if run.counted_duplicate_pairs:  # the duplicates policy is applied to the whole part
         pairs = counted(run.counted_duplicate_pairs, "duplicate pair")
         return PartRead(Read.SCANNED_WHOLE, f"{pairs} counted at ingest: the duplicates policy takes the whole part")
-    whole_scan_rows = read_whole(run, limits)
-    if whole_scan_rows is not None:
-        return PartRead(Read.SCANNED_WHOLE, f"Parquet of {whole_scan_rows:,} rows, at most Limits.whole_scan_rows")
-    why = "Parquet above Limits.whole_scan_rows" if run.source_format == "parquet" else "text too large to hold"
+    # A Parquet file's row count is in its metadata; scanned text is not counted before it is read.
+    if run.source_format == "parquet":
+        n_rows = run.scan.select(pl.len()).collect().item()
+        if n_rows <= limits.whole_scan_rows:  # one streaming pass is faster, in memory that stays bounded
+            return PartRead(Read.SCANNED_WHOLE, f"Parquet of {n_rows:,} rows, at most Limits.whole_scan_rows")
+        why = f"Parquet of {n_rows:,} rows, above Limits.whole_scan_rows"
+    else:
+        why = "a stored part of text outside the ranked layout" if run.stored_part else "text too large to hold"
     return PartRead(Read.SCANNED_BATCHES, why, whole_if=(
         "its rows fail a check, may repeat a document or list a query in two batches"))
 
@@ -326,16 +330,6 @@ def evaluate_read(plan: Plan, part: Part, engine: EngineType = "auto") -> tuple[
     per_query = per_query_measures(candidates.lazy(), judgment_rows, spec, plan.interval_grades, plan.intervals)
     per_query = per_query.collect(engine=candidates_engine)
     return per_query, warnings + run_warnings, read
-
-
-def read_whole(run: LoadedTable, limits: Limits) -> int | None:
-    """The row count of a scanned run read whole, in one streaming pass, rather than in batches
-    (`scanned_per_query`): a Parquet file of at most `limits.whole_scan_rows` rows (a count its metadata gives;
-    scanned text is not counted before it is read). None: read in batches."""
-    if run.source_format != "parquet":
-        return None
-    n_rows: int = run.scan.select(pl.len()).collect().item()
-    return n_rows if n_rows <= limits.whole_scan_rows else None
 
 
 def candidate_bounds(rows: pl.LazyFrame, n_rows: int, part_rows: int) -> tuple[tuple[int, int], ...] | None:

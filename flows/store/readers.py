@@ -66,6 +66,7 @@ class LoadedTable:
     # `query_id` -> `n_rows` of a run when the reading pass counted them (a scanned text run): `counts` and the store
     # take them instead of reading the rows again
     query_rows: pl.DataFrame | None = None
+    stored_part: bool = False  # rows of a stored table's part (`StoredTable.load`)
     # a stored run part's duplicate (query, document) pairs as counted at ingest (None: not counted, or not stored)
     counted_duplicate_pairs: int | None = None
 
@@ -682,6 +683,7 @@ class StoredTable:
             metadata=self.metadata,
             duplicate_free=duplicate_free,
             stored_order=ranked,
+            stored_part=True,
             counted_duplicate_pairs=counted,
         )
 

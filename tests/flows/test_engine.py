@@ -170,7 +170,7 @@ def test_scanned_runs_in_batches_give_the_in_memory_result(tmp_path: Path, order
         qrels, text, parquet = bounded_inputs(folder, lines)
         spec = BOUNDED_SPECS[spec_name].with_options(run_duplicates=policy)
         outcomes = []
-        # The Parquet file in batches (bounded) and whole, as a small one is read (`read_whole`).
+        # The Parquet file in batches (bounded) and whole, as a small one is read (`choose_read`).
         for run, limits in ((text, Limits()), (text, bounded), (parquet, bounded), (parquet, Limits())):
             loaded = load_table(run, "run", limits=limits)
             assert loaded.in_memory == (limits == Limits() and run == text)
@@ -328,7 +328,7 @@ def test_the_plan_scans_large_text_in_batches_and_a_small_parquet_run_whole(tmp_
     assert planned_reads(load_table(parquet, "run"), judgments, spec) == [
         (Read.SCANNED_WHOLE, "Parquet of 3,000 rows, at most Limits.whole_scan_rows")]
     assert planned_reads(load_table(parquet, "run"), judgments, spec, Limits(whole_scan_rows=2999)) == [
-        (Read.SCANNED_BATCHES, "Parquet above Limits.whole_scan_rows")]
+        (Read.SCANNED_BATCHES, "Parquet of 3,000 rows, above Limits.whole_scan_rows")]
 
 
 def test_the_plan_reads_a_stored_head_and_a_stored_part_with_duplicates_whole(tmp_path: Path) -> None:
