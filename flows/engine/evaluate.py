@@ -1,7 +1,8 @@
 """The evaluation engine: one plan for every way of running an evaluation, the work of one part, and the result.
 
-Belongs here: `plan` (the evaluation id and the parts of an evaluation under its `Limits`), `evaluate_part` (the
-orchestration-free sequence for one part: resolve duplicates, check the inputs against the spec, compute, collect),
+Belongs here: `plan` (the evaluation id, the parts of an evaluation under its `Limits`, and how each part's run is
+read: `Read`, `PartRead`, `choose_read`), `evaluate_part` (the orchestration-free sequence for one part: read as
+planned, resolve duplicates, check the inputs against the spec, compute, collect),
 `assemble` (one result from every part) and `evaluate`, which runs a plan in this process. The CLI and the Prefect
 tasks (and Dask through them) only iterate a plan. The computation itself lives in `transforms/`.
 """
@@ -115,7 +116,8 @@ class Plan:
 
     def inputs(self, part: Part) -> tuple[LoadedTable, LoadedTable]:
         """The run's and the judgments' rows of one part, as `evaluate_part` takes them."""
-        return self.run.load(part.shard, part.of), self.judgments.load(part.shard, part.of)
+        judgments = self.judgments.load(part.shard, part.of) if self.run.in_shards else self.judgments.load()
+        return run_rows(self.run, part), judgments
 
     def read(self, part: Part) -> PartRead:
         return self.reads[self.parts.index(part)]
@@ -135,6 +137,11 @@ def part_read_line(part: Part, read: PartRead, planned: PartRead | None = None) 
     """`read part S/N: READ (why)`; with the `planned` read when the part was read otherwise (`PartRead.whole_if`)."""
     line = f"read part {part.shard + 1}/{part.of}: {read.describe()}"
     return line if planned is None or planned == read else f"{line}, planned {planned.describe()}"
+
+
+def run_rows(run: Table, part: Part) -> LoadedTable:
+    """The run's rows of one part: a shard of a stored run; a loaded run, which is one part, as loaded."""
+    return run.load(part.shard, part.of) if run.in_shards else run.load()
 
 
 def plan(
@@ -169,7 +176,7 @@ def plan(
         run_name=run.name,
         identify=result_identity(run, judgments, spec),
         intervals=intervals,
-        reads=tuple(choose_read(run.load(part.shard, part.of), spec, limits) for part in parts),
+        reads=tuple(choose_read(run_rows(run, part), spec, limits) for part in parts),
     )
 
 
@@ -178,9 +185,10 @@ def choose_read(run: LoadedTable, spec: EvaluationSpec, limits: Limits) -> PartR
     are, their format, Parquet's row count (its metadata), the stored layout and the duplicate pairs counted at
     ingest. Held rows are cut into parts of whole queries here (`candidate_bounds`)."""
     positions = head_positions(spec)
-    if run.stored_order is not None and positions is not None:
+    if run.stored_order is not None and positions is not None:  # held once read, but cut into no parts: a head is
+        # a scan of the stored files, which each slice would read again
         return PartRead(Read.STORED_HEAD, f"each query's first {positions} rows, in stored order")
-    if run.in_memory:
+    if run.in_memory:  # held rows, where a slice costs nothing
         n_rows = run.scan.select(pl.len()).collect().item()
         bounds = candidate_bounds(run.scan, n_rows, limits.candidate_part_rows)
         if bounds is not None:
@@ -201,8 +209,10 @@ def choose_read(run: LoadedTable, spec: EvaluationSpec, limits: Limits) -> PartR
         why = f"Parquet of {n_rows:,} rows, above Limits.whole_scan_rows"
     else:
         why = "a stored part of text outside the ranked layout" if run.stored_part else "text too large to hold"
-    return PartRead(Read.SCANNED_BATCHES, why, whole_if=(
-        "its rows fail a check, may repeat a document or list a query in two batches"))
+    # Whether the rows repeat a document or list a query in two batches would take a pass of its own to know
+    # (`may_repeat_documents`); the batches' one pass finds it, and then the part is read whole.
+    whole_if = "its rows fail a check, may repeat a document or list a query in two batches"
+    return PartRead(Read.SCANNED_BATCHES, why, whole_if=whole_if)
 
 
 def without_duplicates(table: LoadedTable, policy: str, suspected: bool) -> tuple[pl.LazyFrame, list[str]]:
@@ -306,8 +316,9 @@ def evaluate_read(plan: Plan, part: Part, engine: EngineType = "auto") -> tuple[
     read = plan.read(part)
     run, judgments = plan.inputs(part)
     spec, limits = plan.spec, plan.limits
-    if read.read is Read.STORED_HEAD:
-        run = replace(run, scan=head_rows(run.stored_order, head_positions(spec)), in_memory=True)  # type: ignore[arg-type]
+    positions = head_positions(spec)
+    if read.read is Read.STORED_HEAD and run.stored_order is not None and positions is not None:
+        run = replace(run, scan=head_rows(run.stored_order, positions), in_memory=True)
     candidates_engine = engine  # for the candidates and the per-query rows computed from them
     if engine == "auto":  # the in-memory engine is faster on rows that are (or fit) in memory
         engine = "in-memory" if run.in_memory and judgments.in_memory else "streaming"

@@ -82,6 +82,10 @@ class LoadedTable:
         return 1
 
     @property
+    def in_shards(self) -> bool:
+        return False
+
+    @property
     def n_rows(self) -> int:
         """Its rows, counted in memory (`frame`)."""
         return self.frame.height
@@ -94,11 +98,11 @@ class LoadedTable:
         """A loaded table is never in the stored ranked layout."""
         return False
 
-    def load(self, shard: int = 0, of: int = 1) -> LoadedTable:
-        """The table itself (`of` 1), else the rows of shard `shard` of `of` (the judgments of a stored run's
+    def load(self, shard: int | None = None, of: int = 1) -> LoadedTable:
+        """The table itself; with a `shard`, its rows of shard `shard` of `of` (the judgments of a stored run's
         part), held in memory and found by a filter on each row's shard, computed once per `of` (4 bytes a row):
         a part is then a filter, not a hash of every row again."""
-        if of == 1:
+        if shard is None:
             return self
         in_this_part = self.frame.filter(self._shard_of_rows(of) == shard)
         return replace(self, scan=in_this_part.lazy(), in_memory=True)
@@ -176,11 +180,19 @@ class Table(Protocol):
     @property
     def n_queries(self) -> int: ...
 
+    @property
+    def in_shards(self) -> bool:
+        """Whether its rows are stored in shards (a stored table): a plan's parts then read a shard of each input,
+        where a loaded run is one part, read as loaded."""
+        ...
+
     def ranked(self) -> bool: ...
 
     def deferred_id(self) -> Callable[[], str]: ...
 
-    def load(self, shard: int = 0, of: int = 1) -> LoadedTable: ...
+    def load(self, shard: int | None = None, of: int = 1) -> LoadedTable:
+        """The whole table's rows; with a `shard`, those of shard `shard` of `of`."""
+        ...
 
 
 def read_sidecar(path: Path, kind: TableKind) -> Metadata:
@@ -619,6 +631,10 @@ class StoredTable:
         return int(self.record["n_shards"])
 
     @property
+    def in_shards(self) -> bool:
+        return True
+
+    @property
     def n_rows(self) -> int:
         return int(self.record["n_rows"])
 
@@ -662,10 +678,11 @@ class StoredTable:
             and {"position", "query_rows"} <= set(pl.read_parquet_schema(parts[0]))
         )
 
-    def load(self, shard: int = 0, of: int = 1) -> LoadedTable:
+    def load(self, shard: int | None = None, of: int = 1) -> LoadedTable:
         """The rows of shard `shard` of `of` (all by default) as the engine takes them. A run stored in its
         ranked layout (transforms/layout.py) and proven free of duplicate pairs at ingest also offers those rows
         in stored order, so a top-k spec reads only each query's head."""
+        shard = 0 if shard is None else shard
         stored_contract = STORED_JUDGMENTS if self.kind == "judgments" else RUN_ROWS
         contract = JUDGMENTS if self.kind == "judgments" else RUN
         wanted = self.parts(shard, of)

@@ -383,3 +383,26 @@ def test_a_result_says_how_each_part_was_read_and_why(tmp_path: Path) -> None:
     in_memory = evaluate(load_table(text, "run"), judgments, first)
     assert in_memory.reads == ("read part 1/1: in memory (3,003 rows held, at most Limits.candidate_part_rows)",)
     assert_frame_equal(taken_whole.per_query, in_memory.per_query, rel_tol=1e-14, abs_tol=0)
+
+
+def test_a_stored_runs_part_holds_its_judgments_and_a_loaded_run_takes_them_as_loaded(tmp_path: Path) -> None:
+    """Parquet judgments beside a stored run are held in memory, the part's judgments only (the in-memory engine
+    then takes the part), even when the plan has one part; beside a loaded run, which is one part, they are taken
+    as loaded (scanned)."""
+    from judged.flows.pipeline.flows import ingest_file
+    from judged.flows.store.warehouse import Store
+
+    qrels, text, _ = bounded_inputs(tmp_path, bounded_run_lines("grouped"))
+    load_table(qrels, "judgments").frame.drop("source_line").write_parquet(qrels_parquet := tmp_path / "qrels.parquet")
+    judgments, spec = load_table(qrels_parquet, "judgments"), SPECS["trec_eval@10"]
+    assert not judgments.in_memory
+    warehouse = Store(tmp_path / "w")
+    stored = warehouse.stored("run", ingest_file(warehouse, text, "run", limits=Limits(rows_per_shard=1000)).id)
+    one_part = plan(stored, judgments, spec)
+    assert one_part.parts == (judged.flows.engine.evaluate.Part(0, 1),)
+    run_part, judgments_part = one_part.inputs(one_part.parts[0])
+    assert judgments_part.in_memory and judgments_part.frame.equals(judgments.frame)
+    loaded = plan(load_table(text, "run"), judgments, spec)
+    assert loaded.inputs(loaded.parts[0])[1] is judgments
+    in_four = plan(stored, judgments, spec, Limits(judgment_rows_per_part=500))
+    assert sum(in_four.inputs(part)[1].frame.height for part in in_four.parts) == judgments.frame.height
