@@ -1,7 +1,8 @@
 """The evaluation engine: one plan for every way of running an evaluation, the work of one part, and the result.
 
-Belongs here: `plan` (the evaluation id and the parts of an evaluation under its `Limits`), `evaluate_part` (the
-orchestration-free sequence for one part: resolve duplicates, check the inputs against the spec, compute, collect),
+Belongs here: `plan` (the evaluation id, the parts of an evaluation under its `Limits`, and how each part's run is
+read: `Read`, `PartRead`, `choose_read`), `evaluate_part` (the orchestration-free sequence for one part: read as
+planned, resolve duplicates, check the inputs against the spec, compute, collect),
 `assemble` (one result from every part) and `evaluate`, which runs a plan in this process. The CLI and the Prefect
 tasks (and Dask through them) only iterate a plan. The computation itself lives in `transforms/`.
 """
@@ -11,16 +12,17 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
+from enum import Enum
 from functools import cached_property
-from pathlib import Path
 from typing import Literal
 
 import polars as pl
 
-from judged.flows.store.readers import LoadedTable, StoredTable
+from judged.flows.store.readers import LoadedTable, Table
 from judged.flows.engine.limits import DEFAULT_LIMITS, Limits
 from judged.flows.engine.versions import implementation_version
-from judged.schemas.provenance import JudgmentSetMetadata, RunMetadata, evaluation_id
+from judged.flows.report.wording import counted
+from judged.schemas.provenance import JudgmentSetMetadata, evaluation_id
 from judged.schemas.spec import EvaluationSpec
 from judged.transforms.duplicates import duplicate_pairs, keep_one_per_pair, may_have_duplicates, raise_on_duplicates
 from judged.transforms.errors import InputError
@@ -28,17 +30,44 @@ from judged.transforms.layout import head_positions, head_rows
 from judged.transforms.measures import per_query_measures
 from judged.transforms.measures.ndcg import gains_beyond_float64, grades_outside_gain_map
 from judged.transforms.ranking import QUERY, candidate_rows, first_rows_needed, stretch_starts
-from judged.transforms.shards import shard_count, with_bucket
+from judged.transforms.shards import shard_count
 from judged.transforms.summary import summarize
 
 
 EngineType = Literal["auto", "in-memory", "streaming"]
 
 
+class Read(Enum):
+    """How a part's run rows are read, chosen by `plan`; every read gives the same per-query rows."""
+
+    STORED_HEAD = "stored head"  # each query's first rows of a stored run in its ranked layout, held in memory
+    IN_MEMORY = "in memory"  # rows held in memory (parsed text, a frame), the candidates found at once
+    IN_PARTS = "text in parts"  # rows held in memory, the candidates found a part of whole queries at a time
+    SCANNED_BATCHES = "scanned in batches"  # a scan read once in batches of whole queries (`scanned_per_query`)
+    SCANNED_WHOLE = "scanned whole"  # a scan read whole, in one streaming pass
+
+
+@dataclass(frozen=True)
+class PartRead:
+    """How `plan` has one part's run read, and why. `bounds` (IN_PARTS): the row slices, each of whole queries,
+    whose candidates are found one at a time. `whole_if` (SCANNED_BATCHES): what the batches' one pass may find
+    that `plan` cannot know without a pass of its own (a repeated document, a query in two batches), for which
+    the part is then read SCANNED_WHOLE."""
+
+    read: Read
+    why: str
+    bounds: tuple[tuple[int, int], ...] = ()
+    whole_if: str = ""
+
+    def describe(self) -> str:
+        return f"{self.read.value} ({self.why}{'; read whole if ' + self.whole_if if self.whole_if else ''})"
+
+
 @dataclass(frozen=True, eq=False)
 class EvaluationResult:
     """One evaluation's per-query rows, summary and warnings. Compared and hashed by identity (its frames have no
-    equality); two results hold the same evaluation when their `evaluation_id`s are equal."""
+    equality); two results hold the same evaluation when their `evaluation_id`s are equal. `reads` says how each
+    part's run was read (`Plan.describe`), for `--profile`."""
 
     run_name: str
     identify: Callable[[], str] = field(repr=False)  # gives `evaluation_id`
@@ -46,6 +75,7 @@ class EvaluationResult:
     per_query: pl.DataFrame
     summary: pl.DataFrame
     warnings: tuple[str, ...]
+    reads: tuple[str, ...] = ()
 
     @cached_property
     def evaluation_id(self) -> str:
@@ -64,20 +94,21 @@ class Part:
 
 @dataclass(frozen=True, eq=False)
 class Plan:
-    """One evaluation cut into parts, made by `plan`: its inputs, spec and limits, the parts, the run's name and
-    the evaluation id (made on first use, once). Every driver (the direct command, the Prefect tasks, Dask)
-    evaluates each part with `evaluate_part` and gives the per-query rows of all of them to `assemble`.
-    `intervals` false leaves the nDCG intervals out (null), for an output that cannot show them; a stored
-    evaluation always has them."""
+    """One evaluation cut into parts, made by `plan`: its inputs, spec and limits, the parts and how each part's
+    run is read (`reads`, one per part), the run's name and the evaluation id (made on first use, once). Every
+    driver (the direct command, the Prefect tasks, Dask) evaluates each part with `evaluate_part` and gives the
+    per-query rows of all of them to `assemble`. `intervals` false leaves the nDCG intervals out (null), for an
+    output that cannot show them; a stored evaluation always has them."""
 
-    run: LoadedTable | StoredTable
-    judgments: LoadedTable | StoredTable
+    run: Table
+    judgments: Table
     spec: EvaluationSpec
     limits: Limits
     parts: tuple[Part, ...]
     run_name: str
     identify: Callable[[], str] = field(repr=False)
     intervals: bool = True
+    reads: tuple[PartRead, ...] = ()
 
     @property
     def evaluation_id(self) -> str:
@@ -85,21 +116,15 @@ class Plan:
 
     def inputs(self, part: Part) -> tuple[LoadedTable, LoadedTable]:
         """The run's and the judgments' rows of one part, as `evaluate_part` takes them."""
-        if isinstance(self.run, LoadedTable):  # a loaded run is always one part (see `plan`)
-            return self.run, self._loaded(self.judgments)
-        run = self.run.load(part.shard, part.of)
-        if isinstance(self.judgments, StoredTable):
-            return run, self.judgments.load(part.shard, part.of)
-        in_this_part = self.judgments.frame.filter(self._judgment_parts == part.shard)
-        return run, replace(self.judgments, scan=in_this_part.lazy(), in_memory=True)
+        judgments = self.judgments.load(part.shard, part.of) if self.run.in_shards else self.judgments.load()
+        return run_rows(self.run, part), judgments
 
-    @cached_property
-    def _judgment_parts(self) -> pl.Series:
-        """Each loaded judgment's part, computed once (4 bytes a row): a part's judgments are then a filter, not a
-        join of all of them."""
-        of = self.parts[0].of
-        buckets = with_bucket(self.judgments.frame.lazy().select("query_id"))  # type: ignore[union-attr]
-        return buckets.select(pl.col("bucket") % of).collect().to_series()
+    def read(self, part: Part) -> PartRead:
+        return self.reads[self.parts.index(part)]
+
+    def describe(self) -> list[str]:
+        """One line per part: how its run is read and why (`--profile` prints them)."""
+        return [part_read_line(part, read) for part, read in zip(self.parts, self.reads, strict=True)]
 
     @cached_property
     def interval_grades(self) -> tuple[int, ...] | None:
@@ -107,14 +132,21 @@ class Plan:
         None without intervals."""
         return grade_scale(self.judgments) if self.intervals else None
 
-    @staticmethod
-    def _loaded(table: LoadedTable | StoredTable) -> LoadedTable:
-        return table if isinstance(table, LoadedTable) else table.load()
+
+def part_read_line(part: Part, read: PartRead, planned: PartRead | None = None) -> str:
+    """`read part S/N: READ (why)`; with the `planned` read when the part was read otherwise (`PartRead.whole_if`)."""
+    line = f"read part {part.shard + 1}/{part.of}: {read.describe()}"
+    return line if planned is None or planned == read else f"{line}, planned {planned.describe()}"
+
+
+def run_rows(run: Table, part: Part) -> LoadedTable:
+    """The run's rows of one part: a shard of a stored run; a loaded run, which is one part, as loaded."""
+    return run.load(part.shard, part.of) if run.in_shards else run.load()
 
 
 def plan(
-    run: LoadedTable | StoredTable,
-    judgments: LoadedTable | StoredTable,
+    run: Table,
+    judgments: Table,
     spec: EvaluationSpec,
     limits: Limits = DEFAULT_LIMITS,
     intervals: bool = True,
@@ -123,31 +155,64 @@ def plan(
     evaluated part by part, each with the judgments of its queries, so memory holds one part at a time and the
     result equals the evaluation of the whole run: a part is one stored shard, or, when the spec reads only each
     query's head of a run in stored order, as many shards as keep a part's head rows under
-    `limits.head_rows_per_part` and its judgments under `limits.judgment_rows_per_part`."""
-    of = 1
-    if isinstance(run, StoredTable):
-        of = run.shards
-        positions = head_positions(spec)
-        if positions is not None and run.ranked():
-            head_rows_read = int(run.record["n_queries"]) * positions
-            n_judgments = (
-                int(judgments.record["n_rows"]) if isinstance(judgments, StoredTable) else judgments.frame.height
-            )
-            parts_needed = max(
-                shard_count(head_rows_read, limits.head_rows_per_part),
-                shard_count(n_judgments, limits.judgment_rows_per_part),
-            )
-            of = min(of, parts_needed)
+    `limits.head_rows_per_part` and its judgments under `limits.judgment_rows_per_part`. Each part's read
+    (`choose_read`) is chosen here, once."""
+    of = run.shards
+    positions = head_positions(spec)
+    if positions is not None and run.ranked():
+        head_rows_read = run.n_queries * positions
+        parts_needed = max(
+            shard_count(head_rows_read, limits.head_rows_per_part),
+            shard_count(judgments.n_rows, limits.judgment_rows_per_part),
+        )
+        of = min(of, parts_needed)
+    parts = tuple(Part(shard, of) for shard in range(of))
     return Plan(
         run=run,
         judgments=judgments,
         spec=spec,
         limits=limits,
-        parts=tuple(Part(shard, of) for shard in range(of)),
-        run_name=run.name if isinstance(run, StoredTable) else run_name(run),
+        parts=parts,
+        run_name=run.name,
         identify=result_identity(run, judgments, spec),
         intervals=intervals,
+        reads=tuple(choose_read(run_rows(run, part), spec, limits) for part in parts),
     )
+
+
+def choose_read(run: LoadedTable, spec: EvaluationSpec, limits: Limits) -> PartRead:
+    """How one part's run rows (`Plan.inputs`) are read, from what is known without a pass over them: where they
+    are, their format, Parquet's row count (its metadata), the stored layout and the duplicate pairs counted at
+    ingest. Held rows are cut into parts of whole queries here (`candidate_bounds`)."""
+    positions = head_positions(spec)
+    if run.stored_order is not None and positions is not None:  # held once read, but cut into no parts: a head is
+        # a scan of the stored files, which each slice would read again
+        return PartRead(Read.STORED_HEAD, f"each query's first {positions} rows, in stored order")
+    if run.in_memory:  # held rows, where a slice costs nothing
+        n_rows = run.scan.select(pl.len()).collect().item()
+        bounds = candidate_bounds(run.scan, n_rows, limits.candidate_part_rows)
+        if bounds is not None:
+            return PartRead(Read.IN_PARTS, f"{n_rows:,} rows held, in {len(bounds)} parts of whole queries", bounds)
+        if n_rows <= limits.candidate_part_rows:
+            return PartRead(Read.IN_MEMORY, f"{n_rows:,} rows held, at most Limits.candidate_part_rows")
+        return PartRead(Read.IN_MEMORY, f"{n_rows:,} rows held; a query listed in several stretches takes them all")
+    if run.stored_order is not None:
+        return PartRead(Read.SCANNED_WHOLE, "a stored run in ranked layout, and the spec reads whole lists")
+    if run.counted_duplicate_pairs:  # the duplicates policy is applied to the whole part
+        pairs = counted(run.counted_duplicate_pairs, "duplicate pair")
+        return PartRead(Read.SCANNED_WHOLE, f"{pairs} counted at ingest: the duplicates policy takes the whole part")
+    # A Parquet file's row count is in its metadata; scanned text is not counted before it is read.
+    if run.source_format == "parquet":
+        n_rows = run.scan.select(pl.len()).collect().item()
+        if n_rows <= limits.whole_scan_rows:  # one streaming pass is faster, in memory that stays bounded
+            return PartRead(Read.SCANNED_WHOLE, f"Parquet of {n_rows:,} rows, at most Limits.whole_scan_rows")
+        why = f"Parquet of {n_rows:,} rows, above Limits.whole_scan_rows"
+    else:
+        why = "a stored part of text outside the ranked layout" if run.stored_part else "text too large to hold"
+    # Whether the rows repeat a document or list a query in two batches would take a pass of its own to know
+    # (`may_repeat_documents`); the batches' one pass finds it, and then the part is read whole.
+    whole_if = "its rows fail a check, may repeat a document or list a query in two batches"
+    return PartRead(Read.SCANNED_BATCHES, why, whole_if=whole_if)
 
 
 def without_duplicates(table: LoadedTable, policy: str, suspected: bool) -> tuple[pl.LazyFrame, list[str]]:
@@ -228,30 +293,31 @@ def _refuse_gains_beyond_float64(judgments: LoadedTable, judgment_rows: pl.LazyF
     )
 
 
-def run_name(run: LoadedTable) -> str:
-    """The run's declared tag (by default the tag every row carries), else its system, else the file's name."""
-    metadata = run.metadata if isinstance(run.metadata, RunMetadata) else RunMetadata()
-    return metadata.display_name(Path(run.source).name)
-
-
-def grade_scale(judgments: LoadedTable | StoredTable) -> tuple[int, ...]:
+def grade_scale(judgments: Table) -> tuple[int, ...]:
     """The grades an unjudged document may take in the intervals: the judgment set's declared scale, else the
     grades present in its judgments."""
     metadata = judgments.metadata
     if isinstance(metadata, JudgmentSetMetadata) and metadata.grade_scale:
         return tuple(grade for grade, _ in metadata.grade_scale)
-    rows = judgments.scan if isinstance(judgments, LoadedTable) else judgments.load().scan
-    present = rows.select(pl.col("relevance").drop_nulls().unique().sort()).collect()
+    present = judgments.load().scan.select(pl.col("relevance").drop_nulls().unique().sort()).collect()
     return tuple(present["relevance"].to_list())
 
 
 def evaluate_part(plan: Plan, part: Part, engine: EngineType = "auto") -> tuple[pl.DataFrame, list[str]]:
     """Per-query rows of one part of a plan, with the warnings of the duplicate policies. `engine` is Polars'
     (in-memory or streaming): the values are the same."""
+    per_query, warnings, _ = evaluate_read(plan, part, engine)
+    return per_query, warnings
+
+
+def evaluate_read(plan: Plan, part: Part, engine: EngineType = "auto") -> tuple[pl.DataFrame, list[str], PartRead]:
+    """`evaluate_part`, and the read it took: the plan's, or SCANNED_WHOLE when the batches' pass found what its
+    `PartRead.whole_if` names."""
+    read = plan.read(part)
     run, judgments = plan.inputs(part)
     spec, limits = plan.spec, plan.limits
     positions = head_positions(spec)
-    if run.stored_order is not None and positions is not None:
+    if read.read is Read.STORED_HEAD and run.stored_order is not None and positions is not None:
         run = replace(run, scan=head_rows(run.stored_order, positions), in_memory=True)
     candidates_engine = engine  # for the candidates and the per-query rows computed from them
     if engine == "auto":  # the in-memory engine is faster on rows that are (or fit) in memory
@@ -260,51 +326,60 @@ def evaluate_part(plan: Plan, part: Part, engine: EngineType = "auto") -> tuple[
         candidates_engine = "streaming" if k is not None and k <= limits.streamed_candidates_max_k else engine
     judgments_suspected = may_repeat_documents(judgments, limits.streamed_candidate_part_rows)
     judgment_rows, warnings = without_duplicates(judgments, spec.judgment_duplicates, judgments_suspected)
-    if run.stored_order is None and not run.in_memory and not read_whole(run, limits):  # large text, Parquet
-        per_query = scanned_per_query(plan, run, judgments, judgment_rows, candidates_engine)
-        if per_query is not None:
-            return per_query, warnings
+    if read.read is Read.SCANNED_BATCHES:
+        batched = scanned_per_query(plan, run, judgments, judgment_rows, candidates_engine)
+        if isinstance(batched, pl.DataFrame):
+            return batched, warnings, read
+        read = PartRead(Read.SCANNED_WHOLE, batched.why)
     # The candidates' group-by also tells whether the run may repeat a document: no separate pass over the run.
-    # In parts for parsed text, whose rows are held (a stored head is a scan, which each slice would read again).
-    in_parts = run.in_memory and run.stored_order is None
-    part_rows = limits.candidate_part_rows if in_parts else None
-    candidates = collect_candidates(run.scan, spec, candidates_engine, part_rows)
+    candidates = collect_candidates(run.scan, spec, candidates_engine, read.bounds)
     run_suspected = not run.duplicate_free and bool(candidates["docs_may_repeat"].any())
     run_rows, run_warnings = without_duplicates(run, spec.run_duplicates, run_suspected)
     if run_warnings:  # rows were dropped: the candidates come from what is left
-        candidates = collect_candidates(run_rows, spec, candidates_engine, None)
+        candidates = collect_candidates(run_rows, spec, candidates_engine)
     check_inputs(run, run_rows, judgments, judgment_rows, spec)
     per_query = per_query_measures(candidates.lazy(), judgment_rows, spec, plan.interval_grades, plan.intervals)
     per_query = per_query.collect(engine=candidates_engine)
-    return per_query, warnings + run_warnings
+    return per_query, warnings + run_warnings, read
 
 
-def read_whole(run: LoadedTable, limits: Limits) -> bool:
-    """Whether a scanned run is read whole, in one streaming pass, rather than in batches (`scanned_per_query`): a
-    Parquet file of at most `limits.whole_scan_rows` rows (a count its metadata gives; scanned text is not counted
-    before it is read)."""
-    return run.source_format == "parquet" and run.scan.select(pl.len()).collect().item() <= limits.whole_scan_rows
-
-
-def collect_candidates(
-    rows: pl.LazyFrame, spec: EvaluationSpec, engine: Literal["in-memory", "streaming"], part_rows: int | None
-) -> pl.DataFrame:
-    """The run's `candidate_rows`, collected; with `part_rows` (for rows held in memory, where a slice costs
-    nothing): a part of about that many rows, whole stretches, at a time, when the run lists each query in one
-    stretch (otherwise the whole run at once, which puts a query's stretches together)."""
-    if part_rows is None or (n_rows := rows.select(pl.len()).collect().item()) <= part_rows:
-        return candidate_rows(rows, spec).collect(engine=engine)
+def candidate_bounds(rows: pl.LazyFrame, n_rows: int, part_rows: int) -> tuple[tuple[int, int], ...] | None:
+    """For rows held in memory (where a slice costs nothing): slices of about `part_rows` rows, whole stretches
+    each, whose candidates are found one at a time, when there are more rows than that and the rows list each
+    query in one stretch; otherwise None, and the candidates of all of them are found at once (which puts a
+    query's stretches together)."""
+    if n_rows <= part_rows:
+        return None
     stretches = stretch_starts(rows).collect()
     if stretches["query_id"].n_unique() < stretches.height:
-        return candidate_rows(rows, spec).collect(engine=engine)  # a query in several stretches
+        return None  # a query in several stretches
     starts = stretches["start"]
     wanted = pl.Series(range(part_rows, n_rows, part_rows), dtype=starts.dtype)
     found = starts.search_sorted(wanted)  # the first stretch starting at or after each wanted offset
     cuts = starts.gather(found.filter(found < starts.len())).unique(maintain_order=True).to_list()
-    bounds = itertools.pairwise([0, *cuts, n_rows])
+    return tuple(itertools.pairwise([0, *cuts, n_rows]))
+
+
+def collect_candidates(
+    rows: pl.LazyFrame,
+    spec: EvaluationSpec,
+    engine: Literal["in-memory", "streaming"],
+    bounds: tuple[tuple[int, int], ...] = (),
+) -> pl.DataFrame:
+    """The run's `candidate_rows`, collected: all at once, or a slice of `bounds` (`candidate_bounds`) at a
+    time."""
+    if not bounds:
+        return candidate_rows(rows, spec).collect(engine=engine)
     return pl.concat(
         [candidate_rows(rows.slice(start, end - start), spec).collect(engine=engine) for start, end in bounds]
     )
+
+
+@dataclass(frozen=True)
+class ReadWhole:
+    """What the batches' pass found that makes the part read whole (`PartRead.whole_if`)."""
+
+    why: str
 
 
 def scanned_per_query(
@@ -313,19 +388,20 @@ def scanned_per_query(
     judgments: LoadedTable,
     judgment_rows: pl.LazyFrame,
     engine: Literal["in-memory", "streaming"],
-) -> pl.DataFrame | None:
+) -> pl.DataFrame | ReadWhole:
     """The per-query rows of a scanned run (`evaluate_part`'s), read once in batches (`scanned_candidate_parts`):
     the candidates of whole queries are put together until about `limits.scanned_candidate_rows` of them are
     held, then turned into their queries' rows with those queries' judgments (queries are independent, as in a
     plan's parts); the judged queries the run lacks come last. Memory holds a batch, two groups' candidates and
-    the per-query rows. None, and the caller takes the whole run, when the inputs fail a check of `check_inputs`
-    (the whole run's order of errors then decides which is named), when the run may repeat a document (the
-    duplicates policy is applied to the whole run), or when a query id occurs in more than one batch."""
+    the per-query rows. `ReadWhole` (the plan's `whole_if`: then the part is read whole) when the inputs fail a
+    check of `check_inputs` (the whole run's order of errors then decides which is named), when the run may
+    repeat a document (the duplicates policy is applied to the whole run), or when a query id occurs in more than
+    one batch: what this one pass finds, which `plan` could only know from a pass of its own."""
     spec, limits = plan.spec, plan.limits
     try:
         check_inputs(run, run.scan, judgments, judgment_rows, spec)
     except InputError:
-        return None
+        return ReadWhole("its rows fail a check: the whole run's order of checks names the problem")
     per_query: list[pl.DataFrame] = []
     seen: list[pl.Series] = []
 
@@ -344,7 +420,7 @@ def scanned_per_query(
     group: list[pl.DataFrame] = []
     for part in scanned_candidate_parts(run.scan, spec, limits.streamed_candidate_part_rows):
         if part["docs_may_repeat"].any():
-            return None
+            return ReadWhole("a batch may repeat a document: the duplicates policy takes the whole run")
         seen.append(part["query_id"].unique())
         group.append(part)
         if sum(frame.height for frame in group) >= limits.scanned_candidate_rows:
@@ -355,7 +431,7 @@ def scanned_per_query(
         evaluate_group(ready + group)
     run_queries = pl.concat(seen) if seen else pl.Series("query_id", [], pl.String)
     if run_queries.n_unique() < run_queries.len():
-        return None  # a query in several batches
+        return ReadWhole("a query is listed in two batches: its candidates need the whole run")
     missing = judgment_rows.join(run_queries.to_frame().lazy(), on="query_id", how="anti")
     no_candidates = candidate_rows(run.scan.clear(), spec)
     absent = per_query_measures(no_candidates, missing, spec, plan.interval_grades, plan.intervals)
@@ -420,9 +496,11 @@ def may_repeat_documents(table: LoadedTable, part_rows: int) -> bool:
     return False
 
 
-def assemble(plan: Plan, parts: list[pl.DataFrame], warnings: list[str]) -> EvaluationResult:
+def assemble(
+    plan: Plan, parts: list[pl.DataFrame], warnings: list[str], reads: list[str] | None = None
+) -> EvaluationResult:
     """One result from the per-query rows of every part of the plan (and their warnings): the summary is computed
-    over all of them."""
+    over all of them. `reads`: how the parts were read, when known (`evaluate`), else as the plan has them."""
     spec = plan.spec
     # Each part is sorted by query, then measure, then cutoff (transforms.measures.per_query_measures).
     per_query = pl.concat(parts).sort("query_id", maintain_order=True)
@@ -434,12 +512,11 @@ def assemble(plan: Plan, parts: list[pl.DataFrame], warnings: list[str]) -> Eval
         per_query=per_query,
         summary=summary,
         warnings=tuple(warnings + coverage_warnings(summary, spec)),
+        reads=tuple(plan.describe() if reads is None else reads),
     )
 
 
-def result_identity(
-    run: LoadedTable | StoredTable, judgments: LoadedTable | StoredTable, spec: EvaluationSpec
-) -> Callable[[], str]:
+def result_identity(run: Table, judgments: Table, spec: EvaluationSpec) -> Callable[[], str]:
     """The evaluation id, made on the first call and kept. It holds what identifies the inputs (their hashes and
     metadata), never their rows: a result kept after its evaluation does not keep its run in memory."""
     run_id, judgments_id, spec_hash = run.deferred_id(), judgments.deferred_id(), spec.spec_hash
@@ -454,8 +531,8 @@ def result_identity(
 
 
 def evaluate(
-    run: LoadedTable | StoredTable,
-    judgments: LoadedTable | StoredTable,
+    run: Table,
+    judgments: Table,
     spec: EvaluationSpec,
     engine: EngineType = "auto",
     limits: Limits = DEFAULT_LIMITS,
@@ -464,12 +541,13 @@ def evaluate(
     """Evaluate a run against judgments under the spec, in this process, part after part of its plan (a stored
     run in bounded memory); `intervals` as for `Plan`."""
     planned = plan(run, judgments, spec, limits, intervals)
-    parts, warnings = [], []
+    parts, warnings, reads = [], [], []
     for part in planned.parts:
-        per_query, part_warnings = evaluate_part(planned, part, engine)
+        per_query, part_warnings, read = evaluate_read(planned, part, engine)
         parts.append(per_query)
         warnings += part_warnings
-    return assemble(planned, parts, warnings)
+        reads.append(part_read_line(part, read, planned.read(part)))
+    return assemble(planned, parts, warnings, reads)
 
 
 def coverage_warnings(summary: pl.DataFrame, spec: EvaluationSpec) -> list[str]:

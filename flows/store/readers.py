@@ -15,10 +15,10 @@ import threading
 import tomllib
 from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from pydantic import ValidationError
 
@@ -33,7 +33,7 @@ from judged.transforms.parse import (
     conform_judgments, conform_run, ignored_run_columns, in_contract, parse_trec_qrels, parse_trec_run,
     raise_first_problem, run_problem_probe,
 )
-from judged.transforms.shards import in_shard
+from judged.transforms.shards import in_shard, with_bucket
 
 TableKind = Literal["judgments", "run"]
 _PARQUET_MAGIC = b"PAR1"
@@ -66,6 +66,53 @@ class LoadedTable:
     # `query_id` -> `n_rows` of a run when the reading pass counted them (a scanned text run): `counts` and the store
     # take them instead of reading the rows again
     query_rows: pl.DataFrame | None = None
+    stored_part: bool = False  # rows of a stored table's part (`StoredTable.load`)
+    # a stored run part's duplicate (query, document) pairs as counted at ingest (None: not counted, or not stored)
+    counted_duplicate_pairs: int | None = None
+
+    @property
+    def name(self) -> str:
+        """A run's display name (see `RunMetadata.display_name`), else the file's name."""
+        metadata = self.metadata if isinstance(self.metadata, RunMetadata) else RunMetadata()
+        return metadata.display_name(Path(self.source).name)
+
+    @property
+    def shards(self) -> int:
+        """A loaded table is one shard: `load` cuts it only for the parts of a stored run."""
+        return 1
+
+    @property
+    def in_shards(self) -> bool:
+        return False
+
+    @property
+    def n_rows(self) -> int:
+        """Its rows, counted in memory (`frame`)."""
+        return self.frame.height
+
+    @property
+    def n_queries(self) -> int:
+        return self.counts["n_queries"]
+
+    def ranked(self) -> bool:
+        """A loaded table is never in the stored ranked layout."""
+        return False
+
+    def load(self, shard: int | None = None, of: int = 1) -> LoadedTable:
+        """The table itself; with a `shard`, its rows of shard `shard` of `of` (the judgments of a stored run's
+        part), held in memory and found by a filter on each row's shard, computed once per `of` (4 bytes a row):
+        a part is then a filter, not a hash of every row again."""
+        if shard is None:
+            return self
+        in_this_part = self.frame.filter(self._shard_of_rows(of) == shard)
+        return replace(self, scan=in_this_part.lazy(), in_memory=True)
+
+    def _shard_of_rows(self, of: int) -> pl.Series:
+        known: dict[int, pl.Series] = self.__dict__.setdefault("_shards_of_rows", {})
+        if of not in known:
+            buckets = with_bucket(self.frame.lazy().select("query_id"))
+            known[of] = buckets.select(pl.col("bucket") % of).collect().to_series()
+        return known[of]
 
     @cached_property
     def frame(self) -> pl.DataFrame:
@@ -109,6 +156,43 @@ class LoadedTable:
         the rows alive."""
         kind, hashes, metadata = self.kind, self.hashes, self.metadata
         return lambda: table_id(kind, hashes.result()[1], metadata)
+
+
+class Table(Protocol):
+    """What the engine asks of an input table, whether loaded (`LoadedTable`) or stored (`StoredTable`): who it
+    is, how many shards it is stored in, whether it is in the ranked layout, and the rows of a shard."""
+
+    @property
+    def kind(self) -> TableKind: ...
+
+    @property
+    def metadata(self) -> Metadata: ...
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def shards(self) -> int: ...
+
+    @property
+    def n_rows(self) -> int: ...
+
+    @property
+    def n_queries(self) -> int: ...
+
+    @property
+    def in_shards(self) -> bool:
+        """Whether its rows are stored in shards (a stored table): a plan's parts then read a shard of each input,
+        where a loaded run is one part, read as loaded."""
+        ...
+
+    def ranked(self) -> bool: ...
+
+    def deferred_id(self) -> Callable[[], str]: ...
+
+    def load(self, shard: int | None = None, of: int = 1) -> LoadedTable:
+        """The whole table's rows; with a `shard`, those of shard `shard` of `of`."""
+        ...
 
 
 def read_sidecar(path: Path, kind: TableKind) -> Metadata:
@@ -547,6 +631,23 @@ class StoredTable:
         return int(self.record["n_shards"])
 
     @property
+    def in_shards(self) -> bool:
+        return True
+
+    @property
+    def n_rows(self) -> int:
+        return int(self.record["n_rows"])
+
+    @cached_property
+    def _counted_pairs(self) -> dict[Path, int | None]:
+        """Each part's duplicate pairs counted at ingest, as `stored_duplicate_pairs` reads them (once a part)."""
+        return {}
+
+    @property
+    def n_queries(self) -> int:
+        return int(self.record["n_queries"])
+
+    @property
     def metadata(self) -> Metadata:
         model = JudgmentSetMetadata if self.kind == "judgments" else RunMetadata
         return model.model_validate_json(self.record["metadata_json"])
@@ -573,20 +674,22 @@ class StoredTable:
         free of duplicate pairs at ingest: then a top-k spec reads only each query's head (see `load`)."""
         parts = self.parts() if parts is None else parts
         return (
-            self.kind == "run" and bool(parts) and stored_duplicate_pairs(parts) == 0
+            self.kind == "run" and bool(parts) and stored_duplicate_pairs(parts, self._counted_pairs) == 0
             and {"position", "query_rows"} <= set(pl.read_parquet_schema(parts[0]))
         )
 
-    def load(self, shard: int = 0, of: int = 1) -> LoadedTable:
+    def load(self, shard: int | None = None, of: int = 1) -> LoadedTable:
         """The rows of shard `shard` of `of` (all by default) as the engine takes them. A run stored in its
         ranked layout (transforms/layout.py) and proven free of duplicate pairs at ingest also offers those rows
         in stored order, so a top-k spec reads only each query's head."""
+        shard = 0 if shard is None else shard
         stored_contract = STORED_JUDGMENTS if self.kind == "judgments" else RUN_ROWS
         contract = JUDGMENTS if self.kind == "judgments" else RUN
         wanted = self.parts(shard, of)
         rows = pl.scan_parquet(wanted) if wanted else pl.LazyFrame(schema=stored_contract)
         rows = rows.filter(in_shard(shard, of))
-        duplicate_free = self.kind == "run" and stored_duplicate_pairs(wanted) == 0
+        counted = stored_duplicate_pairs(wanted, self._counted_pairs) if self.kind == "run" else None
+        duplicate_free = counted == 0
         ranked = in_contract(rows, contract, "position", "query_rows") if self.ranked(wanted) else None
         return LoadedTable(
             kind=self.kind,
@@ -597,18 +700,24 @@ class StoredTable:
             metadata=self.metadata,
             duplicate_free=duplicate_free,
             stored_order=ranked,
+            stored_part=True,
+            counted_duplicate_pairs=counted,
         )
 
 
-def stored_duplicate_pairs(parts: list[Path]) -> int | None:
+def stored_duplicate_pairs(parts: list[Path], known: dict[Path, int | None] | None = None) -> int | None:
     """Duplicate (query, document) pairs in these parts of a stored run, as counted at ingest (each part's
-    `judged.duplicate_pairs`); None when a part was written without the count."""
+    `judged.duplicate_pairs`); None when a part was written without the count. `known`: each part's count once
+    read, kept there (a part's metadata is then read once)."""
+    known = {} if known is None else known
     total = 0
     for path in parts:
-        counted = pl.read_parquet_metadata(path).get(DUPLICATE_PAIRS_KEY)
-        if counted is None:
+        if path not in known:
+            counted = pl.read_parquet_metadata(path).get(DUPLICATE_PAIRS_KEY)
+            known[path] = None if counted is None else int(counted)
+        if (count := known[path]) is None:
             return None
-        total += int(counted)
+        total += count
     return total
 
 

@@ -173,7 +173,7 @@ def test_scanned_runs_in_batches_give_the_in_memory_result(tmp_path: Path, order
         qrels, text, parquet = bounded_inputs(folder, lines)
         spec = BOUNDED_SPECS[spec_name].with_options(run_duplicates=policy)
         outcomes = []
-        # The Parquet file in batches (bounded) and whole, as a small one is read (`read_whole`).
+        # The Parquet file in batches (bounded) and whole, as a small one is read (`choose_read`).
         for run, limits in ((text, Limits()), (text, bounded), (parquet, bounded), (parquet, Limits())):
             loaded = load_table(run, "run", limits=limits)
             assert loaded.in_memory == (limits == Limits() and run == text)
@@ -293,3 +293,119 @@ def test_the_last_stretch_starts_where_stretch_starts_says(lengths: list[int]) -
     ids = pl.Series("query_id", [f"q{number % 2}" for number, length in enumerate(lengths) for _ in range(length)])
     expected = stretch_starts(ids.to_frame().lazy()).select(pl.col("start").last()).collect().item()
     assert last_stretch_start(ids) == expected
+
+
+def planned_reads(run: object, judgments: object, spec: EvaluationSpec, limits: Limits = Limits()) -> list[tuple]:
+    """(read, why) of each part of the plan."""
+    from judged.flows.engine.evaluate import plan
+
+    return [(read.read, read.why) for read in plan(run, judgments, spec, limits).reads]  # type: ignore[arg-type]
+
+
+def test_the_plan_reads_held_rows_in_memory_or_in_parts_of_whole_queries(tmp_path: Path) -> None:
+    """Parsed text is read in memory: its candidates at once when it is small, or a part of whole queries at a
+    time (the plan holds the slices); a query listed in several stretches makes the plan take them all at once."""
+    from judged.flows.engine.evaluate import Read
+
+    qrels, text, _ = bounded_inputs(tmp_path, run_lines("grouped"))  # q0-q5 of 40 rows
+    judgments, spec = load_table(qrels, "judgments"), SPECS["trec_eval@10"]
+    assert planned_reads(load_table(text, "run"), judgments, spec) == [
+        (Read.IN_MEMORY, "240 rows held, at most Limits.candidate_part_rows")]
+    in_parts = plan(load_table(text, "run"), judgments, spec, Limits(candidate_part_rows=50))
+    assert [read.read for read in in_parts.reads] == [Read.IN_PARTS]
+    assert in_parts.reads[0].bounds == ((0, 80), (80, 120), (120, 160), (160, 200), (200, 240))
+    blocks = tmp_path / "blocks.txt"
+    blocks.write_text("\n".join(run_lines("blocks")) + "\n")
+    assert planned_reads(load_table(blocks, "run"), judgments, spec, Limits(candidate_part_rows=50)) == [
+        (Read.IN_MEMORY, "240 rows held; a query listed in several stretches takes them all")]
+
+
+def test_the_plan_scans_large_text_in_batches_and_a_small_parquet_run_whole(tmp_path: Path) -> None:
+    from judged.flows.engine.evaluate import Read
+
+    qrels, text, parquet = bounded_inputs(tmp_path, bounded_run_lines("grouped"))
+    judgments, spec = load_table(qrels, "judgments"), SPECS["trec_eval@10"]
+    scanned = Limits(in_memory_text_bytes=1)
+    assert planned_reads(load_table(text, "run", limits=scanned), judgments, spec, scanned) == [
+        (Read.SCANNED_BATCHES, "text too large to hold")]
+    assert planned_reads(load_table(parquet, "run"), judgments, spec) == [
+        (Read.SCANNED_WHOLE, "Parquet of 3,000 rows, at most Limits.whole_scan_rows")]
+    assert planned_reads(load_table(parquet, "run"), judgments, spec, Limits(whole_scan_rows=2999)) == [
+        (Read.SCANNED_BATCHES, "Parquet of 3,000 rows, above Limits.whole_scan_rows")]
+
+
+def test_the_plan_reads_a_stored_head_and_a_stored_part_with_duplicates_whole(tmp_path: Path) -> None:
+    """A stored run in its ranked layout: each query's head for a top-k spec, the whole part for whole lists. A
+    part holding duplicate pairs counted at ingest is planned whole: the duplicates policy takes the whole part,
+    so its batches are never read first (they were, then read again whole)."""
+    from judged.flows.engine.evaluate import Read
+    from judged.flows.pipeline.flows import ingest_file
+    from judged.flows.store.warehouse import Store
+
+    qrels, text, _ = bounded_inputs(tmp_path, bounded_run_lines("grouped"))
+    judgments, spec = load_table(qrels, "judgments"), SPECS["trec_eval@10"]
+    warehouse = Store(tmp_path / "w")
+    stored = warehouse.stored("run", ingest_file(warehouse, text, "run", limits=Limits(rows_per_shard=1000)).id)
+    head = (Read.STORED_HEAD, "each query's first 11 rows, in stored order")  # k + 1: a tie at k shows
+    assert planned_reads(stored, judgments, spec) == [head]
+    whole_lists = SPECS["judged@5,20,all"]
+    assert planned_reads(stored, judgments, whole_lists) == [
+        (Read.SCANNED_WHOLE, "a stored run in ranked layout, and the spec reads whole lists")] * 4
+
+    duplicated = tmp_path / "duplicated.txt"
+    duplicated.write_text("\n".join(with_duplicates(bounded_run_lines("grouped"))) + "\n")
+    with_pairs = warehouse.stored("run", ingest_file(warehouse, duplicated, "run", limits=Limits(rows_per_shard=1000)).id)
+    whole = "counted at ingest: the duplicates policy takes the whole part"
+    assert planned_reads(with_pairs, judgments, spec) == [
+        (Read.SCANNED_WHOLE, f"2 duplicate pairs {whole}"), head, head, (Read.SCANNED_WHOLE, f"1 duplicate pair {whole}")]
+    first = spec.with_options(run_duplicates="first")
+    expected = evaluate(load_table(duplicated, "run"), judgments, first)
+    assert evaluate(with_pairs, judgments, first).per_query.equals(expected.per_query)
+
+
+def test_a_result_says_how_each_part_was_read_and_why(tmp_path: Path) -> None:
+    """`reads`, which `--profile` prints: the plan's read of each part; a scanned run whose batches' one pass finds
+    a repeated document is read whole, and the line says so beside what was planned (no pass of the plan's own
+    could know it), with the result of the run parsed in memory."""
+    bounded = Limits(in_memory_text_bytes=1, streamed_candidate_part_rows=400, scanned_candidate_rows=800)
+    qrels, text, _ = bounded_inputs(tmp_path, bounded_run_lines("grouped"))
+    judgments, spec = load_table(qrels, "judgments"), BOUNDED_SPECS["trec_eval@10"]
+    batched = evaluate(load_table(text, "run", limits=bounded), judgments, spec, limits=bounded)
+    planned = plan(load_table(text, "run", limits=bounded), judgments, spec, bounded)
+    whole_if = "read whole if its rows fail a check, may repeat a document or list a query in two batches"
+    assert batched.reads == tuple(planned.describe()) == (
+        f"read part 1/1: scanned in batches (text too large to hold; {whole_if})",)
+
+    (folder := tmp_path / "duplicated").mkdir()
+    qrels, text, _ = bounded_inputs(folder, with_duplicates(bounded_run_lines("grouped")))
+    first = spec.with_options(run_duplicates="first")
+    taken_whole = evaluate(load_table(text, "run", limits=bounded), judgments, first, limits=bounded)
+    assert taken_whole.reads == (
+        "read part 1/1: scanned whole (a batch may repeat a document: the duplicates policy takes the whole run), "
+        f"planned scanned in batches (text too large to hold; {whole_if})",)
+    in_memory = evaluate(load_table(text, "run"), judgments, first)
+    assert in_memory.reads == ("read part 1/1: in memory (3,003 rows held, at most Limits.candidate_part_rows)",)
+    assert_frame_equal(taken_whole.per_query, in_memory.per_query, rel_tol=1e-14, abs_tol=0)
+
+
+def test_a_stored_runs_part_holds_its_judgments_and_a_loaded_run_takes_them_as_loaded(tmp_path: Path) -> None:
+    """Parquet judgments beside a stored run are held in memory, the part's judgments only (the in-memory engine
+    then takes the part), even when the plan has one part; beside a loaded run, which is one part, they are taken
+    as loaded (scanned)."""
+    from judged.flows.pipeline.flows import ingest_file
+    from judged.flows.store.warehouse import Store
+
+    qrels, text, _ = bounded_inputs(tmp_path, bounded_run_lines("grouped"))
+    load_table(qrels, "judgments").frame.drop("source_line").write_parquet(qrels_parquet := tmp_path / "qrels.parquet")
+    judgments, spec = load_table(qrels_parquet, "judgments"), SPECS["trec_eval@10"]
+    assert not judgments.in_memory
+    warehouse = Store(tmp_path / "w")
+    stored = warehouse.stored("run", ingest_file(warehouse, text, "run", limits=Limits(rows_per_shard=1000)).id)
+    one_part = plan(stored, judgments, spec)
+    assert one_part.parts == (judged.flows.engine.evaluate.Part(0, 1),)
+    run_part, judgments_part = one_part.inputs(one_part.parts[0])
+    assert judgments_part.in_memory and judgments_part.frame.equals(judgments.frame)
+    loaded = plan(load_table(text, "run"), judgments, spec)
+    assert loaded.inputs(loaded.parts[0])[1] is judgments
+    in_four = plan(stored, judgments, spec, Limits(judgment_rows_per_part=500))
+    assert sum(in_four.inputs(part)[1].frame.height for part in in_four.parts) == judgments.frame.height

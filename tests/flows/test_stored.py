@@ -8,7 +8,7 @@ import polars as pl
 import pyarrow.parquet as pq
 import pytest
 
-from judged.flows.engine.evaluate import Part, evaluate, plan
+from judged.flows.engine.evaluate import Part, Read, evaluate, plan
 from judged.flows.store.readers import DUPLICATE_PAIRS_KEY, load_table, open_stored
 from judged.flows.engine.limits import Limits
 from judged.flows.pipeline.flows import ingest_file
@@ -112,6 +112,8 @@ def test_parts_without_duplicate_counts_are_read_whole(stored: dict) -> None:
         pq.write_table(contents.replace_schema_metadata(kept), part)
     assert table.load().stored_order is None
     judgments = load_table(stored["qrels"], "judgments")
+    batches = (Read.SCANNED_BATCHES, "a stored part of text outside the ranked layout")
+    assert [(read.read, read.why) for read in plan(table, judgments, SPEC).reads] == [batches] * 4
     direct = evaluate(load_table(stored["run"], "run"), judgments, SPEC)
     assert evaluate(table, judgments, SPEC).per_query.equals(direct.per_query)
 
