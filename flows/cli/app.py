@@ -75,6 +75,10 @@ def evaluate(
                           "workers) or a scheduler address such as tcp://scheduler:8786."),
     ] = None,
     allow_empty: AllowEmptyOption = False,
+    profile: Annotated[
+        bool, typer.Option(help="Also print on stderr how each part of each run was read, and why (one `read part` "
+                                "line each: the plan's choice, and the read taken when a fallback applied).")
+    ] = False,
     *,
     spec_options: SpecOptions,
 ) -> None:
@@ -127,6 +131,8 @@ def evaluate(
                 result = evaluate_tables(table, judgments, spec, intervals=output_format != "trec")
                 evaluate_under = partial(evaluate_tables, table, judgments, intervals=False)
                 results.append(with_tie_warning(result, evaluate_under, tie_share))
+                if profile:
+                    print("\n".join(f"{result.run_name}: {line}" for line in result.reads), file=sys.stderr)
         else:
             with orchestrated(f"evaluating {counted(len(runs), 'run')} into {warehouse}"):
                 from judged.flows.pipeline.flows import evaluate_flow, load_result, task_runner

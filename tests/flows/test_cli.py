@@ -527,3 +527,13 @@ def test_what_a_command_loads_follows_what_it_prints(tmp_path: Path, output_form
         assert "judged.transforms.intervals" in loaded
         rows = json.loads("\n".join(printed))["evaluations"][0]["per_query"]
         assert all(row["value_min"] <= row["value"] < row["value_max"] for row in rows)  # every odd doc unjudged
+
+
+def test_profile_prints_how_each_part_was_read_and_why() -> None:
+    """The plan's read choice is what `--profile` shows: the seed run is small, so it is read in memory."""
+    result = CliRunner().invoke(app, ["evaluate", str(SEED_QRELS), str(SEED_RUN), "--cutoffs", "2", "--profile"],
+                                env=ENV)
+    assert result.exit_code == 0, result.output
+    assert re.search(r"^\S+: read part 1/1: in memory \(", result.stderr, re.M), result.stderr
+    quiet = CliRunner().invoke(app, ["evaluate", str(SEED_QRELS), str(SEED_RUN), "--cutoffs", "2"], env=ENV)
+    assert "read part" not in quiet.stderr
