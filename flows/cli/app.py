@@ -32,7 +32,7 @@ from judged.flows.report.wording import counted, rows_per_second
 from judged.transforms.errors import InputError
 
 if TYPE_CHECKING:  # the flows import Prefect: only commands that run a flow load them
-    from judged.flows.pipeline.flows import NightlyReport
+    from judged.flows.pipeline.nightly import NightlyReport
     from judged.flows.store.warehouse import StoreReport
 
 app = typer.Typer(
@@ -317,7 +317,8 @@ def evaluate(
                 results.append(with_tie_warning(result, evaluate_under, tie_share))
         else:
             with orchestrated(f"evaluating {counted(len(runs), 'run')} into {warehouse}"):
-                from judged.flows.pipeline.flows import evaluate_flow, load_result, task_runner
+                from judged.flows.pipeline.evaluation import load_result
+                from judged.flows.pipeline.flows import evaluate_flow, task_runner
                 from judged.flows.store.warehouse import Store
 
                 flow = evaluate_flow.with_options(task_runner=task_runner(dask))
@@ -671,7 +672,7 @@ def nightly(
 
 def _announce_inbox(inbox: Path) -> None:
     """Create the inbox and its folders if missing, and say so on stderr."""
-    from judged.flows.pipeline.flows import PROCESSED, REJECTED, prepare_inbox
+    from judged.flows.pipeline.nightly import PROCESSED, REJECTED, prepare_inbox
 
     for folder in prepare_inbox(inbox):
         print(f"created {folder}", file=sys.stderr)
@@ -680,7 +681,7 @@ def _announce_inbox(inbox: Path) -> None:
 
 
 def _print_nightly(report: NightlyReport, warehouse: Path) -> None:
-    from judged.flows.pipeline.flows import load_result
+    from judged.flows.pipeline.evaluation import load_result
     from judged.flows.report.text import print_tables
     from judged.flows.store.warehouse import Store
 
@@ -825,7 +826,7 @@ def show(
     """Print one stored evaluation's summary and its provenance record."""
     import json
 
-    from judged.flows.pipeline.flows import load_result
+    from judged.flows.pipeline.evaluation import load_result
     from judged.flows.report.text import print_tables
     from judged.flows.store.warehouse import Store
 

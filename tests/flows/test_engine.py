@@ -262,7 +262,7 @@ def test_an_evaluation_without_intervals_differs_only_in_them(tmp_path: Path, ru
     """`intervals=False` (trec_eval's lines, the tie warning's means) leaves value_min, value_max and
     interval_kind null on every row and every other column as the full evaluation has it, on each path; the full
     evaluation does have intervals, some of them wider than the value."""
-    from judged.flows.pipeline.flows import ingest_file
+    from judged.flows.pipeline.tasks import ingest_file
     from judged.flows.store.warehouse import Store
 
     qrels, text, parquet = bounded_inputs(tmp_path, bounded_run_lines("grouped"))
