@@ -405,18 +405,11 @@ class Store:
     def per_query_part(self, evaluation_id: str, shard: int = 0, of: int = 1) -> Path:
         return self.root / "per_query" / evaluation_id / shard_file(shard, of)
 
-    def staging_part(self, evaluation_id: str, shard: int, of: int) -> Path:
-        """Where a shard's per-query rows wait for the evaluation to finish (never read by the views)."""
-        return self.root / "staging" / evaluation_id / shard_file(shard, of)
-
-    def clear_staging(self, evaluation_id: str) -> None:
-        shutil.rmtree(self.root / "staging" / evaluation_id, ignore_errors=True)
-
     def summary_part(self, evaluation_id: str) -> Path:
         return self.root / "summary" / evaluation_id / "part-0.parquet"
 
     def nightly_record(self, claim_id: str) -> Path:
-        """The `nightly` row of one inbox file, keyed by the claim that handled it (see pipeline.claimed_files)."""
+        """The `nightly` row of one inbox file, keyed by the claim that handled it (see pipeline.nightly.claimed_files)."""
         return self.root / "nightly" / f"{claim_id}.parquet"
 
     @property
