@@ -38,7 +38,7 @@ from judged.schemas.spec import EvaluationSpec, SpecError, build_spec, parse_pos
 from judged.transforms.errors import InputError
 
 if TYPE_CHECKING:  # the flows import Prefect: only commands that run a flow load them
-    from judged.flows.pipeline.flows import NightlyReport
+    from judged.flows.pipeline.nightly import NightlyReport
     from judged.flows.store.warehouse import StoreReport
 
 
@@ -135,7 +135,8 @@ def evaluate(
                     print("\n".join(f"{result.run_name}: {line}" for line in result.reads), file=sys.stderr)
         else:
             with orchestrated(f"evaluating {counted(len(runs), 'run')} into {warehouse}"):
-                from judged.flows.pipeline.flows import evaluate_flow, load_result, task_runner
+                from judged.flows.pipeline.evaluation import load_result
+                from judged.flows.pipeline.flows import evaluate_flow, task_runner
                 from judged.flows.store.warehouse import Store
 
                 flow = evaluate_flow.with_options(task_runner=task_runner(dask))
@@ -446,7 +447,7 @@ def nightly(
 
 def _announce_inbox(inbox: Path) -> None:
     """Create the inbox and its folders if missing, and say so on stderr."""
-    from judged.flows.pipeline.flows import PROCESSED, REJECTED, prepare_inbox
+    from judged.flows.pipeline.nightly import PROCESSED, REJECTED, prepare_inbox
 
     for folder in prepare_inbox(inbox):
         print(f"created {folder}", file=sys.stderr)
@@ -455,7 +456,7 @@ def _announce_inbox(inbox: Path) -> None:
 
 
 def _print_nightly(report: NightlyReport, warehouse: Path) -> None:
-    from judged.flows.pipeline.flows import load_result
+    from judged.flows.pipeline.evaluation import load_result
     from judged.flows.report.text import print_tables
     from judged.flows.store.warehouse import Store
 
@@ -578,7 +579,7 @@ def show(
     """Print one stored evaluation's summary and its provenance record."""
     import json
 
-    from judged.flows.pipeline.flows import load_result
+    from judged.flows.pipeline.evaluation import load_result
     from judged.flows.report.text import print_tables
     from judged.flows.store.warehouse import Store
 

@@ -5,7 +5,7 @@ Belongs here: which Prefect API a command reports to (a configured PREFECT_API_U
 Prefect's temporary per-process server), and finding, starting, checking and stopping the local server. The server
 is a separate process (`python -m prefect server start`, bound to 127.0.0.1) reached over HTTP; its state file, log
 and lock live in `<PREFECT_HOME>/judged-server/`, its SQLite database is Prefect's own (`<PREFECT_HOME>/prefect.db`).
-Prefect itself is only imported through `judged.flows.pipeline.flows`.
+Prefect is imported only when a command runs a flow (`orchestration`), so the commands that run none start fast.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from judged.flows.pipeline.progress import Feedback
 from judged.transforms.errors import InputError
@@ -295,6 +295,34 @@ def now_text() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
+def configured_api_url() -> str | None:
+    """The Prefect API URL the user configured (environment, profile or prefect.toml), or None."""
+    from prefect.settings import get_current_settings
+
+    return get_current_settings().api.url
+
+
+@contextmanager
+def using_api(api_url: str | None) -> Iterator[None]:
+    """Flows called in this block report to the Prefect API at `api_url` (None: Prefect's temporary server), a
+    server judged chose, whose flow runs send no heartbeat unless one is configured.
+
+    A flow run's heartbeat is an event every 180 s by default, for an automation that marks a silent run crashed;
+    Prefect's heartbeat thread sleeps a second at a time, so every flow run waits up to a second for it at its end
+    (benchmarks/README.md, the fixed cost of a warehouse command). judged's own crash safety does not rely on it
+    (staged writes, the warehouse lock). A configured frequency, and any server the user configured, keep
+    Prefect's behaviour."""
+    from prefect.settings import (
+        PREFECT_API_URL, PREFECT_FLOWS_HEARTBEAT_FREQUENCY, get_current_settings, temporary_settings,
+    )
+
+    updates: dict[Any, Any] = {} if api_url is None else {PREFECT_API_URL: api_url}
+    if "heartbeat_frequency" not in get_current_settings().flows.model_fields_set:
+        updates[PREFECT_FLOWS_HEARTBEAT_FREQUENCY] = None
+    with temporary_settings(updates=updates):
+        yield
+
+
 @contextmanager
 def orchestration(feedback: Feedback, doing: str) -> Iterator[None]:
     """Around a command's flow calls: Prefect loaded, the API it reports to chosen, and what the flow does shown
@@ -302,18 +330,18 @@ def orchestration(feedback: Feedback, doing: str) -> Iterator[None]:
     local server (started if needed) or, with JUDGED_PREFECT_SERVER=temporary, Prefect's temporary server."""
     mode = chosen_mode()
     with feedback.waiting("loading Prefect..."):
-        from judged.flows.pipeline import flows as pipeline
-    if pipeline.configured_api_url() is not None:
-        require_reachable_api(pipeline.configured_api_url())
+        import judged.flows.pipeline.flows  # noqa: F401  (the flows the command is about to run, and Prefect)
+    if configured_api_url() is not None:
+        require_reachable_api(configured_api_url())
         with feedback.following_flow_logs(doing):
             yield
         return
     if mode == "temporary":
-        with pipeline.using_api(None), feedback.following_flow_logs(
+        with using_api(None), feedback.following_flow_logs(
             f"{doing} (on Prefect's temporary server, ~10-20 s to start)"
         ):
             yield
         return
     state = ensure_server(feedback)
-    with pipeline.using_api(state.url), feedback.following_flow_logs(doing):
+    with using_api(state.url), feedback.following_flow_logs(doing):
         yield

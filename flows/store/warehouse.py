@@ -393,18 +393,12 @@ class Store:
     def per_query_part(self, evaluation_id: str, shard: int = 0, of: int = 1) -> Path:
         return PER_QUERY_FILES.path(self.root, evaluation_id) / shard_file(shard, of)
 
-    def staging_part(self, evaluation_id: str, shard: int, of: int) -> Path:
-        """Where a shard's per-query rows wait for the evaluation to finish (never read by the views)."""
-        return self.root / "staging" / evaluation_id / shard_file(shard, of)
-
-    def clear_staging(self, evaluation_id: str) -> None:
-        shutil.rmtree(self.root / "staging" / evaluation_id, ignore_errors=True)
-
     def summary_part(self, evaluation_id: str) -> Path:
         return SUMMARY_FILES.path(self.root, evaluation_id) / SINGLE_PART
 
     def nightly_record(self, claim_id: str) -> Path:
-        """The `nightly` row of one inbox file, keyed by the claim that handled it (see pipeline.claimed_files)."""
+        """The `nightly` row of one inbox file, keyed by the claim that handled it (see
+        pipeline.nightly.claimed_files)."""
         return self.record_path(NIGHTLY, claim_id)
 
     @property

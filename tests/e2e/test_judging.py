@@ -45,7 +45,8 @@ def warehouse(prefect_harness: str, tmp_path_factory: pytest.TempPathFactory) ->
 
 
 def test_markdown_artifact_and_show_give_the_interval_and_the_widest_queries(warehouse: Path) -> None:
-    from judged.flows.pipeline.flows import EvaluationReport, evaluation_markdown
+    from judged.flows.pipeline.artifacts import evaluation_markdown
+    from judged.flows.pipeline.evaluation import EvaluationReport
     from judged.flows.store.warehouse import Store
 
     store = Store(warehouse)

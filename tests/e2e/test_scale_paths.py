@@ -11,10 +11,9 @@ import pytest
 from judged.flows.engine.evaluate import Part, evaluate
 from judged.flows.store.readers import load_table, open_stored
 from judged.flows.engine.limits import Limits
-from judged.flows.pipeline.flows import (
-    evaluate_shard, evaluate_flow, finish_evaluation, ingest_file, ingest_judgments, ingest_run, stored_plan,
-    task_runner,
-)
+from judged.flows.pipeline.evaluation import evaluate_shard, finish_evaluation, parts_staging, stored_plan
+from judged.flows.pipeline.flows import evaluate_flow, ingest_judgments, ingest_run, task_runner
+from judged.flows.pipeline.tasks import ingest_file
 from judged.flows.store.warehouse import now_utc
 from judged.flows.store.warehouse import Store
 from judged.schemas.spec import PRESETS, EvaluationSpec
@@ -80,8 +79,9 @@ def test_in_memory_streaming_and_sharded_agree(
     # A head of one row per part at most: as many parts as the stored run has shards, whatever the spec.
     planned = stored_plan(warehouse, stored_run.id, judgments.id, spec, Limits(head_rows_per_part=1))
     assert planned.parts == tuple(Part(shard, planned.run.shards) for shard in range(planned.run.shards))
-    staged = [evaluate_shard(warehouse, planned, part) for part in planned.parts]
-    report = finish_evaluation(warehouse, planned, staged, now_utc(), None)
+    with parts_staging(warehouse) as folder:
+        staged = [evaluate_shard(planned, part, folder) for part in planned.parts]
+        report = finish_evaluation(warehouse, planned, staged, now_utc(), None)
     _, sharded, summary = warehouse.load_evaluation(report.evaluation_id)
 
     direct_sharded = evaluate(

@@ -266,7 +266,7 @@ def test_an_evaluation_without_intervals_differs_only_in_them(tmp_path: Path, ru
     """`intervals=False` (trec_eval's lines, the tie warning's means) leaves value_min, value_max and
     interval_kind null on every row and every other column as the full evaluation has it, on each path; the full
     evaluation does have intervals, some of them wider than the value."""
-    from judged.flows.pipeline.flows import ingest_file
+    from judged.flows.pipeline.tasks import ingest_file
     from judged.flows.store.warehouse import Store
 
     qrels, text, parquet = bounded_inputs(tmp_path, bounded_run_lines("grouped"))
@@ -340,7 +340,7 @@ def test_the_plan_reads_a_stored_head_and_a_stored_part_with_duplicates_whole(tm
     part holding duplicate pairs counted at ingest is planned whole: the duplicates policy takes the whole part,
     so its batches are never read first (they were, then read again whole)."""
     from judged.flows.engine.evaluate import Read
-    from judged.flows.pipeline.flows import ingest_file
+    from judged.flows.pipeline.tasks import ingest_file
     from judged.flows.store.warehouse import Store
 
     qrels, text, _ = bounded_inputs(tmp_path, bounded_run_lines("grouped"))
@@ -393,7 +393,7 @@ def test_a_stored_runs_part_holds_its_judgments_and_a_loaded_run_takes_them_as_l
     """Parquet judgments beside a stored run are held in memory, the part's judgments only (the in-memory engine
     then takes the part), even when the plan has one part; beside a loaded run, which is one part, they are taken
     as loaded (scanned)."""
-    from judged.flows.pipeline.flows import ingest_file
+    from judged.flows.pipeline.tasks import ingest_file
     from judged.flows.store.warehouse import Store
 
     qrels, text, _ = bounded_inputs(tmp_path, bounded_run_lines("grouped"))

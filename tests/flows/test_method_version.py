@@ -17,7 +17,8 @@ from typer.testing import CliRunner
 from judged.flows.api import Warehouse
 from judged.flows.cli.app import app
 from judged.flows.pipeline.compare import ComparedEvaluation, IncomparableError, compare_evaluations, from_result
-from judged.flows.pipeline.flows import evaluate_shard, finish_evaluation, ingest_file, stored_plan
+from judged.flows.pipeline.evaluation import evaluate_shard, finish_evaluation, parts_staging, stored_plan
+from judged.flows.pipeline.tasks import ingest_file
 from judged.flows.store.warehouse import Store, now_utc
 from judged.schemas.comparison import ComparisonSettings, comparison_id
 from judged.schemas.provenance import (
@@ -72,8 +73,9 @@ def evaluate_stored(warehouse: Store, run_id: str, judgment_set_id: str, spec: E
     planned = stored_plan(warehouse, run_id, judgment_set_id, spec)
     if warehouse.has_evaluation(planned.evaluation_id):
         return planned.evaluation_id
-    staged = [evaluate_shard(warehouse, planned, part) for part in planned.parts]
-    return finish_evaluation(warehouse, planned, staged, now_utc(), None).evaluation_id
+    with parts_staging(warehouse) as folder:
+        staged = [evaluate_shard(planned, part, folder) for part in planned.parts]
+        return finish_evaluation(warehouse, planned, staged, now_utc(), None).evaluation_id
 
 
 def make_unversioned(warehouse: Store, identifier: str) -> str:

@@ -12,7 +12,7 @@ import pytest
 
 import judged.flows.store.warehouse as warehouse_module
 from judged.flows.engine.limits import Limits
-from judged.flows.pipeline.flows import ingest_file
+from judged.flows.pipeline.tasks import ingest_file
 from judged.flows.store.warehouse import Store
 
 IN_MEMORY = Limits(rows_per_shard=120)

@@ -11,7 +11,7 @@ import pytest
 from judged.flows.engine.evaluate import Part, Read, evaluate, plan
 from judged.flows.store.readers import DUPLICATE_PAIRS_KEY, load_table, open_stored
 from judged.flows.engine.limits import Limits
-from judged.flows.pipeline.flows import ingest_file
+from judged.flows.pipeline.tasks import ingest_file
 from judged.flows.store.warehouse import Store
 from judged.schemas.spec import PRESETS
 from judged.transforms.errors import InputError

@@ -18,7 +18,7 @@ import pytest
 from typer.testing import CliRunner
 
 from judged.flows.cli.app import app
-from judged.flows.pipeline.flows import REJECTED
+from judged.flows.pipeline.nightly import REJECTED
 from judged.flows.store.sql import run_query
 from judged.flows.store.warehouse import Store
 from tests.conftest import REPO

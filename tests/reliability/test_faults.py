@@ -31,7 +31,8 @@ from pathlib import Path
 
 import pytest
 
-from judged.flows.pipeline.flows import CLAIMED, ingest_judgments, ingest_run
+from judged.flows.pipeline.flows import ingest_judgments, ingest_run
+from judged.flows.pipeline.nightly import CLAIMED
 from judged.flows.store.sql import open_readonly
 from judged.flows.store.warehouse import STAGING, Store
 from tests.conftest import REPO

@@ -18,7 +18,9 @@ import pytest
 from typer.testing import CliRunner
 
 from judged.flows.cli.app import app
-from judged.flows.pipeline.flows import CLAIMED, RUN_WAS_NEW, ingest_file, nightly
+from judged.flows.pipeline.flows import nightly
+from judged.flows.pipeline.nightly import CLAIMED, RUN_WAS_NEW
+from judged.flows.pipeline.tasks import ingest_file
 from judged.flows.store.sql import run_query
 from judged.flows.store.warehouse import Store
 from judged.schemas.spec import PRESETS

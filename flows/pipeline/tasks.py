@@ -1,0 +1,232 @@
+"""The pipeline's Prefect tasks, and the plain ingest functions they wrap (which stay testable without
+orchestration; an evaluation's steps are in flows/pipeline/evaluation.py).
+
+Belongs here: thin tasks that log what they did. Tasks pass paths, identifiers and content hashes, never DataFrames.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from datetime import datetime
+from pathlib import Path
+
+from prefect import get_run_logger, task
+from prefect.runtime import flow_run
+
+from judged.flows.engine.evaluate import Part, Plan, check_before_storing
+from judged.flows.engine.limits import DEFAULT_LIMITS, Limits
+from judged.flows.engine.phases import Phases
+from judged.flows.pipeline.artifacts import publish_artifacts
+from judged.flows.pipeline.evaluation import EvaluationReport, evaluate_shard, finish_evaluation, stored_plan
+from judged.flows.pipeline.nightly import RUN_WAS_NEW, RUN_WAS_STORED, run_was_new
+from judged.flows.report.wording import counted
+from judged.flows.store.readers import Metadata, load_table, open_stored
+from judged.flows.store.warehouse import Store, StoreReport
+from judged.schemas.spec import EvaluationSpec
+
+# -- plain functions: what the ingest tasks do ----------------------------------------------------------------------
+
+
+def ingest_file(
+    warehouse: Store, path: str | Path, kind: str, metadata: Metadata | None = None,
+    limits: Limits = DEFAULT_LIMITS, allow_empty: bool = False,
+) -> StoreReport:
+    """Read, validate and store one file. Bad input raises InputError and writes nothing (an empty table is bad
+    input unless `allow_empty`). The report's `seconds` is the time this took (reading to the last file written),
+    without any orchestration around it, and its `phases` where that time went."""
+    started = time.perf_counter()
+    phases = Phases()
+    with phases.measure("read and check"):
+        loaded = load_table(path, kind, metadata, limits=limits, allow_empty=allow_empty)  # type: ignore[arg-type]
+    report = warehouse.store_table(loaded, limits, phases)
+    return replace(report, seconds=time.perf_counter() - started, phases=phases.as_tuples())
+
+
+def check_inputs_before_storing(
+    warehouse: Store, judgments: str, runs: list[str], specs: list[EvaluationSpec],
+    judgments_metadata: Metadata | None = None, allow_empty: bool = False,
+) -> None:
+    """Every check that could refuse these inputs under these specs, before anything of them is stored: files are
+    read and validated, ids resolved, and each run checked against the judgments as its evaluation would check it.
+    Raises InputError naming the input. When nothing would be stored (every input is already in the warehouse),
+    the evaluation's own checks refuse what is wrong, and these are skipped."""
+    if not _stores_something(warehouse, judgments, runs):
+        return
+    judgment_table = (
+        load_table(judgments, "judgments", judgments_metadata, allow_empty=allow_empty) if Path(judgments).is_file()
+        else warehouse.load_stored("judgments", warehouse.resolve_judgment_set(judgments))
+    )
+    for run in runs:
+        if Path(run).is_file():
+            run_table = load_table(run, "run", allow_empty=allow_empty)
+        elif Path(run).is_dir():
+            run_table = open_stored(Path(run), "run").load()
+        else:
+            run_table = warehouse.load_stored("run", warehouse.require_run(run))
+        for spec in specs:
+            check_before_storing(run_table, judgment_table, spec)
+
+
+def _stores_something(warehouse: Store, judgments: str, runs: list[str]) -> bool:
+    """Whether evaluating these inputs would store any of them: a file, or a stored run from another warehouse."""
+    return Path(judgments).is_file() or any(
+        Path(run).is_file()
+        or (Path(run).is_dir() and not warehouse.run_record(open_stored(Path(run), "run").table_id).exists())
+        for run in runs
+    )
+
+
+def ingest_checked_run(
+    warehouse: Store, path: str | Path, judgment_set_id: str, specs: list[EvaluationSpec],
+    claim_folder: Path | None = None, allow_empty: bool = False,
+) -> StoreReport:
+    """Read and validate a run, check it against a stored judgment set under every spec, and only then store it:
+    a run its evaluation would refuse is never stored. With a nightly `claim_folder`, whether the run was new is
+    noted there before storing (see `run_was_new`)."""
+    started = time.perf_counter()
+    run = load_table(path, "run", allow_empty=allow_empty)
+    judgments = warehouse.load_stored("judgments", judgment_set_id)
+    for spec in specs:
+        check_before_storing(run, judgments, spec)
+    if claim_folder is not None and run_was_new(claim_folder) is None:
+        note = RUN_WAS_STORED if warehouse.run_record(run.table_id).exists() else RUN_WAS_NEW
+        (claim_folder / note).touch()
+    report = warehouse.store_table(run)
+    return replace(report, seconds=time.perf_counter() - started)
+
+
+def current_flow_run_id() -> str | None:
+    run_id = flow_run.get_id()
+    return str(run_id) if run_id else None
+
+
+# -- tasks --------------------------------------------------------------------------------------------------------
+
+
+@task(name="ingest-file")
+def ingest_file_task(
+    warehouse_root: str, path: str, kind: str, metadata: Metadata | None = None, limits: Limits = DEFAULT_LIMITS,
+    allow_empty: bool = False,
+) -> StoreReport:
+    return _logged(path, kind, ingest_file(Store(warehouse_root), path, kind, metadata, limits, allow_empty))
+
+
+def _logged(path: str, kind: str, report: StoreReport) -> StoreReport:
+    """The report, after saying in the task's log what was stored."""
+    what = "judgment set" if kind == "judgments" else kind
+    if report.created:
+        get_run_logger().info("%s: stored %s %s, %s in %.2f s", path, what, report.id, counted(report.n_rows, "row"),
+                              report.seconds or 0.0)
+    else:
+        get_run_logger().info("%s: %s %s already stored (%s), nothing written", path, what, report.id,
+                              counted(report.n_rows, "row"))
+    return report
+
+
+@task(name="check-inputs")
+def check_inputs_task(
+    warehouse_root: str, judgments: str, runs: list[str], spec_jsons: list[str], judgments_metadata: Metadata | None,
+    allow_empty: bool = False,
+) -> None:
+    specs = [EvaluationSpec.from_canonical_json(text) for text in spec_jsons]
+    check_inputs_before_storing(Store(warehouse_root), judgments, runs, specs, judgments_metadata, allow_empty)
+
+
+@task(name="ingest-checked-run")
+def ingest_checked_run_task(
+    warehouse_root: str, path: str, judgment_set_id: str, spec_jsons: list[str], claim_folder: str | None = None,
+    allow_empty: bool = False,
+) -> StoreReport:
+    specs = [EvaluationSpec.from_canonical_json(text) for text in spec_jsons]
+    folder = Path(claim_folder) if claim_folder else None
+    stored = ingest_checked_run(Store(warehouse_root), path, judgment_set_id, specs, folder, allow_empty)
+    return _logged(path, "run", stored)
+
+
+@task(name="plan-evaluation")
+def plan_task(
+    warehouse_root: str, run_id: str, judgment_set_id: str, spec: EvaluationSpec, limits: Limits
+) -> tuple[Plan, bool]:
+    """The stored plan, and whether its evaluation is already stored."""
+    warehouse = Store(warehouse_root)
+    planned = stored_plan(warehouse, run_id, judgment_set_id, spec, limits)
+    stored = warehouse.has_evaluation(planned.evaluation_id)
+    state = "already stored, reused" if stored else f"to evaluate in {counted(len(planned.parts), 'part')}"
+    logger = get_run_logger()
+    logger.info("evaluation %s of run %s against judgment set %s under %s: %s", planned.evaluation_id, run_id,
+                judgment_set_id, spec.full_label(), state)
+    if not stored:
+        for line in planned.describe():
+            logger.info("evaluation %s, %s", planned.evaluation_id, line)
+    return planned, stored
+
+
+@task(name="evaluate-shard")
+def evaluate_shard_task(planned: Plan, part: Part, staging_folder: str) -> str:
+    started = time.perf_counter()
+    staged = evaluate_shard(planned, part, Path(staging_folder))
+    get_run_logger().info("evaluation %s, part %d of %d: per-query rows staged in %s (%.2f s)",
+                          planned.evaluation_id, part.shard + 1, part.of, staged, time.perf_counter() - started)
+    return str(staged)
+
+
+@task(name="finish-evaluation")
+def finish_task(
+    warehouse_root: str, planned: Plan, staged: list[str], started: datetime, run_moved_to: str | None = None
+) -> EvaluationReport:
+    warehouse = Store(warehouse_root)
+    report = finish_evaluation(
+        warehouse, planned, [Path(p) for p in staged], started, current_flow_run_id(), run_moved_to
+    )
+    logger = get_run_logger()
+    record, _, summary = warehouse.load_evaluation(report.evaluation_id)
+    values = ", ".join(f"{row['trec_eval_measure'] or row['measure']} = "
+                       f"{'undefined' if row['value'] is None else format(row['value'], '.4f')}"
+                       for row in summary.iter_rows(named=True))
+    logger.info("evaluation %s (%s) %s: %s", report.evaluation_id, record["run_name"],
+                "stored" if report.created else "was already stored", values)
+    for warning in record["warnings"]:
+        logger.warning("%s: %s", record["run_name"], warning)
+    return report
+
+
+@task(name="refresh-catalog", retries=2, retry_delay_seconds=1)
+def refresh_catalog_task(warehouse_root: str) -> str:
+    catalog = Store(warehouse_root).refresh_catalog()
+    get_run_logger().info("catalog regenerated: %s", catalog)
+    return str(catalog)
+
+
+@task(name="publish-artifacts")
+def publish_artifacts_task(warehouse_root: str, reports: list[EvaluationReport], report: str | None = None) -> None:
+    publish_artifacts(Store(warehouse_root), reports, report)
+    get_run_logger().info("published the artifacts judged-summary and judged-evaluation (%s)",
+                          counted(len(reports), "evaluation"))
+
+
+# -- comparisons (flows/pipeline/compare.py holds what they do; imported when used: the statistics load scipy) ----
+
+
+@task(name="compare-evaluations")
+def compare_task(warehouse_root: str, evaluation_ids: list[str], settings_json: str, baseline: str | None) -> str:
+    """Compare stored evaluations and store the comparison (nothing new if it is stored already); its id."""
+    from judged.flows.pipeline.compare import compare_evaluations, from_warehouse, store_comparison
+    from judged.schemas.comparison import ComparisonSettings
+
+    store = Store(warehouse_root)
+    evaluations = [from_warehouse(store, identifier) for identifier in evaluation_ids]
+    result = compare_evaluations(evaluations, ComparisonSettings.model_validate_json(settings_json), baseline)
+    store_comparison(store, result, current_flow_run_id())
+    return result.comparison_id
+
+
+@task(name="nightly-report")
+def nightly_report_task(warehouse_root: str, evaluation_ids: list[str], flow_run_id: str) -> str | None:
+    """The night's HTML report (warehouse/reports/<flow run id>.html), its runs compared when there are several;
+    None when nothing was evaluated."""
+    if not evaluation_ids:
+        return None
+    from judged.flows.report.html import nightly_report
+
+    return str(nightly_report(Store(warehouse_root), evaluation_ids, flow_run_id))
