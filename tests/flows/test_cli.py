@@ -496,16 +496,23 @@ def test_swapped_arguments_say_the_order() -> None:
                                      "looks like a run; the order is QRELS RUN (2 more bad lines)")
 
 
-def test_swapped_arguments_say_the_order_before_the_sidecars_are_checked() -> None:
-    """The bundled sample's files have sidecars: the run's, read as a judgment set's, does not validate, but the
-    swapped order is what to say (and, the other way round, the qrels' sidecar read as a run's)."""
-    run, qrels = SAMPLE / "runs" / "input.p_bm25.gz", SAMPLE / "qrels.dl20-passage.txt"
-    result = judged("evaluate", run, qrels)
-    assert_one_line_error(result, 1, f"{run}, line 1: expected 4 columns `qid iter docid grade`, found 6: this "
-                                     "looks like a run; the order is QRELS RUN (199999 more bad lines)")
-    result = judged("evaluate", qrels, qrels)
-    assert_one_line_error(result, 1, f"{qrels}, line 1: expected 6 columns `qid Q0 docid rank score tag`, found 4: "
-                                     "this looks like qrels; the order is QRELS RUN (11385 more bad lines)")
+@pytest.mark.parametrize(
+    ("first", "second", "message"),
+    [
+        (SAMPLE / "runs" / "input.p_bm25.gz", SAMPLE / "qrels.dl20-passage.txt",
+         "line 1: expected 4 columns `qid iter docid grade`, found 6: this looks like a run; the order is QRELS RUN "
+         "(199999 more bad lines)"),
+        (SAMPLE / "qrels.dl20-passage.txt", SAMPLE / "qrels.dl20-passage.txt",
+         "line 1: expected 6 columns `qid Q0 docid rank score tag`, found 4: this looks like qrels; the order is "
+         "QRELS RUN (11385 more bad lines)"),
+    ],
+    ids=["run-as-qrels", "qrels-as-run"],
+)
+def test_swapped_arguments_say_the_order_before_the_sidecars_are_checked(first: Path, second: Path, message: str) -> None:
+    """The bundled sample's files have sidecars: a run's, read as a judgment set's, does not validate (nor the
+    qrels' read as a run's), but the swapped order is what to say."""
+    wrong = first if "found 6" in message else second
+    assert_one_line_error(judged("evaluate", first, second), 1, f"{wrong}, {message}")
 
 
 @pytest.mark.parametrize("output_format", ["trec", "json"])
