@@ -508,7 +508,9 @@ def test_swapped_arguments_say_the_order() -> None:
     ],
     ids=["run-as-qrels", "qrels-as-run"],
 )
-def test_swapped_arguments_say_the_order_before_the_sidecars_are_checked(first: Path, second: Path, message: str) -> None:
+def test_swapped_arguments_say_the_order_before_the_sidecars_are_checked(
+    first: Path, second: Path, message: str
+) -> None:
     """The bundled sample's files have sidecars: a run's, read as a judgment set's, does not validate (nor the
     qrels' read as a run's), but the swapped order is what to say."""
     wrong = first if "found 6" in message else second
