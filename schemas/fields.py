@@ -85,6 +85,8 @@ FIELDS: dict[str, Field] = _registry(
     Field("name", pl.String(), "the judgment set's name, shared by its versions"),
     Field("version", pl.String(), "the judgment set's version label"),
     Field("parent_version", pl.String(), "the parent's version label"),
+    Field("judgment_version", pl.String(), "the version label of the judgment set the row is on "
+                                           "(judgment_sets.version)"),
     Field("task", pl.String(), "the task the assessors were given"),
     Field("assessors", pl.String(), "who judged, and the adjudication procedure (empty when not stated)"),
     Field("pooling", pl.String(), "how candidates were chosen"),

@@ -306,7 +306,8 @@ NIGHTLY_TABLE = Table.of_fields(
 
 JUDGED_RUN_ROWS_TABLE = Table.of_fields(
     "judged_run_rows", "evaluated run row",
-    ("judgment_set_id", "run_id", QUERY, DOC, "score", "source_rank", "rank", "relevance", "judged"),
+    ("judgment_set_id", "judgment_version", "run_id", QUERY, DOC, "score", "source_rank", "rank", "relevance",
+     "judged"),
     ("judgment_set_id", "run_id", QUERY, "rank"),
     "each row of each evaluated run with its grade under each judgment set it was evaluated against",
     nullable=("source_rank", "relevance"),
@@ -364,18 +365,50 @@ COMPARISON_PER_QUERY_TABLE = Table.of_fields(
     nullable=("cutoff", "baseline_value_min", "baseline_value_max", "run_value_min", "run_value_max", "robustness"),
 )
 
+# -- the catalog's views ------------------------------------------------------------------------------------------
+
+# A result an analyst joins names its judgment set's version, so that results on two versions of one judgment set
+# (the judging loop makes a new one) are told apart in a query's output: the catalog adds `judgment_version`
+# (judgment_sets.version) behind the stored columns. The stored files do not hold it.
+VIEW_ONLY_COLUMNS = ("judgment_version",)
+PER_QUERY_VIEW = STORED_PER_QUERY_TABLE.extended(
+    "per_query", STORED_PER_QUERY_TABLE.row, STORED_PER_QUERY_TABLE.primary_key, STORED_PER_QUERY_TABLE.description,
+    after=VIEW_ONLY_COLUMNS,
+)
+SUMMARY_VIEW = STORED_SUMMARY_TABLE.extended(
+    "summary", STORED_SUMMARY_TABLE.row, STORED_SUMMARY_TABLE.primary_key, STORED_SUMMARY_TABLE.description,
+    after=VIEW_ONLY_COLUMNS,
+)
+COMPARISONS_VIEW = COMPARISONS_TABLE.extended(
+    "comparisons", COMPARISONS_TABLE.row, COMPARISONS_TABLE.primary_key, COMPARISONS_TABLE.description,
+    after=VIEW_ONLY_COLUMNS,
+)
+
+
+def _latest(table: Table, what: str) -> Table:
+    """The view `latest_<table>`: the same columns, for the newest version of each judgment set name only."""
+    return Table(f"latest_{table.name}", table.row, table.columns, table.primary_key,
+                 f"{what}, on the newest version of each judgment set name only (the version ingested last)",
+                 table.overrides)
+
+
+LATEST_JUDGMENT_SETS_VIEW = _latest(JUDGMENT_SETS_TABLE, "the judgment sets")
+LATEST_PER_QUERY_VIEW = _latest(PER_QUERY_VIEW, "every stored evaluation's per-query values")
+LATEST_SUMMARY_VIEW = _latest(SUMMARY_VIEW, "every stored evaluation's aggregates")
+
 # The catalog's views, in the order the README lists them.
 VIEWS: dict[str, Table] = {
     table.name: table
     for table in (
         JUDGMENT_SETS_TABLE, STORED_JUDGMENTS_TABLE, RUNS_TABLE, RUN_ROWS_TABLE, EVALUATIONS_TABLE,
-        STORED_PER_QUERY_TABLE, STORED_SUMMARY_TABLE, JUDGED_RUN_ROWS_TABLE, NIGHTLY_TABLE, COMPARISON_RECORDS_TABLE,
-        COMPARISONS_TABLE, COMPARISON_PER_QUERY_TABLE, JUDGMENT_LINEAGE_TABLE, WORKLISTS_TABLE,
+        PER_QUERY_VIEW, SUMMARY_VIEW, JUDGED_RUN_ROWS_TABLE, NIGHTLY_TABLE, COMPARISON_RECORDS_TABLE,
+        COMPARISONS_VIEW, COMPARISON_PER_QUERY_TABLE, JUDGMENT_LINEAGE_TABLE, WORKLISTS_TABLE,
+        LATEST_JUDGMENT_SETS_VIEW, LATEST_SUMMARY_VIEW, LATEST_PER_QUERY_VIEW,
     )
 }
 # Every declared table: the views, and the tables that pass between the layers before anything is stored.
 DECLARED: tuple[Table, ...] = (JUDGMENTS_TABLE, RUN_TABLE, PER_QUERY_TABLE, SUMMARY_TABLE, WORKLIST_TABLE,
-                               *VIEWS.values())
+                               STORED_PER_QUERY_TABLE, STORED_SUMMARY_TABLE, COMPARISONS_TABLE, *VIEWS.values())
 
 # The Polars schemas the code uses, from the declarations.
 JUDGMENTS = JUDGMENTS_TABLE.schema

@@ -26,12 +26,16 @@ FROM (
     UNION ALL BY NAME SELECT NULL::VARCHAR AS method_version WHERE false
 );
 
+-- A result an analyst joins carries its judgment set's version label (`judgment_version`) beside its id: results on
+-- two versions of one judgment set are told apart in any query's output.
 CREATE VIEW per_query AS
-SELECT p.* FROM read_parquet({per_query}, union_by_name = true) AS p
+SELECT p.*, js.version AS judgment_version FROM read_parquet({per_query}, union_by_name = true) AS p
+LEFT JOIN judgment_sets AS js ON js.judgment_set_id = p.judgment_set_id
 SEMI JOIN evaluations USING (evaluation_id);
 
 CREATE VIEW summary AS
-SELECT s.* FROM read_parquet({summary}, union_by_name = true) AS s
+SELECT s.*, js.version AS judgment_version FROM read_parquet({summary}, union_by_name = true) AS s
+LEFT JOIN judgment_sets AS js ON js.judgment_set_id = s.judgment_set_id
 SEMI JOIN evaluations USING (evaluation_id);
 
 CREATE VIEW nightly AS
@@ -43,7 +47,8 @@ CREATE VIEW comparison_records AS
 SELECT * FROM read_parquet({comparison_records}, union_by_name = true);
 
 CREATE VIEW comparisons AS
-SELECT c.* FROM read_parquet({comparisons}, union_by_name = true) AS c
+SELECT c.*, js.version AS judgment_version FROM read_parquet({comparisons}, union_by_name = true) AS c
+LEFT JOIN judgment_sets AS js ON js.judgment_set_id = c.judgment_set_id
 SEMI JOIN comparison_records USING (comparison_id);
 
 CREATE VIEW comparison_per_query AS
@@ -67,6 +72,7 @@ CREATE VIEW judged_run_rows AS
 WITH evaluated_pairs AS (SELECT DISTINCT run_id, judgment_set_id FROM evaluations)
 SELECT
     pair.judgment_set_id,
+    js.version AS judgment_version,
     r.run_id,
     r.query_id,
     r.doc_id,
@@ -77,5 +83,19 @@ SELECT
     j.relevance IS NOT NULL AS judged
 FROM evaluated_pairs AS pair
 JOIN run_rows AS r USING (run_id)
+LEFT JOIN judgment_sets AS js ON js.judgment_set_id = pair.judgment_set_id
 LEFT JOIN judgments AS j
     ON j.judgment_set_id = pair.judgment_set_id AND j.query_id = r.query_id AND j.doc_id = r.doc_id;
+
+-- The newest version of each judgment set name: the one ingested last, as `judged nightly` and `--extends NAME`
+-- take it (ties, never seen in practice, go to the larger id). The results on it: filter any other view with
+-- `WHERE judgment_set_id IN (SELECT judgment_set_id FROM latest_judgment_sets)`.
+CREATE VIEW latest_judgment_sets AS
+SELECT * FROM judgment_sets
+QUALIFY row_number() OVER (PARTITION BY name ORDER BY ingested_at DESC, judgment_set_id DESC) = 1;
+
+CREATE VIEW latest_summary AS
+SELECT * FROM summary WHERE judgment_set_id IN (SELECT judgment_set_id FROM latest_judgment_sets);
+
+CREATE VIEW latest_per_query AS
+SELECT * FROM per_query WHERE judgment_set_id IN (SELECT judgment_set_id FROM latest_judgment_sets);

@@ -417,6 +417,11 @@ def _print_store_report(report: StoreReport, what: str) -> None:
         print(f"{what} {report.id} already in the warehouse: nothing new written")
 
 
+NightlyBaseline = Annotated[str | None, typer.Option(
+    help="The run the night's comparison takes as baseline; without it, the previous night's baseline when it is "
+         "among the runs, else the first run in name order (the comparison's notes say which and why).")]
+
+
 @app.command()
 @with_spec_options(preset="trec_eval", repeatable=True)
 def nightly(
@@ -426,6 +431,7 @@ def nightly(
     = "trec-dl-2020-passage",
     allow_empty: AllowEmptyOption = False,
     warehouse: Annotated[Path, typer.Option(help=_WAREHOUSE_HELP)] = Path("warehouse"),
+    baseline: NightlyBaseline = None,
     *,
     spec_options: SpecOptions,
 ) -> None:
@@ -438,8 +444,10 @@ def nightly(
         specs = spec_options.specs()
         _announce_inbox(inbox)
         with orchestrated(f"nightly job over {inbox}"):
+            # Passed only when given: the flow's own default is the rule of choose_baseline.
+            named = {"baseline": baseline} if baseline is not None else {}
             report = nightly_flow(str(inbox), judgments, [s.canonical_json() for s in specs], str(warehouse),
-                                  allow_empty)
+                                  allow_empty, **named)
     except (SpecError, InputError) as error:
         raise failure(error) from None
     _print_nightly(report, warehouse)

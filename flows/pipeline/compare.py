@@ -19,6 +19,7 @@ import numpy as np
 import polars as pl
 
 from judged.flows.engine.evaluate import EvaluationResult
+from judged.flows.report.wording import distinct_names
 from judged.flows.store.kinds import COMPARISON, COMPARISON_PER_QUERY_FILES, COMPARISONS_FILES, JUDGMENT_SET, RUN
 from judged.flows.store.warehouse import SINGLE_PART, Store, now_utc, write_parquet_atomically
 from judged.schemas.comparison import ComparisonSettings, comparison_id
@@ -171,25 +172,59 @@ def older_method_notes(evaluations: Sequence[ComparedEvaluation]) -> tuple[str, 
 
 def _unique_names(evaluations: Sequence[ComparedEvaluation]) -> list[str]:
     """Run names, with the evaluation id's first digits added where two runs share a name."""
-    names = [e.run_name for e in evaluations]
-    return [f"{name} [{e.evaluation_id[:8]}]" if names.count(name) > 1 else name
-            for name, e in zip(names, evaluations, strict=True)]
+    return distinct_names([e.run_name for e in evaluations], [e.evaluation_id for e in evaluations])
+
+
+def previous_baseline(warehouse: Store, run_names: Sequence[str]) -> tuple[str, dict] | None:
+    """The baseline of the newest stored comparison whose baseline is one of `run_names`, with that comparison's
+    record; None when there is none."""
+    files = warehouse.record_files(COMPARISON)
+    if not files:
+        return None
+    records = pl.concat([pl.read_parquet(path) for path in files], how="diagonal_relaxed")
+    earlier = records.filter(pl.col("baseline").is_in(list(run_names))).sort("created_at", "comparison_id")
+    if earlier.height == 0:
+        return None
+    record = earlier.row(-1, named=True)
+    return record["baseline"], record
+
+
+def choose_baseline(
+    warehouse: Store | None, run_names: Sequence[str], given: str | None, listed: bool = True
+) -> tuple[str, str]:
+    """The baseline among `run_names` and why it was chosen. The rule: the run named (`given`, --baseline or the
+    nightly's configuration); else, when the runs were listed by the user (`listed`: `judged compare`, `report`,
+    the API), the first listed; else (the nightly's runs, in the inbox's order, which means nothing) the baseline
+    of the newest comparison stored in `warehouse` that is among the runs (so that night after night runs are
+    compared with the same one); else the first run in name order (byte order)."""
+    if given is not None:
+        if given in run_names:
+            return given, "named as the baseline"
+        if listed:
+            raise IncomparableError(f"--baseline {given!r} is none of the runs compared: {', '.join(run_names)}")
+    missing = f"the baseline named, {given!r}, is none of these runs; " if given is not None else ""
+    if listed:
+        return run_names[0], "the first run given (name another with --baseline)"
+    earlier = previous_baseline(warehouse, run_names) if warehouse is not None else None
+    if earlier is not None:
+        name, record = earlier
+        return name, (f"{missing}the baseline of the previous stored comparison {record['comparison_id'][:12]} "
+                      f"({record['created_at']:%Y-%m-%d %H:%M} UTC; name another with --baseline)")
+    return min(run_names), (f"{missing}no baseline named and no stored comparison has one of these runs as its "
+                            "baseline: the first run in name order (name another with --baseline)")
 
 
 def compare_evaluations(
-    evaluations: Sequence[ComparedEvaluation], settings: ComparisonSettings, baseline: str | None = None
+    evaluations: Sequence[ComparedEvaluation], settings: ComparisonSettings, baseline: str | None = None,
+    warehouse: Store | None = None, listed: bool = True,
 ) -> ComparisonResult:
-    """The baseline (the first evaluation, or the one whose run is named `baseline`) against each other run, per
-    measure and cutoff: the paired per-query table and the statistics, corrected over the whole family."""
+    """The baseline (chosen by `choose_baseline`: the run named `baseline`, else by the rule there) against each
+    other run, per measure and cutoff: the paired per-query table and the statistics, corrected over the whole
+    family. The notes say which baseline was chosen and why."""
     check_basis(evaluations)
     names = _unique_names(evaluations)
-    if baseline is None:
-        base_index = 0
-    elif baseline in names:
-        base_index = names.index(baseline)
-    else:
-        raise IncomparableError(f"--baseline {baseline!r} is none of the runs compared: {', '.join(names)}")
-    base_name = names[base_index]
+    base_name, reason = choose_baseline(warehouse, names, baseline, listed)
+    base_index = names.index(base_name)
     frames = [(name, with_measure(e.per_query.lazy(), e.spec)) for name, e in zip(names, evaluations, strict=True)]
     paired = paired_per_query(frames, base_name, settings.query_set, settings.tie_tolerance).collect()
     has_intervals = paired["robustness"].null_count() < paired.height
@@ -232,7 +267,8 @@ def compare_evaluations(
         .select(list(COMPARISON_PER_QUERY_FILES.schema))
         .cast(COMPARISON_PER_QUERY_FILES.schema)
     )
-    notes = (() if has_intervals else (NO_INTERVALS_NOTE,)) + older_method_notes(evaluations)
+    notes = ((f"baseline: {base_name}, {reason}",) + (() if has_intervals else (NO_INTERVALS_NOTE,))
+             + older_method_notes(evaluations))
     return ComparisonResult(identifier, base_name, settings, tuple(evaluations), pairs, per_query, notes)
 
 

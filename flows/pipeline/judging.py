@@ -18,7 +18,7 @@ from judged.flows.engine.evaluate import grade_scale
 from judged.flows.store.hashing import known_hashes
 from judged.flows.store.readers import LoadedTable, load_table
 from judged.flows.engine.versions import implementation_version
-from judged.flows.report.wording import counted
+from judged.flows.report.wording import counted, distinct_names
 from judged.flows.store.kinds import JUDGMENT_SET, LINEAGE_FILES, RUN, WORKLIST
 from judged.flows.store.warehouse import StoreReport, Store, now_utc, write_parquet_atomically
 from judged.schemas.fields import PAIR
@@ -171,27 +171,28 @@ def read_topics(path: Path) -> pl.DataFrame:
 
 
 def chosen_runs(warehouse: Store, evaluations: list[str], runs: list[str]) -> dict[str, str]:
-    """Run name -> run id: those of the given evaluations, the runs named (tag, system or id), or every stored run."""
+    """Run name -> run id: those of the given evaluations, every run named (tag, system or id), or every stored run;
+    runs that share a name are each kept, told apart by their id's first characters as `compare` tells them."""
     if evaluations and runs:
         raise UsageError("--evaluations", "give --evaluations or --runs, not both")
     records = {}
     for path in warehouse.record_files(RUN):
         record = pl.read_parquet(path).row(0, named=True)
         records[record[RUN.id_column]] = record
-    chosen: dict[str, str] = {}
+    named: dict[str, str] = {}  # run id -> its name
     for evaluation_id in evaluations:
         record, _, _ = warehouse.load_evaluation(evaluation_id)
-        chosen[record["run_name"]] = record["run_id"]
+        named[record["run_id"]] = record["run_name"]
     for name in runs:
         matches = [r for r in records.values() if name in (r["run_id"], r["tag"], r["system"])]
         if not matches:
             raise InputError(str(warehouse.root), f"no stored run with id, tag or system {name!r}")
-        chosen[matches[-1]["tag"] or matches[-1]["system"] or name] = matches[-1]["run_id"]
+        named |= {r["run_id"]: r["tag"] or r["system"] or name for r in matches}
     if not evaluations and not runs:
-        chosen = {(r["tag"] or r["system"] or run_id): run_id for run_id, r in records.items()}
-    if not chosen:
+        named = {run_id: (r["tag"] or r["system"] or run_id) for run_id, r in records.items()}
+    if not named:
         raise InputError(str(warehouse.root), "no stored runs to rank documents from")
-    return chosen
+    return dict(zip(distinct_names(list(named.values()), list(named)), named, strict=True))
 
 
 @dataclass(frozen=True)

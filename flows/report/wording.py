@@ -31,3 +31,10 @@ def with_article(word: str) -> str:
     keywords are spoken as words, and U reads as a vowel only in UPDATE and UN...)."""
     spoken_vowel = word[:1].upper() in "AEIO" or word.upper().startswith(("UP", "UN"))
     return f"{'an' if spoken_vowel else 'a'} {word}"
+
+
+def distinct_names(names: list[str], ids: list[str]) -> list[str]:
+    """The names, with the first eight characters of the id added where two share a name (`p_bm25 [1a2b3c4d]`): how
+    a comparison's runs and a worklist's runs are told apart when their tags are equal."""
+    return [f"{name} [{identifier[:8]}]" if names.count(name) > 1 else name
+            for name, identifier in zip(names, ids, strict=True)]

@@ -30,6 +30,7 @@ from judged.schemas.provenance import JudgmentSetMetadata, RunMetadata, table_id
 from judged.schemas.tables import JUDGMENTS, RUN, RUN_ROWS, STORED_JUDGMENTS
 from judged.transforms.errors import InputError
 from judged.transforms.parse import (
+    SWAPPED_HINT,
     conform_judgments, conform_run, ignored_run_columns, in_contract, parse_trec_qrels, parse_trec_run,
     raise_first_problem, run_problem_probe,
 )
@@ -472,7 +473,12 @@ def load_table(
     path = Path(path)
     require_regular_file(path, "judgments file" if kind == "judgments" else "run file")
     if metadata is None:
-        metadata = read_sidecar(path, kind)
+        try:
+            metadata = read_sidecar(path, kind)
+        except InputError as sidecar_error:
+            # The other kind's sidecar beside the other kind's file: the arguments were swapped, and that is what
+            # to say, not how the sidecar differs from this kind's.
+            raise (_swapped_arguments(path, kind, limits) or sidecar_error) from None
     source_format = sniff_format(path)
     status = path.stat()
     key = (str(path.resolve()), status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns, kind,
@@ -505,6 +511,18 @@ def load_table(
             while len(_SCANNED_TABLES) > _SCANNED_TABLES_KEPT:
                 del _SCANNED_TABLES[next(iter(_SCANNED_TABLES))]
     return table
+
+
+def _swapped_arguments(path: Path, kind: TableKind, limits: Limits) -> InputError | None:
+    """The error of parsing the file as `kind` without its sidecar, when it says the file looks like the other kind
+    (SWAPPED_HINT); otherwise None."""
+    model = JudgmentSetMetadata if kind == "judgments" else RunMetadata
+    try:
+        parsed = _parse(path, kind, sniff_format(path), model(), limits)
+        require_rows(parsed.rows, path, kind, sniff_format(path))
+    except InputError as error:
+        return error if SWAPPED_HINT in str(error) else None
+    return None
 
 
 # The last runs this process read by scanning their file (large text, Parquet), by the file's identity (path,

@@ -16,6 +16,7 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from judged.flows.cli.app import allocator_options, app
+from tests.conftest import SAMPLE
 
 SEED = Path(__file__).resolve().parents[2] / "data" / "seed"
 SEED_QRELS = SEED / "qrels.txt"
@@ -493,6 +494,27 @@ def test_swapped_arguments_say_the_order() -> None:
     result = judged("evaluate", SEED_RUN, SEED_QRELS)
     assert_one_line_error(result, 1, f"{SEED_RUN}, line 1: expected 4 columns `qid iter docid grade`, found 6: this "
                                      "looks like a run; the order is QRELS RUN (2 more bad lines)")
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "message"),
+    [
+        (SAMPLE / "runs" / "input.p_bm25.gz", SAMPLE / "qrels.dl20-passage.txt",
+         "line 1: expected 4 columns `qid iter docid grade`, found 6: this looks like a run; the order is QRELS RUN "
+         "(199999 more bad lines)"),
+        (SAMPLE / "qrels.dl20-passage.txt", SAMPLE / "qrels.dl20-passage.txt",
+         "line 1: expected 6 columns `qid Q0 docid rank score tag`, found 4: this looks like qrels; the order is "
+         "QRELS RUN (11385 more bad lines)"),
+    ],
+    ids=["run-as-qrels", "qrels-as-run"],
+)
+def test_swapped_arguments_say_the_order_before_the_sidecars_are_checked(
+    first: Path, second: Path, message: str
+) -> None:
+    """The bundled sample's files have sidecars: a run's, read as a judgment set's, does not validate (nor the
+    qrels' read as a run's), but the swapped order is what to say."""
+    wrong = first if "found 6" in message else second
+    assert_one_line_error(judged("evaluate", first, second), 1, f"{wrong}, {message}")
 
 
 @pytest.mark.parametrize("output_format", ["trec", "json"])

@@ -46,3 +46,21 @@ def test_worklist_and_lineage_are_null_exactly_where_declared(tmp_path: Path) ->
     extension = extend_judgments(store, str(answers), "toy", "v2")
     assert extension.n_added == 3
     assert_null_where_declared(JUDGMENT_LINEAGE_TABLE, store.root / "judgment_lineage" / f"{extension.store.id}.parquet")
+
+
+def test_runs_sharing_a_tag_are_each_in_the_worklist_labelled_by_run_id(tmp_path: Path) -> None:
+    """Two stored runs tagged `toy`: both are ranked from (before, the one whose id sorts last was kept and the
+    other dropped, with its unjudged documents), each labelled as `compare` labels runs that share a name."""
+    from judged.flows.pipeline.judging import chosen_runs
+
+    store = stored(tmp_path)
+    (tmp_path / "other.txt").write_text("q1 Q0 d5 1 3.0 toy\nq1 Q0 d1 2 2.0 toy\n")  # d5: unjudged, only here
+    store.store_table(load_table(tmp_path / "other.txt", "run", RunMetadata(tag="toy")))
+    run_ids = sorted(pl.concat([pl.read_parquet(p) for p in store.record_files("run")])["run_id"].to_list())
+    labels = {f"toy [{run_id[:8]}]": run_id for run_id in run_ids}
+    assert chosen_runs(store, [], []) == labels
+    assert chosen_runs(store, [], ["toy"]) == labels
+    worklist = make_worklist(store, "toy", build_spec("trec_eval", cutoffs=(3,)), 10, [], ["toy"])
+    assert ("q1", "d5") in worklist.rows.select("query_id", "doc_id").rows()
+    assert worklist.rows.height == 5  # q1: d3, d4, d5; q2: d2, d3
+    assert {name for names in worklist.rows["evaluations"] for name in names} == set(labels)
