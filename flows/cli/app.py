@@ -444,10 +444,8 @@ def nightly(
         specs = spec_options.specs()
         _announce_inbox(inbox)
         with orchestrated(f"nightly job over {inbox}"):
-            # Passed only when given: the flow's own default is the rule of choose_baseline.
-            named = {"baseline": baseline} if baseline is not None else {}
             report = nightly_flow(str(inbox), judgments, [s.canonical_json() for s in specs], str(warehouse),
-                                  allow_empty, **named)
+                                  allow_empty, baseline)
     except (SpecError, InputError) as error:
         raise failure(error) from None
     _print_nightly(report, warehouse)
@@ -486,6 +484,7 @@ def serve(
     allow_empty: AllowEmptyOption = False,
     warehouse: Annotated[Path, typer.Option(help=_WAREHOUSE_HELP)] = Path("warehouse"),
     name: Annotated[str, typer.Option(help="Deployment name.")] = "judged-nightly",
+    baseline: NightlyBaseline = None,
     *,
     spec_options: SpecOptions,
 ) -> None:
@@ -518,6 +517,7 @@ def serve(
             "spec_jsons": [s.canonical_json() for s in specs],
             "warehouse": str(warehouse.resolve()),
             "allow_empty": allow_empty,
+            "baseline": baseline,
         },
     )
 

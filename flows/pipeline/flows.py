@@ -212,10 +212,12 @@ def nightly(
     spec_jsons: list[str],
     warehouse: str = DEFAULT_WAREHOUSE,
     allow_empty: bool = False,
+    baseline: str | None = None,
 ) -> NightlyReport:
     """Every run file dropped into the inbox since the last night: ingest it, evaluate it against the current
     version of the judgment set under each spec, move it to processed/ (or rejected/ with its error), record.
-    An empty run file is rejected, and empty judgments refused, unless `allow_empty`."""
+    An empty run file is rejected, and empty judgments refused, unless `allow_empty`. The night's comparison takes
+    `baseline` when it is among the night's runs, else the rule of `choose_baseline`."""
     logger = get_run_logger()
     store = Store(warehouse).ensure()
     flow_run_id = current_flow_run_id() or f"local-{now_utc().strftime('%Y%m%dT%H%M%S%f')}"
@@ -252,7 +254,8 @@ def nightly(
     logger.info("night recorded in %s: %s evaluated, %s rejected", store.root / "nightly",
                 counted(len(evaluated), "evaluation"), counted(len(rejected), "file"))
     # the night's report: its runs under the first spec (evaluate_runs lists each file's evaluations spec by spec)
-    report = nightly_report_task(warehouse, [r.evaluation_id for r in evaluated[:: len(specs) or 1]], flow_run_id)
+    report = nightly_report_task(warehouse, [r.evaluation_id for r in evaluated[:: len(specs) or 1]], flow_run_id,
+                                 baseline)
     refresh_catalog_task(warehouse)
     publish_artifacts_task(warehouse, evaluated, report)
     return NightlyReport(flow_run_id, evaluated, rejected)
