@@ -76,6 +76,8 @@ class EvaluationResult:
     summary: pl.DataFrame
     warnings: tuple[str, ...]
     reads: tuple[str, ...] = ()
+    grades: tuple[int, ...] | None = None
+    """The judgment set's grade scale where known: whether it is binary decides RBP's trec_eval name."""
 
     @cached_property
     def evaluation_id(self) -> str:
@@ -513,6 +515,7 @@ def assemble(
         summary=summary,
         warnings=tuple(warnings + coverage_warnings(summary, spec)),
         reads=tuple(plan.describe() if reads is None else reads),
+        grades=plan.interval_grades if plan.intervals else grade_scale(plan.judgments),
     )
 
 
@@ -567,6 +570,11 @@ def coverage_warnings(summary: pl.DataFrame, spec: EvaluationSpec) -> list[str]:
         names = ", ".join(dict.fromkeys("NDCG" if m == "nDCG" else m for m in undefined["measure"]))
         count = undefined["n_undefined"].max()
         warnings.append(f"{count} judged queries have no relevant judgment: {names} undefined, left out")
+    weightless = summary.filter(pl.col("n_scored") > 0, pl.col("value").is_null())
+    if weightless.height:
+        names = ", ".join(m + ("" if k is None else f"@{k}") for m, k in weightless.select("measure", "cutoff").iter_rows())
+        warnings.append(f"the declared query weights of the scored queries sum to 0, so the weighted mean is "
+                        f"undefined (null): {names}")
     # The unjudged share of the first k is the same for every measure cut at k.
     by_cutoff = {row["cutoff"]: row["mean_unjudged_fraction"] for row in summary.iter_rows(named=True)}
     shares = [
