@@ -11,7 +11,6 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from judged.flows.engine.evaluate import EvaluationResult
-from judged.flows.report.wording import counted
 from judged.schemas.measures import MeasureBase, binary_grades, trec_eval_names
 from judged.transforms.summary import residual_means
 
@@ -85,7 +84,7 @@ def interval_lines(
         at_measure = per_query.filter(
             pl.col("measure") == row["measure"], pl.col("cutoff").eq_missing(row["cutoff"]), pl.col("value").is_not_null()
         )
-        unjudged = counted(int(at_measure["n_unjudged_at_k"].sum()), "unjudged document")
+        unjudged = f"{int(at_measure['n_unjudged_at_k'].sum())} unjudged documents"
         residual = (residuals or {}).get(key)
         residual_text = "" if residual is None else f", mean residual {residual:.4f}"
         if row["value_min"] is None or row["value_max"] is None:
