@@ -122,3 +122,27 @@ def test_rbp_prints_as_trec_eval_on_binary_judgments(shared: Path) -> None:
     # trec_eval 10 (out.test.a): rbp 0.3234, rbp_resid 0.0204 over the same three queries.
     assert round(summary["rbp"], 4) == 0.3234 and round(summary["rbp_resid"], 4) == 0.0204
     assert "rbp_p=0.8" in summary and "RBP(p=0.8)[trec_eval:gain=linear]:residual" in summary
+
+
+@pytest.mark.slow
+def test_zero_total_weight_is_null_with_a_warning_in_every_format(tmp_path: Path) -> None:
+    # The seed's one scored query weighs 0: the weighted mean is 0 / 0, undefined, never NaN.
+    weights = tmp_path / "weights.txt"
+    weights.write_text("q1 0\n")
+    qrels, run = REPO / "data" / "seed" / "qrels.txt", REPO / "data" / "seed" / "run.txt"
+    outputs = {}
+    for output_format in ("table", "json", "trec"):
+        result = runner.invoke(app, ["evaluate", str(qrels), str(run), "--measures", "nDCG@3,AP,RBP(p=0.8)",
+                                     "--query-weights", str(weights), "--format", output_format])
+        assert result.exit_code == 0, result.output
+        outputs[output_format] = result.stdout
+    warning = ("the declared query weights of the scored queries sum to 0, so the weighted mean is undefined (null): "
+               "nDCG@3, AP, RBP(p=0.8)")
+    data = json.loads(outputs["json"])["evaluations"][0]
+    assert warning in data["warnings"]
+    assert [(row["value"], row["value_min"], row["residual"]) for row in data["summary"]] == [(None, None, None)] * 3
+    assert "nan" not in outputs["table"].lower() and "nan" not in outputs["trec"].lower()
+    assert warning in " ".join(outputs["table"].split())
+    assert "nDCG@3 undefined (the scored queries' weights sum to 0)" in outputs["table"]
+    assert all(line.endswith("\tnull") for line in outputs["trec"].splitlines() if "\tall\t" in line
+               and not line.startswith(("runid", "num_q")))
