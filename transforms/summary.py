@@ -34,7 +34,9 @@ def _aggregate_of(spec: EvaluationSpec) -> Callable[[str], pl.Expr]:
 
 
 def _rule(spec: EvaluationSpec) -> str:
-    return "weighted_mean(weight=declared per query, 1 if not declared)" if spec.aggregation == "weighted_mean" else "mean"
+    if spec.aggregation == "weighted_mean":
+        return "weighted_mean(weight=declared per query, 1 if not declared)"
+    return "mean"
 
 
 def summarize(per_query: pl.LazyFrame, spec: EvaluationSpec) -> pl.LazyFrame:

@@ -128,6 +128,11 @@ class Plan:
         """One line per part: how its run is read and why (`--profile` prints them)."""
         return [part_read_line(part, read) for part, read in zip(self.parts, self.reads, strict=True)]
 
+    @property
+    def names_depend_on_grades(self) -> bool:
+        """Whether a measure's trec_eval name depends on the judgments' grades (RBP's: `MeasureBase.trec_eval_name`)."""
+        return any(m.trec_eval_name(True) != m.trec_eval_name(False) for m in self.spec.measure_list())
+
     @cached_property
     def interval_grades(self) -> tuple[int, ...] | None:
         """The grade scale of the intervals, of the whole judgment set (a part's judgments may lack some grades);
@@ -515,7 +520,8 @@ def assemble(
         summary=summary,
         warnings=tuple(warnings + coverage_warnings(summary, spec)),
         reads=tuple(plan.describe() if reads is None else reads),
-        grades=plan.interval_grades if plan.intervals else grade_scale(plan.judgments),
+        grades=(grade_scale(plan.judgments) if not plan.intervals and plan.names_depend_on_grades
+                else plan.interval_grades),
     )
 
 
@@ -572,7 +578,8 @@ def coverage_warnings(summary: pl.DataFrame, spec: EvaluationSpec) -> list[str]:
         warnings.append(f"{count} judged queries have no relevant judgment: {names} undefined, left out")
     weightless = summary.filter(pl.col("n_scored") > 0, pl.col("value").is_null())
     if weightless.height:
-        names = ", ".join(m + ("" if k is None else f"@{k}") for m, k in weightless.select("measure", "cutoff").iter_rows())
+        names = ", ".join(m + ("" if k is None else f"@{k}")
+                          for m, k in weightless.select("measure", "cutoff").iter_rows())
         warnings.append(f"the declared query weights of the scored queries sum to 0, so the weighted mean is "
                         f"undefined (null): {names}")
     # The unjudged share of the first k is the same for every measure cut at k.

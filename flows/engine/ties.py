@@ -1,8 +1,9 @@
 """Tie sensitivity: whether the tie rule decides a result, and how far the mean moves under the other tie rules.
 
 Belongs here: finding the cutoffs where tie groups straddle k in more than a declared share of the scored queries,
-the measures of the whole list (no k) whose value another tie rule moves in more than that share, and the warning that names that share and the means under every tie rule (each computed by the caller's own
-evaluation path, so that a stored run is re-read as it was read the first time).
+the measures of the whole list (no k) whose value another tie rule moves in more than that share, and the warning
+that names that share and the means under every tie rule (each computed by the caller's own evaluation path, so
+that a stored run is re-read as it was read the first time).
 """
 
 from __future__ import annotations
@@ -121,7 +122,8 @@ def _spread(results: dict[str, EvaluationResult], measure: str, cutoff: int | No
             means[rule] = value
     known = [value for value in means.values() if value is not None]
     spread = f"mean {min(known):.4f} to {max(known):.4f}" if known else "mean undefined"
-    each = ", ".join(f"{rule} {'undefined' if value is None else format(value, '.4f')}" for rule, value in means.items())
+    each = ", ".join(f"{rule} {'undefined' if value is None else format(value, '.4f')}"
+                     for rule, value in means.items())
     return f"{spread} ({each})"
 
 

@@ -82,7 +82,8 @@ def interval_lines(
             lines.append(f"{name} undefined ({why})")
             continue
         at_measure = per_query.filter(
-            pl.col("measure") == row["measure"], pl.col("cutoff").eq_missing(row["cutoff"]), pl.col("value").is_not_null()
+            pl.col("measure") == row["measure"], pl.col("cutoff").eq_missing(row["cutoff"]),
+            pl.col("value").is_not_null(),
         )
         unjudged = f"{int(at_measure['n_unjudged_at_k'].sum())} unjudged documents"
         residual = (residuals or {}).get(key)
