@@ -13,7 +13,7 @@ import hashlib
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -140,6 +140,8 @@ def _evaluate_one(judgments: LoadedTable, value: Any, name: str, spec: Evaluatio
         run = load_input(value, RUN, f"run {name!r}" if name else "run", name)
         result = evaluate_tables(run, judgments, spec)
         run_record = input_record(run)
+        # What reading the inputs found (extra run columns, ignored) goes with the result, not to stderr.
+        result = replace(result, warnings=(*judgments.warnings, *run.warnings, *result.warnings))
     return _evaluation(result, spec, run_record, input_record(judgments), started)
 
 
@@ -193,7 +195,7 @@ def load_input(value: Any, kind: InputKind, source: str, name: str = "") -> Load
     """A path, frame, Arrow table or nested dict as the engine's validated table of `kind`. `source` names it in
     errors; `name` is a run's name (its tag when the rows carry none)."""
     if isinstance(value, str | os.PathLike):
-        return load_table(Path(value), kind.name)  # type: ignore[arg-type]
+        return load_table(Path(value), kind.name, print_warnings=False)  # type: ignore[arg-type]
     rows = _as_polars(value, kind, source)
     checked = kind.conform(rows.lazy(), source).collect()
     raise_first_problem(checked.select("source_line", "problem"), source, "row")

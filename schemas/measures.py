@@ -10,6 +10,7 @@ citation, lives in its module under `transforms/measures/`, which the engine fin
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, model_validator
@@ -70,11 +71,16 @@ class MeasureBase(BaseModel):
         """ir_measures' form: `nDCG@10`, `AP`, `P(rel=2)@5`, `RBP(p=0.8)`."""
         return self.family + ("" if self.cutoff is None else f"@{self.cutoff}")
 
-    def trec_eval_name(self) -> str | None:
-        """trec_eval's name for this exact number (given its flags, e.g. -l for `rel`), or None."""
+    def trec_eval_name(self, binary_judgments: bool | None = None) -> str | None:
+        """trec_eval's name for this exact number (given its flags, e.g. -l for `rel`), or None. `binary_judgments`:
+        whether the judgments' grades are only 0 and 1 (None: not known); only RBP's name depends on it."""
         if self.cutoff is None:
             return self.trec_eval_base
         return None if self.trec_eval_cut is None else self.trec_eval_cut.format(k=self.cutoff)
+
+    def trec_eval_residual_name(self, binary_judgments: bool | None = None) -> str | None:
+        """trec_eval's name for this measure's residual (RBP's), or None."""
+        return None
 
     def value_if_missing(self) -> float | None:
         """The value of a judged query the run does not list, under query set `judged` (trec_eval -c)."""
@@ -164,6 +170,18 @@ class RBP(BinaryMeasure):
         extra = "" if self.rel == 1 else f",rel={self.rel}"
         return f"RBP(p={_text(self.p)}{extra})"
 
+    def trec_eval_name(self, binary_judgments: bool | None = None) -> str | None:
+        # trec_eval 10's rbp takes each document's gain from its grade (scaled into [0, 1]) and ignores -l, so it
+        # prints this binary measure's number only where the grades are 0 and 1 and rel is 1. Its bare `rbp` is
+        # p = 0.9; another p is the parameterised `rbp_p=P` (-m rbp.p=P).
+        if not binary_judgments or self.rel != 1:
+            return None
+        return "rbp" if self.p == 0.9 else f"rbp_p={_text(self.p)}"
+
+    def trec_eval_residual_name(self, binary_judgments: bool | None = None) -> str | None:
+        # trec_eval's rbp_resid takes no parameter: its p is always 0.9.
+        return "rbp_resid" if self.p == 0.9 and self.trec_eval_name(binary_judgments) else None
+
 
 Measure = Annotated[NDCG | AP | RR | Precision | Recall | RPrecision | Judged | RBP, Field(discriminator="measure")]
 """One declared measure; its `measure` field names it."""
@@ -172,6 +190,27 @@ MEASURES: dict[str, type[MeasureBase]] = {
     model.model_fields["measure"].default: model for model in (NDCG, AP, RR, Precision, Recall, RPrecision, Judged, RBP)
 }
 """Canonical name -> declaration. The engine dispatches through the same names (transforms/measures/)."""
+
+
+
+def trec_eval_names(measures: Sequence[MeasureBase], binary_judgments: bool | None = None) -> tuple[str | None, ...]:
+    """Each measure's trec_eval name (see `MeasureBase.trec_eval_name`), None where an earlier measure of the list
+    already prints under it (`AP` and `AP(rel=2)` are both trec_eval's `map`, under different -l): one output never
+    holds one trec_eval name for two numbers."""
+    taken: set[str] = set()
+    names: list[str | None] = []
+    for measure in measures:
+        name = measure.trec_eval_name(binary_judgments)
+        names.append(None if name in taken else name)
+        if name is not None:
+            taken.add(name)
+    return tuple(names)
+
+
+def binary_grades(grades: Sequence[int] | None) -> bool | None:
+    """Whether judgments with these grades are binary (only 0 and 1), or None when the grades are not known."""
+    return None if grades is None else set(grades) <= {0, 1}
+
 
 ALIASES: dict[str, str] = {"Rprec": "R-Prec", "NDCG": "nDCG", "ndcg": "nDCG", "MAP": "AP", "MRR": "RR"}
 

@@ -6,6 +6,8 @@ needs beside the aggregate. Measure-agnostic: it reads the PER_QUERY contract on
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import polars as pl
 
 from judged.schemas.fields import QUERY
@@ -14,22 +16,34 @@ from judged.schemas.tables import SUMMARY
 from judged.transforms.ranking import ordered_mean, ordered_sum
 
 
+def _weighted(per_query: pl.LazyFrame, spec: EvaluationSpec) -> pl.LazyFrame:
+    """The rows with their declared weight (1 where none is declared) under a weighted mean; as given otherwise."""
+    if spec.aggregation != "weighted_mean":
+        return per_query
+    weights = pl.LazyFrame(spec.query_weights, schema={QUERY: pl.String, "weight": pl.Float64}, orient="row")
+    return per_query.join(weights, on=QUERY, how="left").with_columns(pl.col("weight").fill_null(1.0))
+
+
+def _aggregate_of(spec: EvaluationSpec) -> Callable[[str], pl.Expr]:
+    """The declared aggregate of a column over the scored queries (value not null), for `_weighted` rows. A weighted
+    mean whose scored queries weigh 0 in all is null, never the NaN of 0 / 0."""
+    if spec.aggregation == "weighted_mean":
+        total = ordered_sum(pl.col("weight").filter(pl.col("value").is_not_null()))
+        return lambda column: pl.when(total > 0).then(ordered_sum(pl.col(column) * pl.col("weight")) / total)
+    return lambda column: ordered_mean(pl.col(column))
+
+
+def _rule(spec: EvaluationSpec) -> str:
+    if spec.aggregation == "weighted_mean":
+        return "weighted_mean(weight=declared per query, 1 if not declared)"
+    return "mean"
+
+
 def summarize(per_query: pl.LazyFrame, spec: EvaluationSpec) -> pl.LazyFrame:
     """Per measure and cutoff: the declared aggregate over the scored queries (value not null) and what was left out."""
-    if spec.aggregation == "weighted_mean":
-        weights = pl.LazyFrame(spec.query_weights, schema={QUERY: pl.String, "weight": pl.Float64}, orient="row")
-        per_query = per_query.join(weights, on=QUERY, how="left").with_columns(pl.col("weight").fill_null(1.0))
-        def aggregate_of(column: str) -> pl.Expr:
-            return ordered_sum(pl.col(column) * pl.col("weight")) / ordered_sum(
-                pl.col("weight").filter(pl.col("value").is_not_null())
-            )
-
-        rule = "weighted_mean(weight=declared per query, 1 if not declared)"
-    else:
-        def aggregate_of(column: str) -> pl.Expr:
-            return ordered_mean(pl.col(column))
-
-        rule = "mean"
+    per_query = _weighted(per_query, spec)
+    aggregate_of = _aggregate_of(spec)
+    rule = _rule(spec)
     aggregate = aggregate_of("value")
     has_interval = pl.col("value_min").is_not_null().any()  # nDCG rows; null for the other measures
     families = list(dict.fromkeys(m.family for m in spec.measure_list()))
@@ -63,4 +77,18 @@ def summarize(per_query: pl.LazyFrame, spec: EvaluationSpec) -> pl.LazyFrame:
         .cast(SUMMARY)
         .sort(pl.col("measure").replace_strict(families, list(range(len(families))), default=len(families)), "cutoff",
               nulls_last=True)
+    )
+
+
+def residual_means(per_query: pl.LazyFrame, spec: EvaluationSpec) -> pl.LazyFrame:
+    """Per measure and cutoff with a residual (RBP): `residual`, the summary's aggregate of the per-query residuals
+    over the same scored queries (trec_eval's `rbp_resid` of `all` under a plain mean)."""
+    aggregate_of = _aggregate_of(spec)
+    scored = pl.col("value").is_not_null()
+    return (
+        _weighted(per_query, spec)
+        .filter(pl.col("residual").is_not_null().any().over("measure", "cutoff"))
+        .sort(QUERY, maintain_order=True)
+        .group_by("measure", "cutoff", maintain_order=True)
+        .agg(residual=pl.when(scored.any()).then(aggregate_of("residual")))
     )

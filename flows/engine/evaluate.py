@@ -76,6 +76,8 @@ class EvaluationResult:
     summary: pl.DataFrame
     warnings: tuple[str, ...]
     reads: tuple[str, ...] = ()
+    grades: tuple[int, ...] | None = None
+    """The judgment set's grade scale where known: whether it is binary decides RBP's trec_eval name."""
 
     @cached_property
     def evaluation_id(self) -> str:
@@ -125,6 +127,11 @@ class Plan:
     def describe(self) -> list[str]:
         """One line per part: how its run is read and why (`--profile` prints them)."""
         return [part_read_line(part, read) for part, read in zip(self.parts, self.reads, strict=True)]
+
+    @property
+    def names_depend_on_grades(self) -> bool:
+        """Whether a measure's trec_eval name depends on the judgments' grades (RBP's: `MeasureBase.trec_eval_name`)."""
+        return any(m.trec_eval_name(True) != m.trec_eval_name(False) for m in self.spec.measure_list())
 
     @cached_property
     def interval_grades(self) -> tuple[int, ...] | None:
@@ -513,6 +520,8 @@ def assemble(
         summary=summary,
         warnings=tuple(warnings + coverage_warnings(summary, spec)),
         reads=tuple(plan.describe() if reads is None else reads),
+        grades=(grade_scale(plan.judgments) if not plan.intervals and plan.names_depend_on_grades
+                else plan.interval_grades),
     )
 
 
@@ -567,6 +576,12 @@ def coverage_warnings(summary: pl.DataFrame, spec: EvaluationSpec) -> list[str]:
         names = ", ".join(dict.fromkeys("NDCG" if m == "nDCG" else m for m in undefined["measure"]))
         count = undefined["n_undefined"].max()
         warnings.append(f"{count} judged queries have no relevant judgment: {names} undefined, left out")
+    weightless = summary.filter(pl.col("n_scored") > 0, pl.col("value").is_null())
+    if weightless.height:
+        names = ", ".join(m + ("" if k is None else f"@{k}")
+                          for m, k in weightless.select("measure", "cutoff").iter_rows())
+        warnings.append(f"the declared query weights of the scored queries sum to 0, so the weighted mean is "
+                        f"undefined (null): {names}")
     # The unjudged share of the first k is the same for every measure cut at k.
     by_cutoff = {row["cutoff"]: row["mean_unjudged_fraction"] for row in summary.iter_rows(named=True)}
     shares = [

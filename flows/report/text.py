@@ -11,7 +11,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from judged.flows.engine.evaluate import EvaluationResult
-from judged.schemas.measures import MeasureBase
+from judged.schemas.measures import MeasureBase, binary_grades, trec_eval_names
+from judged.transforms.summary import residual_means
 
 if TYPE_CHECKING:
     import polars as pl
@@ -23,9 +24,32 @@ def _declared(result: EvaluationResult) -> dict[tuple[str, int | None], MeasureB
     return {(m.family, m.cutoff): m for m in result.spec.measure_list()}
 
 
-def _measure_name(result: EvaluationResult, measure: MeasureBase) -> str:
-    """trec_eval's name when trec_eval prints exactly this number, our label otherwise."""
-    return result.spec.measure_trec_eval_name(measure) or result.spec.measure_label(measure)
+def result_trec_eval_names(result: EvaluationResult) -> dict[tuple[str, int | None], str | None]:
+    """trec_eval's name of each measure of the result where trec_eval prints exactly its number (the spec is
+    trec_eval's method, RBP's judgments are binary, and no earlier measure of the result prints under that name),
+    None otherwise; by the (measure, cutoff) keys of the result's rows."""
+    measures = result.spec.measure_list()
+    names = (trec_eval_names(measures, binary_grades(result.grades)) if result.spec.trec_eval_compatible()
+             else (None,) * len(measures))
+    return {(m.family, m.cutoff): name for m, name in zip(measures, names, strict=True)}
+
+
+def _printed_names(result: EvaluationResult) -> dict[tuple[str, int | None], tuple[str, str]]:
+    """What each measure and its residual print as: trec_eval's names where they hold, our labels otherwise."""
+    spec, binary = result.spec, binary_grades(result.grades)
+    printed = {}
+    for key, trec_name in result_trec_eval_names(result).items():
+        measure = _declared(result)[key]
+        label = spec.measure_label(measure)
+        residual = (measure.trec_eval_residual_name(binary) if trec_name else None) or f"{label}:residual"
+        printed[key] = (trec_name or label, residual)
+    return printed
+
+
+def _residuals(result: EvaluationResult) -> dict[tuple[str, int | None], float | None]:
+    """The summary's aggregate of each RBP measure's per-query residuals."""
+    means = residual_means(result.per_query.lazy(), result.spec).collect()
+    return {(m, k): r for m, k, r in means.select("measure", "cutoff", "residual").iter_rows()}
 
 
 def _clean(value: Any) -> Any:
@@ -40,27 +64,42 @@ INTERVAL_WORLD = (
 )
 
 
-def interval_lines(per_query: pl.DataFrame, summary: pl.DataFrame, widest: int = 5) -> list[str]:
-    """Per cutoff, the aggregate with its interval over the unjudged documents ("nDCG@10 = 0.4000, [0.3100, 0.5800]
-    over 37 unjudged documents"), then the `widest` queries with the widest intervals."""
+def interval_lines(
+    per_query: pl.DataFrame, summary: pl.DataFrame, widest: int = 5,
+    residuals: dict[tuple[str, int | None], float | None] | None = None,
+) -> list[str]:
+    """Per measure and cutoff, the aggregate with its interval over the unjudged documents ("AP@10 = 0.4000,
+    [0.3100, 0.5800] over 37 unjudged documents"), then the `widest` queries with the widest intervals. A measure
+    without intervals says so; `residuals` adds RBP's mean residual to its line."""
     import polars as pl
 
     lines = []
     for row in summary.iter_rows(named=True):
-        name = "nDCG" if row["cutoff"] is None else f"nDCG@{row['cutoff']}"
+        key = (row["measure"], row["cutoff"])
+        name = row["measure"] if row["cutoff"] is None else f"{row['measure']}@{row['cutoff']}"
         if row["value"] is None:
-            lines.append(f"{name} undefined (no query scored)")
+            why = "no query scored" if not row["n_scored"] else "the scored queries' weights sum to 0"
+            lines.append(f"{name} undefined ({why})")
             continue
-        at_cutoff = per_query.filter(pl.col("cutoff").eq_missing(row["cutoff"]) & pl.col("value").is_not_null())
-        unjudged = int(at_cutoff["n_unjudged_at_k"].sum())
+        at_measure = per_query.filter(
+            pl.col("measure") == row["measure"], pl.col("cutoff").eq_missing(row["cutoff"]),
+            pl.col("value").is_not_null(),
+        )
+        unjudged = f"{int(at_measure['n_unjudged_at_k'].sum())} unjudged documents"
+        residual = (residuals or {}).get(key)
+        residual_text = "" if residual is None else f", mean residual {residual:.4f}"
+        if row["value_min"] is None or row["value_max"] is None:
+            lines.append(f"{name} = {row['value']:.4f}{residual_text}, no interval computed for this measure "
+                         f"({unjudged})")
+            continue
         bound = f", {row['n_bound_intervals']} bound" if row.get("n_bound_intervals") else ""
         lines.append(
-            f"{name} = {row['value']:.4f}, [{row['value_min']:.4f}, {row['value_max']:.4f}] over {unjudged} unjudged "
-            f"documents ({row['n_wide_intervals']} of {row['n_scored']} queries wider than {row['interval_width']:g}"
-            f"{bound})"
+            f"{name} = {row['value']:.4f}, [{row['value_min']:.4f}, {row['value_max']:.4f}] over {unjudged}"
+            f"{residual_text} ({row['n_wide_intervals']} of {row['n_scored']} queries wider than "
+            f"{row['interval_width']:g}{bound})"
         )
         wide = (
-            at_cutoff.with_columns(width=pl.col("value_max") - pl.col("value_min"))
+            at_measure.with_columns(width=pl.col("value_max") - pl.col("value_min"))
             .filter(pl.col("width") > 0)
             .sort(["width", "query_id"], descending=[True, False])
             .head(widest)
@@ -79,12 +118,15 @@ def as_json(results: Sequence[EvaluationResult]) -> str:
     for result in results:
         spec = result.spec
         declared = _declared(result)
+        trec_names = result_trec_eval_names(result)
+        residuals = _residuals(result)
         summary = [
             {
                 "cutoff": row["cutoff"],
                 "label": spec.measure_label(declared[row["measure"], row["cutoff"]]),
-                "trec_eval_measure": spec.measure_trec_eval_name(declared[row["measure"], row["cutoff"]]),
+                "trec_eval_measure": trec_names[row["measure"], row["cutoff"]],
                 **{key: _clean(value) for key, value in row.items() if key != "cutoff"},
+                "residual": _clean(residuals.get((row["measure"], row["cutoff"]))),
             }
             for row in result.summary.iter_rows(named=True)
         ]
@@ -109,28 +151,32 @@ def as_json(results: Sequence[EvaluationResult]) -> str:
 
 def as_trec(results: Sequence[EvaluationResult]) -> str:
     """`measure <tab> query <tab> value` per query (queries with a value), then the `all` lines, full precision.
-    RBP's residual follows it as trec_eval's `rbp_resid` (or our label with `:residual`)."""
+    RBP's residual follows it as trec_eval's `rbp_resid` where that is its number (else our label with
+    `:residual`), per query and in `all` (the summary's aggregate of the residuals)."""
     lines: list[str] = []
     for result in results:
         rows = result.per_query.filter(result.per_query["value"].is_not_null())
-        names = {key: _measure_name(result, measure) for key, measure in _declared(result).items()}
-        residual_names = {key: _residual_name(name) for key, name in names.items()}
+        printed = _printed_names(result)
+        residuals = _residuals(result)
         for query, measure, cutoff, value, residual in zip(
             rows["query_id"], rows["measure"], rows["cutoff"], rows["value"], rows["residual"], strict=True
         ):
-            lines.append(f"{names[measure, cutoff]}\t{query}\t{value!r}")
+            name, residual_name = printed[measure, cutoff]
+            lines.append(f"{name}\t{query}\t{value!r}")
             if residual is not None:
-                lines.append(f"{residual_names[measure, cutoff]}\t{query}\t{residual!r}")
+                lines.append(f"{residual_name}\t{query}\t{residual!r}")
         lines.append(f"runid\tall\t{result.run_name}")
         lines.append(f"num_q\tall\t{result.summary['n_scored'].max()}")
         for row in result.summary.iter_rows(named=True):
-            value = "null" if row["value"] is None else repr(row["value"])
-            lines.append(f"{names[row['measure'], row['cutoff']]}\tall\t{value}")
+            key = (row["measure"], row["cutoff"])
+            lines.append(f"{printed[key][0]}\tall\t{_trec_value(row['value'])}")
+            if key in residuals:
+                lines.append(f"{printed[key][1]}\tall\t{_trec_value(residuals[key])}")
     return "\n".join(lines)
 
 
-def _residual_name(name: str) -> str:
-    return "rbp_resid" if name == "rbp" else f"{name}:residual"
+def _trec_value(value: float | None) -> str:
+    return "null" if value is None or math.isnan(value) else repr(value)
 
 
 def print_tables(results: Sequence[EvaluationResult], console: Console | None = None) -> None:
@@ -156,12 +202,13 @@ def print_tables(results: Sequence[EvaluationResult], console: Console | None = 
             table.add_column(column, justify="left" if column == "measure" else "right", no_wrap=column == "measure",
                              overflow="fold")
         declared = _declared(result)
+        trec_names = result_trec_eval_names(result)
         for row in result.summary.iter_rows(named=True):
             value = "undefined" if row["value"] is None else f"{row['value']:.4f}"
             fraction = row["mean_unjudged_fraction"]
-            measure = declared[row["measure"], row["cutoff"]]
+            key = (row["measure"], row["cutoff"])
             table.add_row(
-                spec.measure_trec_eval_name(measure) or measure.canonical,
+                trec_names[key] or declared[key].canonical,
                 value,
                 str(row["n_scored"]),
                 str(row["n_missing"]),
@@ -170,7 +217,7 @@ def print_tables(results: Sequence[EvaluationResult], console: Console | None = 
                 "-" if fraction is None else f"{fraction:.1%}",
             )
         console.print(table)
-        for line in interval_lines(result.per_query, result.summary):
+        for line in interval_lines(result.per_query, result.summary, residuals=_residuals(result)):
             console.print(escape(line), highlight=False)
         for warning in result.warnings:
             if warning not in shared:

@@ -70,6 +70,9 @@ class LoadedTable:
     stored_part: bool = False  # rows of a stored table's part (`StoredTable.load`)
     # a stored run part's duplicate (query, document) pairs as counted at ingest (None: not counted, or not stored)
     counted_duplicate_pairs: int | None = None
+    # what reading the file found that its reader must not miss (run columns beyond the sixth, ignored): the command
+    # line prints them on stderr as they are read, the Python API puts them in its results' warnings
+    warnings: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:
@@ -238,6 +241,7 @@ class ParsedTable:
     rows: pl.LazyFrame
     common_tag: str | None = None
     query_rows: pl.DataFrame | None = None  # `query_id` -> `n_rows`, when the reading pass counted them
+    warnings: tuple[str, ...] = ()  # what the reader must not miss about the file (`ignored_columns_warning`)
 
 
 def _first_line(path: Path, gzipped: bool) -> str:
@@ -464,12 +468,14 @@ def load_table(
     hashes: Future[tuple[str, str]] | None = None,
     limits: Limits = DEFAULT_LIMITS,
     allow_empty: bool = False,
+    print_warnings: bool = True,
 ) -> LoadedTable:
     """Read, parse and validate judgments or a run; any problem raises InputError naming the file and line.
     Without `metadata`, the sidecar `<file>.meta.toml` is read when present. `hashes` is the file's
     `content_hashes` already under way (flows.hashing); otherwise they are computed beside the parsing. `limits`
     says which text is parsed in memory, and in what pieces. A table without rows is refused unless `allow_empty`
-    (see `require_rows`)."""
+    (see `require_rows`). The table's `warnings` are printed on stderr as well (once per file and process) unless
+    `print_warnings` is false (the Python API, whose results carry them)."""
     path = Path(path)
     require_regular_file(path, "judgments file" if kind == "judgments" else "run file")
     if metadata is None:
@@ -490,6 +496,8 @@ def load_table(
     if hashes is None:
         hashes = hash_in_background([path])[path]
     parsed = _parse(path, kind, source_format, metadata, limits)
+    if print_warnings:
+        print_once(path, parsed.warnings)
     if not allow_empty:  # a Parquet file's own rows (its footer says), not the checked scan over them
         require_rows(pl.scan_parquet(path) if source_format == "parquet" else parsed.rows, path, kind, source_format)
     if isinstance(metadata, RunMetadata) and not metadata.tag:
@@ -504,6 +512,7 @@ def load_table(
         metadata=metadata,
         in_memory=source_format != "parquet" and not _streamed(path, source_format, limits),
         query_rows=parsed.query_rows if kind == "run" else None,
+        warnings=parsed.warnings,
     )
     if kind == "run" and not table.in_memory:
         with _SCANNED_TABLES_LOCK:  # a flow's tasks run in threads
@@ -534,25 +543,33 @@ _SCANNED_TABLES_KEPT = 2
 _SCANNED_TABLES_LOCK = threading.Lock()
 
 
-# Files already warned of ignored columns in this process (path, size, mtime): a file read twice (checked, then
-# stored) is named once.
-_WARNED_OF_IGNORED_COLUMNS: set[tuple[str, int, int]] = set()
+# Files already warned of in this process (path, size, mtime): a file read twice (checked, then stored) is named
+# once.
+_WARNED_FILES: set[tuple[str, int, int]] = set()
 
 
-def warn_of_ignored_columns(path: Path, lines: pl.LazyFrame) -> None:
-    """Say once on stderr that run lines had more than six columns and that the extra ones were ignored (as
-    trec_eval does), with their count and the first such line."""
-    ignored = ignored_run_columns(lines).collect().row(0, named=True)
-    if not ignored["n_lines"]:
+def print_once(path: Path, warnings: tuple[str, ...]) -> None:
+    """Print a file's warnings on stderr (`judged: warning: ...`), unless this process printed them already."""
+    if not warnings:
         return
     status = path.stat()
     key = (str(path.resolve()), status.st_size, status.st_mtime_ns)
-    if key in _WARNED_OF_IGNORED_COLUMNS:
+    if key in _WARNED_FILES:
         return
-    _WARNED_OF_IGNORED_COLUMNS.add(key)
+    _WARNED_FILES.add(key)
+    for warning in warnings:
+        print(f"judged: warning: {warning}", file=sys.stderr)
+
+
+def ignored_columns_warning(path: Path, lines: pl.LazyFrame) -> str | None:
+    """That run lines had more than six columns and that the extra ones were ignored (as trec_eval does), with
+    their count and the first such line; None when every line has six."""
+    ignored = ignored_run_columns(lines).collect().row(0, named=True)
+    if not ignored["n_lines"]:
+        return None
     lines_text = "line has" if ignored["n_lines"] == 1 else f"{ignored['n_lines']:,} lines have"
-    print(f"judged: warning: {path}, line {ignored['first_line']}: {lines_text} more than 6 columns; the columns "
-          "after the sixth were ignored, as trec_eval ignores them (a document id with a space?)", file=sys.stderr)
+    return (f"{path}, line {ignored['first_line']}: {lines_text} more than 6 columns; the columns after the sixth "
+            "were ignored, as trec_eval ignores them (a document id with a space?)")
 
 
 # How the command line accepts an empty input; named in the refusal.
@@ -620,9 +637,9 @@ def _parse(path: Path, kind: TableKind, source_format: str, metadata: Metadata, 
     unresolved = metadata.unresolved_token if isinstance(metadata, JudgmentSetMetadata) else None
     parsed = (parse_trec_qrels(lines, unresolved) if kind == "judgments" else parse_trec_run(lines)).collect()
     raise_first_problem(parsed.select("source_line", "problem"), str(path), "line")
-    if kind == "run":
-        warn_of_ignored_columns(path, lines)
-    return ParsedTable(in_contract(parsed.lazy(), JUDGMENTS if kind == "judgments" else RUN))
+    warning = ignored_columns_warning(path, lines) if kind == "run" else None
+    return ParsedTable(in_contract(parsed.lazy(), JUDGMENTS if kind == "judgments" else RUN),
+                       warnings=() if warning is None else (warning,))
 
 
 @dataclass(frozen=True, eq=False)

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from judged.flows.engine.evaluate import evaluate
+from judged.flows.report.text import result_trec_eval_names
 from judged.flows.store.readers import load_table
 from judged.schemas.spec import PRESETS, TREC_EVAL_CUTOFFS, build_spec
 
@@ -39,10 +40,10 @@ def expected_values(path: Path, names: set[str]) -> dict[tuple[str, str], float]
 def computed_values(qrels: Path, run: Path, rel: int, with_rbp: bool, **options: object) -> dict[tuple[str, str], float]:
     spec = build_spec("trec_eval", measures=measure_names(rel, with_rbp)).with_options(**options)
     result = evaluate(load_table(run, "run"), load_table(qrels, "judgments"), spec)
-    declared = {(m.family, m.cutoff): m for m in spec.measure_list()}
+    trec_names = result_trec_eval_names(result)  # RBP's depends on the judgments' grades
 
     def name_of(family: str, cutoff: int | None) -> str:
-        name = spec.measure_trec_eval_name(declared[family, cutoff])
+        name = trec_names[family, cutoff]
         return name if name is not None else f"unj_{cutoff}"  # Judged(convention=trec_eval) = 1 - unj_k
 
     def shown(family: str, value: float) -> float:

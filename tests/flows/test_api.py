@@ -208,3 +208,13 @@ def test_a_stored_run_folder_gives_the_file_s_values_and_id(tmp_path: Path) -> N
     assert from_folder.per_query["value"].to_list() == pytest.approx(SEED_NDCG, abs=1e-15)
     assert from_folder.evaluation_id == from_file.evaluation_id
     assert from_folder.provenance.run.id == stored.id
+
+
+def test_reading_warnings_go_into_the_result_not_to_stderr(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    wide = tmp_path / "wide.txt"
+    wide.write_text("q1 Q0 d1 1 3.0 t\nq1 Q0 d2 2 2.0 t extra\nq1 Q0 d3 3 1.0 t\n")
+    evaluation = judged.evaluate(SEED / "qrels.txt", wide, measures=["nDCG@3"])
+    assert capsys.readouterr().err == ""
+    assert f"{wide}, line 2: line has more than 6 columns; the columns after the sixth were ignored, as trec_eval " \
+           "ignores them (a document id with a space?)" in evaluation.warnings
+    assert evaluation.warnings == evaluation.provenance.warnings

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import polars as pl
+import pytest
 from typer.testing import CliRunner
 
 from judged.flows.cli.app import app
@@ -51,3 +52,23 @@ def test_straddled_cutoffs_count_scored_queries_only() -> None:
     # @1: 1 of the 3 scored queries (33%) > 10%; @5: none of the scored ones (d has no judgments).
     assert straddled_cutoffs(per_query, 0.10).rows() == [("nDCG", 1, 3, 1)]
     assert straddled_cutoffs(per_query, 0.40).height == 0
+
+
+@pytest.mark.slow
+def test_every_measure_the_tie_rule_moves_is_named_under_measures() -> None:
+    # A list with a measure other than nDCG still shows nDCG's mean under `average` (defined for nDCG only), and a
+    # measure of the whole list (AP: no k to straddle) is named where another rule moves its value.
+    result = CliRunner().invoke(app, ["evaluate", str(QRELS), str(DORA), "--preset", "trec_eval", "--measures",
+                                      "nDCG@10,Judged@10,AP", "--format", "json"])
+    assert result.exit_code == 0, result.stderr
+    warnings = json.loads(result.stdout)["evaluations"][0]["warnings"]
+    (tie,) = [w for w in warnings if w.startswith("ties ")]
+    assert tie.startswith("ties straddle the cutoff or reorder the list in more than 10% of the scored queries, so "
+                          "the tie rule moves the result: ")
+    parts = tie.split(": ", 1)[1].split("; ")
+    assert parts[0] == ("nDCG@10 in 34 of 54 scored queries (63%), mean 0.0365 to 0.0414 "
+                        "(docid_desc 0.0414, docid_asc 0.0365, average 0.0376)")
+    assert parts[1] == ("Judged@10 in 34 of 54 scored queries (63%), mean 0.6333 to 0.9815 "
+                        "(docid_desc 0.6333, docid_asc 0.9815)")
+    assert parts[2].startswith("AP (whole list, no k to straddle) moves in ")
+    assert len(parts) == 3

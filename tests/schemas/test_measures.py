@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from judged.schemas.measures import AP, NDCG, RBP, RR, Judged, MeasureError, Precision, parse_measures
+from judged.schemas.measures import (
+    AP, NDCG, RBP, RR, Judged, MeasureError, Precision, binary_grades, parse_measures, trec_eval_names,
+)
 from judged.schemas.spec import PRESETS, EvaluationSpec, SpecError, build_spec
 
 
@@ -23,8 +25,9 @@ from judged.schemas.spec import PRESETS, EvaluationSpec, SpecError, build_spec
         ("R-Prec", "R-Prec", "Rprec"),
         ("Judged@10", "Judged@10", None),
         ("Judged(convention=trec_eval)@10", "Judged(convention=trec_eval)@10", None),
-        ("RBP(p=0.8)", "RBP(p=0.8)", "rbp"),
-        ("RBP", "RBP(p=0.8)", "rbp"),  # p is always shown: ir_measures' default 0.8 is not trec_eval's 0.9
+        # trec_eval's rbp takes graded gains: RBP's name depends on the judgments (test_rbp_names)
+        ("RBP(p=0.9)", "RBP(p=0.9)", None),
+        ("RBP", "RBP(p=0.8)", None),  # p is always shown: ir_measures' default 0.8 is not trec_eval's 0.9
         ("P(rel=2)@5", "P(rel=2)@5", "P_5"),  # what trec_eval -l 2 prints as P_5
         (" AP@all ", "AP", "map"),
     ],
@@ -34,6 +37,31 @@ def test_names(text: str, canonical: str, trec_eval: str | None) -> None:
     assert measure.canonical == canonical
     assert measure.trec_eval_name() == trec_eval
     assert parse_measures([canonical]) == (measure,)
+
+
+@pytest.mark.parametrize(
+    ("text", "binary", "name", "residual"),
+    [
+        ("RBP(p=0.9)", True, "rbp", "rbp_resid"),  # trec_eval's bare rbp is p = 0.9
+        ("RBP(p=0.8)", True, "rbp_p=0.8", None),  # -m rbp.p=0.8; rbp_resid takes no p (always 0.9)
+        ("RBP(p=0.9)", False, None, None),  # graded judgments: trec_eval's rbp uses graded gains
+        ("RBP(p=0.9)", None, None, None),  # grades not known
+        ("RBP(p=0.9,rel=2)", True, None, None),  # trec_eval's rbp ignores -l
+    ],
+)
+def test_rbp_names(text: str, binary: bool | None, name: str | None, residual: str | None) -> None:
+    (measure,) = parse_measures([text])
+    assert measure.trec_eval_name(binary) == name
+    assert measure.trec_eval_residual_name(binary) == residual
+
+
+def test_a_name_prints_one_number_per_output() -> None:
+    # AP and AP(rel=2) are both trec_eval's map (under -l 1 and -l 2): the second keeps our label.
+    measures = parse_measures("AP,AP(rel=2),P@5,P(rel=2)@5,RBP(p=0.9),RBP(p=0.8)")
+    assert trec_eval_names(measures, binary_judgments=True) == ("map", None, "P_5", None, "rbp", "rbp_p=0.8")
+    assert trec_eval_names(measures[1:2]) == ("map",)
+    assert binary_grades((0, 1)) is True and binary_grades((0, 1, 2)) is False and binary_grades(None) is None
+    assert binary_grades((-1, 0, 1)) is False  # trec_eval rescales its gains when a grade is negative
 
 
 def test_a_comma_inside_parentheses_belongs_to_the_parameters() -> None:
