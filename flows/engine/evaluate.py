@@ -130,8 +130,7 @@ class Plan:
 
     @property
     def names_depend_on_grades(self) -> bool:
-        """Whether a measure's trec_eval name depends on the judgments' grades (RBP's: `MeasureBase.trec_eval_name`)."""
-        return any(m.trec_eval_name(True) != m.trec_eval_name(False) for m in self.spec.measure_list())
+        return names_depend_on_grades(self.spec)
 
     @cached_property
     def interval_grades(self) -> tuple[int, ...] | None:
@@ -523,6 +522,11 @@ def assemble(
         grades=(grade_scale(plan.judgments) if not plan.intervals and plan.names_depend_on_grades
                 else plan.interval_grades),
     )
+
+
+def names_depend_on_grades(spec: EvaluationSpec) -> bool:
+    """Whether a measure's trec_eval name depends on the judgments' grades (RBP's: `MeasureBase.trec_eval_name`)."""
+    return any(m.trec_eval_name(True) != m.trec_eval_name(False) for m in spec.measure_list())
 
 
 def result_identity(run: Table, judgments: Table, spec: EvaluationSpec) -> Callable[[], str]:

@@ -19,10 +19,13 @@ from pathlib import Path
 
 import polars as pl
 
-from judged.flows.engine.evaluate import EvaluationResult, Part, Plan, assemble, evaluate, evaluate_part, plan
+from judged.flows.engine.evaluate import (
+    EvaluationResult, Part, Plan, assemble, evaluate, evaluate_part, grade_scale, names_depend_on_grades, plan,
+)
 from judged.flows.engine.limits import DEFAULT_LIMITS, Limits
 from judged.flows.engine.ties import with_tie_warning
 from judged.flows.engine.versions import implementation_commit, implementation_version, library_versions
+from judged.flows.report.text import result_trec_eval_names
 from judged.flows.store.warehouse import Store, now_utc, shard_file, staged
 from judged.schemas.provenance import METHOD_VERSION, InputRecord, ProvenanceRecord, canonical_json
 from judged.schemas.spec import EvaluationSpec
@@ -67,16 +70,19 @@ def evaluate_shard(planned: Plan, part: Part, folder: Path) -> Path:
 
 
 def result_tables(
-    frame: pl.DataFrame, spec: EvaluationSpec, identifier: str, run_id: str, judgment_set_id: str
+    frame: pl.DataFrame, result: EvaluationResult, identifier: str, run_id: str, judgment_set_id: str
 ) -> pl.DataFrame:
-    """Per-query rows or a summary with the evaluation's keys and each measure's labels, as stored."""
+    """Per-query rows or a summary of `result` with the evaluation's keys and each measure's labels and trec_eval
+    name (where trec_eval prints that number: `result_trec_eval_names`), as stored."""
+    spec = result.spec
     measures = spec.measure_list()
+    trec_eval_names = result_trec_eval_names(result)
     cutoffs = pl.DataFrame(
         {
             "measure": [m.family for m in measures],
             "cutoff": [m.cutoff for m in measures],
             "label": [spec.measure_label(m) for m in measures],
-            "trec_eval_measure": [spec.measure_trec_eval_name(m) for m in measures],
+            "trec_eval_measure": [trec_eval_names[(m.family, m.cutoff)] for m in measures],
         },
         schema={"measure": pl.String, "cutoff": pl.Int32, "label": pl.String, "trec_eval_measure": pl.String},
     )
@@ -132,7 +138,7 @@ def finish_evaluation(
     parts = [pl.read_parquet(path) for path in staged_parts]
     shard_warnings = [w for path in staged_parts for w in json.loads(pl.read_parquet_metadata(path)["judged.warnings"])]
     # The tie warning evaluates the stored inputs again under the other tie rules, here in the finishing task, and
-    # only when the share of queries with ties across a cutoff calls for it (its means need no intervals).
+    # only when the share of queries whose value a tie could change calls for it (its means need no intervals).
     result = with_tie_warning(assemble(planned, parts, shard_warnings),
                               partial(evaluate, planned.run, planned.judgments, limits=planned.limits, intervals=False))
     provenance = ProvenanceRecord(
@@ -151,8 +157,8 @@ def finish_evaluation(
         warnings=result.warnings,
         method_version=METHOD_VERSION,
     )
-    keyed_parts = [result_tables(part, spec, identifier, run_id, judgment_set_id) for part in parts]
-    summary = result_tables(result.summary, spec, identifier, run_id, judgment_set_id)
+    keyed_parts = [result_tables(part, result, identifier, run_id, judgment_set_id) for part in parts]
+    summary = result_tables(result.summary, result, identifier, run_id, judgment_set_id)
     created = warehouse.store_evaluation(
         evaluation_row(provenance, planned.run_name), keyed_parts, summary, provenance.to_json(), spec
     )
@@ -165,11 +171,15 @@ def load_result(warehouse: Store, evaluation_id: str) -> EvaluationResult:
     """A stored evaluation, in the shape the reports print."""
     record, per_query, summary = warehouse.load_evaluation(evaluation_id)
     keys = ["evaluation_id", "run_id", "judgment_set_id", "spec_hash", "label", "trec_eval_measure"]
+    spec = EvaluationSpec.from_canonical_json(record["spec_json"])
     return EvaluationResult(
         run_name=record["run_name"],
         identify=lambda: evaluation_id,
-        spec=EvaluationSpec.from_canonical_json(record["spec_json"]),
+        spec=spec,
         per_query=per_query.drop(keys),
         summary=summary.drop(keys),
         warnings=tuple(record["warnings"]),
+        # The grades decide RBP's trec_eval name, as when the evaluation was computed.
+        grades=(grade_scale(warehouse.stored("judgments", record["judgment_set_id"])) if names_depend_on_grades(spec)
+                else None),
     )

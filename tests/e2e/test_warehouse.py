@@ -22,7 +22,7 @@ from judged.flows.pipeline.flows import evaluate_flow, ingest_judgments, ingest_
 from judged.flows.store.sql import open_readonly
 from judged.flows.store.warehouse import Store
 from judged.flows.engine.versions import implementation_commit, implementation_version
-from judged.schemas.spec import PRESETS, EvaluationSpec
+from judged.schemas.spec import PRESETS, EvaluationSpec, build_spec
 from tests.conftest import SAMPLE
 from tests.helpers import tree_listing
 
@@ -269,3 +269,24 @@ def test_nightly_command_refuses_an_inbox_that_is_a_file(evaluated: dict, tmp_pa
     assert result.exit_code == 1
     assert result.stderr == (f"judged: error: {inbox}: is a file, not a folder: the inbox and its processed/ and "
                              "rejected/ must be folders\n")
+
+
+def test_stored_trec_eval_names_are_the_printed_ones(evaluated: dict) -> None:
+    """The stored `trec_eval_measure` names a measure only where trec_eval prints its number, as the outputs do: of
+    `AP` and `AP(rel=2)` only the first is `map`; RBP on DL's graded judgments is not trec_eval's `rbp`."""
+    spec = build_spec("trec_eval", measures="AP,AP(rel=2),RBP(p=0.9)")
+    warehouse = evaluated["warehouse"]
+    (report,) = evaluate_flow(evaluated["judgments"].id, [evaluated["run"].id], spec.canonical_json(), str(warehouse))
+    names = {row["label"].split("[")[0]: row["trec_eval_measure"] for row in sql(
+        warehouse, f"SELECT label, trec_eval_measure FROM summary WHERE evaluation_id = '{report.evaluation_id}'")}
+    assert names == {"AP": "map", "AP(rel=2)": None, "RBP(p=0.9)": None}
+
+
+def test_the_nightly_takes_its_configured_baseline(prefect_harness: str, tmp_path: Path) -> None:
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    for name in ("p_bm25", "DoRA_Large"):
+        shutil.copy(RUNS[name], inbox / RUNS[name].name)
+    warehouse = tmp_path / "warehouse"
+    nightly(str(inbox), str(QRELS), [SPEC.canonical_json()], str(warehouse), baseline="p_bm25")
+    assert sql(warehouse, "SELECT DISTINCT baseline FROM comparison_records") == [{"baseline": "p_bm25"}]
