@@ -6,13 +6,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import polars as pl
+import pytest
 
-from judged.flows.pipeline.judging import extend_judgments, make_worklist
+from judged.flows.pipeline.judging import ancestors, extend_judgments, make_worklist, resolve_parent
 from judged.flows.store.readers import load_table
 from judged.flows.store.warehouse import Store
 from judged.schemas.provenance import JudgmentSetMetadata, RunMetadata
 from judged.schemas.spec import build_spec
 from judged.schemas.tables import JUDGMENT_LINEAGE_TABLE, WORKLISTS_TABLE, Table
+from judged.transforms.errors import InputError
+from tests.helpers import tree_listing
 
 QRELS = "q1 0 d1 1\nq1 0 d2 0\nq2 0 d1 2\n"
 # q1: d3 and d4 unjudged in the top 3; q2: d2 and d3.
@@ -46,3 +49,32 @@ def test_worklist_and_lineage_are_null_exactly_where_declared(tmp_path: Path) ->
     extension = extend_judgments(store, str(answers), "toy", "v2")
     assert extension.n_added == 3
     assert_null_where_declared(JUDGMENT_LINEAGE_TABLE, store.root / "judgment_lineage" / f"{extension.store.id}.parquet")
+
+
+def test_a_version_label_means_one_set(tmp_path: Path) -> None:
+    """`name@version` names one set: a taken label is refused (on a plain store and on an extension) unless it is
+    the very same set; a rerun of an extension writes nothing; an answer off the declared scale and an unknown
+    worklist are refused before anything is written."""
+    store = stored(tmp_path)
+    (tmp_path / "answers.txt").write_text("q1 0 d3 1\n")
+    v2 = extend_judgments(store, str(tmp_path / "answers.txt"), "toy@v1", "v2")
+    assert ancestors(store, v2.store.id) == [resolve_parent(store, "toy@v1")]
+    before = tree_listing(store.root)
+    assert not extend_judgments(store, str(tmp_path / "answers.txt"), "toy@v1", "v2").store.created
+    (tmp_path / "other.txt").write_text("q1 0 d4 1\n")
+    with pytest.raises(InputError, match="judgment set 'toy' has a version 'v1' already"):
+        extend_judgments(store, str(tmp_path / "other.txt"), "toy@v2", "v1")
+    with pytest.raises(InputError, match="judgment set 'toy' has a version 'v2' already"):
+        store.store_table(load_table(tmp_path / "other.txt", "judgments", JudgmentSetMetadata(name="toy", version="v2")))
+    assert not store.store_table(
+        load_table(tmp_path / "qrels.txt", "judgments", JudgmentSetMetadata(name="toy", version="v1"))).created
+    with pytest.raises(InputError, match="--worklist: no worklist with id 'nope'"):
+        extend_judgments(store, str(tmp_path / "other.txt"), "toy", "v3", worklist_id="nope")
+    assert tree_listing(store.root) == before
+
+    scaled = Store(tmp_path / "scaled")
+    scaled.store_table(load_table(tmp_path / "qrels.txt", "judgments",
+                                  JudgmentSetMetadata(name="toy", version="v1", grade_scale={0: "no", 1: "yes"})))
+    (tmp_path / "off-scale.txt").write_text("q1 0 d3 1\nq1 0 d4 3\n")
+    with pytest.raises(InputError, match=r"off-scale.txt, line 2: grade 3 is not on the declared scale of toy@v1"):
+        extend_judgments(scaled, str(tmp_path / "off-scale.txt"), "toy", "v2")
