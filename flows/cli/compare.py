@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from judged.flows.cli.common import (
-    EXIT_INPUT, EXIT_USAGE, ForceOption, SpecOptions, app, fail, failure, given_on_command_line, orchestrated, require_prefect_api,
-    with_spec_options,
+    EXIT_INPUT, EXIT_USAGE, ForceOption, SpecOptions, app, fail, failure, given_on_command_line, orchestrated,
+    require_prefect_api, with_spec_options,
 )
 from judged.flows.report.wording import counted
 from judged.schemas.spec import EvaluationSpec, SpecError

@@ -43,7 +43,10 @@ def resolve_parent(warehouse: Store, reference: str) -> str:
         known = warehouse.judgment_sets().filter(pl.col("name") == name)["version"].to_list()
         detail = f" (known versions: {', '.join(known)})" if known else ""
         raise InputError(str(warehouse.root), f"no judgment set {name!r} with version {version!r}{detail}")
-    return str(sets["judgment_set_id"][-1])
+    if sets.height > 1:  # stored before labels were unique: which one is meant is for the user to say
+        raise InputError(reference, f"{sets.height} judgment sets carry this label "
+                                    f"({', '.join(sets['judgment_set_id'])}): give the id of the one meant")
+    return str(sets["judgment_set_id"][0])
 
 
 @dataclass(frozen=True)

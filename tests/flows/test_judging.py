@@ -65,7 +65,8 @@ def test_a_version_label_means_one_set(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="judgment set 'toy' has a version 'v1' already"):
         extend_judgments(store, str(tmp_path / "other.txt"), "toy@v2", "v1")
     with pytest.raises(InputError, match="judgment set 'toy' has a version 'v2' already"):
-        store.store_table(load_table(tmp_path / "other.txt", "judgments", JudgmentSetMetadata(name="toy", version="v2")))
+        store.store_table(load_table(tmp_path / "other.txt", "judgments", JudgmentSetMetadata(name="toy",
+                                                                                              version="v2")))
     assert not store.store_table(
         load_table(tmp_path / "qrels.txt", "judgments", JudgmentSetMetadata(name="toy", version="v1"))).created
     with pytest.raises(InputError, match="--worklist: no worklist with id 'nope'"):
@@ -78,3 +79,14 @@ def test_a_version_label_means_one_set(tmp_path: Path) -> None:
     (tmp_path / "off-scale.txt").write_text("q1 0 d3 1\nq1 0 d4 3\n")
     with pytest.raises(InputError, match=r"off-scale.txt, line 2: grade 3 is not on the declared scale of toy@v1"):
         extend_judgments(scaled, str(tmp_path / "off-scale.txt"), "toy", "v2")
+
+
+def test_a_label_two_older_sets_share_is_refused_as_ambiguous(tmp_path: Path) -> None:
+    """Two sets with one label (stored before labels were unique, here by writing the second record by hand):
+    `name@version` names neither silently."""
+    store = stored(tmp_path)
+    (record,) = store.record_files("judgments")
+    copy = pl.read_parquet(record).with_columns(judgment_set_id=pl.lit("0" * 32))
+    copy.write_parquet(record.with_name("0" * 32 + ".parquet"))
+    with pytest.raises(InputError, match=r"toy@v1: 2 judgment sets carry this label .*give the id of the one meant"):
+        resolve_parent(store, "toy@v1")

@@ -180,7 +180,9 @@ def test_ingest_refuses_a_taken_label_unless_it_is_the_same_set(versioned: Path,
     assert _sets(versioned) == ["toy@v1", "toy@v2"]
 
 
-def test_extends_refuses_a_grade_off_the_declared_scale_and_an_unknown_worklist(versioned: Path, tmp_path: Path) -> None:
+def test_extends_refuses_a_grade_off_the_declared_scale_and_an_unknown_worklist(
+    versioned: Path, tmp_path: Path
+) -> None:
     answers = tmp_path / "off-scale.txt"
     answers.write_text("q3 0 d8 1\nq3 0 d9 7\n")
     before = tree_listing(versioned)
