@@ -22,6 +22,7 @@ from judged.flows.cli.common import (
     EXIT_INPUT,
     EXIT_NOT_RUNNING,
     EXIT_USAGE,
+    ForceOption,
     GuardedGroup,
     SpecOptions,
     app,
@@ -35,7 +36,7 @@ from judged.flows.cli.common import (
 from judged.flows.report.wording import counted, rows_per_second
 from judged.schemas.measures import NDCG
 from judged.schemas.spec import EvaluationSpec, SpecError, build_spec, parse_positive_int
-from judged.transforms.errors import InputError
+from judged.transforms.errors import InputError, UsageError
 
 if TYPE_CHECKING:  # the flows import Prefect: only commands that run a flow load them
     from judged.flows.pipeline.nightly import NightlyReport
@@ -299,9 +300,14 @@ def _extend_judgments(
     try:
         store = Store(warehouse)
         report = extend_judgments(store, str(answers), parent, version, revise, assessors, worklist)
-        store.refresh_catalog()
+        if report.store.created:
+            store.refresh_catalog()
     except InputError as error:
-        raise fail(str(error), EXIT_INPUT) from None
+        raise failure(error) from None
+    if not report.store.created:
+        print(f"judgment set {report.store.id} ({version}, extending {report.parent_id}) is already stored with "
+              "these answers: nothing added")
+        return
     _print_store_report(report.store, "judgment set")
     print(f"extends {report.parent_id}: {counted(report.n_added, 'pair')} added, {report.n_revised} revised, "
           f"{report.n_confirmed} confirmed")
@@ -322,6 +328,7 @@ def worklist(
     topics: Annotated[Path | None, typer.Option(help="query_id<TAB>text lines: the query text goes in each row.")] = None,
     out: Annotated[Path | None, typer.Option(help="Write the assessor file here (default: print it).")] = None,
     output_format: Annotated[str, typer.Option("--format", help="qrels (grade column empty) or csv.")] = "qrels",
+    force: ForceOption = False,
     *,
     spec_options: SpecOptions,
 ) -> None:
@@ -329,6 +336,7 @@ def worklist(
     the runs that retrieved it in their top k; store the worklist (view `worklists`) and write the assessor file.
     The query weights (e.g. log frequency) weigh each query's share of the priority."""
     from judged.flows.pipeline.judging import assessor_file, make_worklist
+    from judged.flows.store.outputs import check_output_target, write_output_file
     from judged.flows.store.warehouse import Store
 
     if output_format not in ("qrels", "csv"):
@@ -349,6 +357,10 @@ def worklist(
         raise failure(error) from None
     spec, weights = _worklist_spec(spec)
     try:
+        if out is not None:  # before the worklist is stored
+            check_output_target(out, force, warehouse=warehouse)
+        elif force:
+            raise UsageError("--force", "--force replaces the --out file: give --out too")
         store = Store(warehouse)
         report = make_worklist(store, judgments, spec, budget, evaluations or [], runs or [], weights, topics)
         store.refresh_catalog()
@@ -358,7 +370,10 @@ def worklist(
     if out is None:
         sys.stdout.write(text)
     else:
-        out.write_text(text)
+        try:
+            write_output_file(out, text, force, warehouse=warehouse)
+        except InputError as error:
+            raise failure(error) from None
     state = "stored" if report.created else "already stored"
     print(f"worklist {report.worklist_id} ({state}): {counted(report.rows.height, 'pair')} for judgment set "
           f"{report.judgment_set_id}", file=sys.stderr)

@@ -129,6 +129,9 @@ app = typer.Typer(
     cls=GuardedGroup,
 )
 
+# Taken by every command that writes a file the user names (`--out` of report and worklist).
+ForceOption = Annotated[bool, typer.Option("--force", help="Replace the --out file when it exists already.")]
+
 
 def _print_version(asked: bool) -> None:
     if asked:

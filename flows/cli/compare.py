@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from judged.flows.cli.common import (
-    EXIT_INPUT, EXIT_USAGE, SpecOptions, app, fail, failure, given_on_command_line, orchestrated, require_prefect_api,
-    with_spec_options,
+    EXIT_INPUT, EXIT_USAGE, ForceOption, SpecOptions, app, fail, failure, given_on_command_line, orchestrated,
+    require_prefect_api, with_spec_options,
 )
 from judged.flows.report.wording import counted
 from judged.schemas.spec import EvaluationSpec, SpecError
@@ -193,19 +193,25 @@ def report(
     tie_tolerance: TieTolerance = 1e-9,
     warehouse: Warehouse_ = None,
     rebase: Rebase = False,
+    force: ForceOption = False,
     *,
     spec_options: SpecOptions,
 ) -> None:
     """Write one self-contained HTML report: summary with intervals, per-query differences coloured by robustness,
     unjudged coverage by cutoff, per-query value distributions, the significance table and the provenance. With
     two or more runs they are compared as `judged compare` does."""
-    from judged.flows.report.html import write_report
+    from judged.flows.report.html import render_report
+    from judged.flows.store.outputs import check_output_target, write_output_file
 
+    try:  # before anything is evaluated or stored
+        check_output_target(out, force, warehouse=warehouse)
+    except InputError as error:
+        raise failure(error) from None
     evaluations, comparison = gathered(inputs, spec_options, baseline, queries, permutations, resamples, seed,
                                        correction, tie_tolerance, warehouse, rebase, minimum_runs=1,
                                        comparison_options=tuple(given_on_command_line(context, *COMPARISON_OPTIONS)))
     try:
-        written = write_report(out, evaluations, comparison)
-    except OSError as error:
-        raise fail(f"{out}: cannot write the report: {error.strerror or error}", EXIT_INPUT) from None
+        written = write_output_file(out, render_report(evaluations, comparison), force, warehouse=warehouse)
+    except InputError as error:
+        raise failure(error) from None
     print(f"wrote {written}")

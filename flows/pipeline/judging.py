@@ -43,7 +43,10 @@ def resolve_parent(warehouse: Store, reference: str) -> str:
         known = warehouse.judgment_sets().filter(pl.col("name") == name)["version"].to_list()
         detail = f" (known versions: {', '.join(known)})" if known else ""
         raise InputError(str(warehouse.root), f"no judgment set {name!r} with version {version!r}{detail}")
-    return str(sets["judgment_set_id"][-1])
+    if sets.height > 1:  # stored before labels were unique: which one is meant is for the user to say
+        raise InputError(reference, f"{sets.height} judgment sets carry this label "
+                                    f"({', '.join(sets['judgment_set_id'])}): give the id of the one meant")
+    return str(sets["judgment_set_id"][0])
 
 
 @dataclass(frozen=True)
@@ -77,8 +80,12 @@ def extend_judgments(
         raise InputError("--version", "a new version needs a version label")
     if version == parent_meta.version:
         raise InputError("--version", f"{version!r} is the parent's own version label; give the new version its own")
+    if worklist_id is not None and not warehouse.record_path(WORKLIST, worklist_id).exists():
+        raise InputError("--worklist", f"no worklist with id {worklist_id!r} in {warehouse.root} (see the view "
+                                       "`worklists`)")
     answers = load_table(answers_path, JUDGMENT_SET.name, JudgmentSetMetadata(unresolved_token=parent_meta.unresolved_token))
     answer_rows = answers.frame
+    _require_declared_grades(answer_rows, parent_meta, answers_path)
     repeated = answer_rows.filter(pl.struct(PAIR).is_duplicated()).sort("source_line")
     if repeated.height:
         row = repeated.row(0, named=True)
@@ -141,6 +148,14 @@ def extend_judgments(
         schema=LINEAGE_FILES.schema,
     )
     LINEAGE_FILES.contract.validate(lineage)
+    if table.table_id == parent_id or table.table_id in ancestors(warehouse, parent_id):
+        raise InputError("--extends", f"{metadata.name}@{version} would be the child of its own descendant "
+                                      f"{parent_record['name']}@{parent_record['version']}: a version cannot extend "
+                                      "itself")
+    if warehouse.record_path(JUDGMENT_SET, table.table_id).exists():  # a rerun: the same version, already stored
+        report = StoreReport(JUDGMENT_SET.name, table.table_id, False, int(table.counts["n_rows"]))
+        return ExtensionReport(report, parent_id, n_added, changed.height, n_confirmed)
+    warehouse.require_free_version(metadata, table.table_id)
     # The lineage first: the view shows it only once the new version's record (written last) exists.
     write_parquet_atomically(
         lineage,
@@ -150,6 +165,32 @@ def extend_judgments(
     )
     report = warehouse.store_table(table)
     return ExtensionReport(report, parent_id, n_added, changed.height, n_confirmed)
+
+
+def _require_declared_grades(answers: pl.DataFrame, parent: JudgmentSetMetadata, answers_path: str) -> None:
+    """An InputError naming the first answer whose grade is off the parent's declared scale (when it declares one)."""
+    if not parent.grade_scale:
+        return
+    grades = [grade for grade, _ in parent.grade_scale]
+    off_scale = answers.filter(pl.col("relevance").is_not_null() & ~pl.col("relevance").is_in(grades))
+    if off_scale.height:
+        row = off_scale.sort("source_line").row(0, named=True)
+        raise InputError(answers_path, f"grade {row['relevance']} is not on the declared scale of "
+                                       f"{parent.name}@{parent.version} ({', '.join(map(str, grades))})",
+                         row["source_line"])
+
+
+def ancestors(warehouse: Store, judgment_set_id: str) -> list[str]:
+    """The parent, grandparent, ... of a judgment set, from the lineage (stops at a repeat, so a cycle ends)."""
+    found: list[str] = []
+    current = judgment_set_id
+    while (path := LINEAGE_FILES.path(warehouse.root, current)).exists():
+        parent = pl.read_parquet(path)["parent_id"][0]
+        if parent is None or parent in found or parent == judgment_set_id:
+            break
+        found.append(parent)
+        current = parent
+    return found
 
 
 # -- worklists ----------------------------------------------------------------------------------------------------

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import html
 import io
-import os
-import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -30,6 +28,7 @@ from judged.flows.pipeline.compare import (
     store_comparison,
 )
 from judged.flows.engine.versions import implementation_commit, implementation_version, library_versions
+from judged.flows.store.outputs import replace_atomically
 from judged.flows.store.warehouse import Store
 from judged.schemas.comparison import ComparisonSettings, measure_at
 
@@ -268,16 +267,9 @@ def render_report(evaluations: Sequence[ComparedEvaluation], comparison: Compari
 
 
 def write_report(path: Path, evaluations: Sequence[ComparedEvaluation], comparison: ComparisonResult | None) -> Path:
-    """Render, then write under a temporary name beside the target and rename: never a half-written report."""
-    document = render_report(evaluations, comparison)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f"{path.name}.tmp-{uuid.uuid4().hex}")
-    try:
-        temporary.write_text(document, encoding="utf-8")
-        os.replace(temporary, path)
-    finally:
-        temporary.unlink(missing_ok=True)
-    return path
+    """Render, then write under a temporary name beside the target and rename: never a half-written report. For
+    the warehouse's own reports; a file the user names goes through `write_output_file`."""
+    return replace_atomically(path, render_report(evaluations, comparison))
 
 
 def nightly_report(warehouse: Store, evaluation_ids: Sequence[str], name: str, baseline: str | None = None) -> Path:

@@ -435,6 +435,7 @@ class Store:
             n_rows = table.counts["n_rows"]
         if record_path.exists():
             return StoreReport(kind.name, table_id, False, n_rows)
+        self.require_free_version(table.metadata, table_id)
         shards = shard_count(n_rows, limits.rows_per_shard)
         record = self._table_record(table, kind, shards)
         metadata = {"judged.table": kind.name, "judged.record": record.write_json()}
@@ -508,6 +509,24 @@ class Store:
         if not files:
             return pl.DataFrame(schema=JUDGMENT_SET.record.schema)
         return pl.concat([pl.read_parquet(f) for f in files]).sort("ingested_at")
+
+    def require_free_version(self, metadata: object, judgment_set_id: str) -> None:
+        """An InputError naming --version unless the judgment set's name and version label are free in this
+        warehouse (or already mean `judgment_set_id` itself): `name@version` always means one set."""
+        if not isinstance(metadata, JudgmentSetMetadata) or not metadata.version:
+            return
+        taken = self.judgment_sets().filter(
+            (pl.col("name") == metadata.name) & (pl.col("version") == metadata.version)
+            & (pl.col(JUDGMENT_SET.id_column) != judgment_set_id)
+        )
+        if taken.height:
+            known = self.judgment_sets().filter(pl.col("name") == metadata.name)["version"].unique(maintain_order=True)
+            raise InputError(
+                f"--version {metadata.version}",
+                f"judgment set {metadata.name!r} has a version {metadata.version!r} already "
+                f"({taken[JUDGMENT_SET.id_column][0]}, other judgments or metadata): give this one a label of its "
+                f"own (taken: {', '.join(known)})",
+            )
 
     def resolve_judgment_set(self, reference: str) -> str:
         """An id, or a name: the name's current version is the judgment set of that name ingested last."""

@@ -6,13 +6,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import polars as pl
+import pytest
 
-from judged.flows.pipeline.judging import extend_judgments, make_worklist
+from judged.flows.pipeline.judging import ancestors, extend_judgments, make_worklist, resolve_parent
 from judged.flows.store.readers import load_table
 from judged.flows.store.warehouse import Store
 from judged.schemas.provenance import JudgmentSetMetadata, RunMetadata
 from judged.schemas.spec import build_spec
 from judged.schemas.tables import JUDGMENT_LINEAGE_TABLE, WORKLISTS_TABLE, Table
+from judged.transforms.errors import InputError
+from tests.helpers import tree_listing
 
 QRELS = "q1 0 d1 1\nq1 0 d2 0\nq2 0 d1 2\n"
 # q1: d3 and d4 unjudged in the top 3; q2: d2 and d3.
@@ -64,3 +67,44 @@ def test_runs_sharing_a_tag_are_each_in_the_worklist_labelled_by_run_id(tmp_path
     assert ("q1", "d5") in worklist.rows.select("query_id", "doc_id").rows()
     assert worklist.rows.height == 5  # q1: d3, d4, d5; q2: d2, d3
     assert {name for names in worklist.rows["evaluations"] for name in names} == set(labels)
+
+
+def test_a_version_label_means_one_set(tmp_path: Path) -> None:
+    """`name@version` names one set: a taken label is refused (on a plain store and on an extension) unless it is
+    the very same set; a rerun of an extension writes nothing; an answer off the declared scale and an unknown
+    worklist are refused before anything is written."""
+    store = stored(tmp_path)
+    (tmp_path / "answers.txt").write_text("q1 0 d3 1\n")
+    v2 = extend_judgments(store, str(tmp_path / "answers.txt"), "toy@v1", "v2")
+    assert ancestors(store, v2.store.id) == [resolve_parent(store, "toy@v1")]
+    before = tree_listing(store.root)
+    assert not extend_judgments(store, str(tmp_path / "answers.txt"), "toy@v1", "v2").store.created
+    (tmp_path / "other.txt").write_text("q1 0 d4 1\n")
+    with pytest.raises(InputError, match="judgment set 'toy' has a version 'v1' already"):
+        extend_judgments(store, str(tmp_path / "other.txt"), "toy@v2", "v1")
+    with pytest.raises(InputError, match="judgment set 'toy' has a version 'v2' already"):
+        store.store_table(load_table(tmp_path / "other.txt", "judgments", JudgmentSetMetadata(name="toy",
+                                                                                              version="v2")))
+    assert not store.store_table(
+        load_table(tmp_path / "qrels.txt", "judgments", JudgmentSetMetadata(name="toy", version="v1"))).created
+    with pytest.raises(InputError, match="--worklist: no worklist with id 'nope'"):
+        extend_judgments(store, str(tmp_path / "other.txt"), "toy", "v3", worklist_id="nope")
+    assert tree_listing(store.root) == before
+
+    scaled = Store(tmp_path / "scaled")
+    scaled.store_table(load_table(tmp_path / "qrels.txt", "judgments",
+                                  JudgmentSetMetadata(name="toy", version="v1", grade_scale={0: "no", 1: "yes"})))
+    (tmp_path / "off-scale.txt").write_text("q1 0 d3 1\nq1 0 d4 3\n")
+    with pytest.raises(InputError, match=r"off-scale.txt, line 2: grade 3 is not on the declared scale of toy@v1"):
+        extend_judgments(scaled, str(tmp_path / "off-scale.txt"), "toy", "v2")
+
+
+def test_a_label_two_older_sets_share_is_refused_as_ambiguous(tmp_path: Path) -> None:
+    """Two sets with one label (stored before labels were unique, here by writing the second record by hand):
+    `name@version` names neither silently."""
+    store = stored(tmp_path)
+    (record,) = store.record_files("judgments")
+    copy = pl.read_parquet(record).with_columns(judgment_set_id=pl.lit("0" * 32))
+    copy.write_parquet(record.with_name("0" * 32 + ".parquet"))
+    with pytest.raises(InputError, match=r"toy@v1: 2 judgment sets carry this label .*give the id of the one meant"):
+        resolve_parent(store, "toy@v1")

@@ -390,3 +390,55 @@ def test_sql_and_show_refuse_an_unreadable_warehouse(tmp_path: Path, command: li
         _assert_refused(result, 2, "--warehouse cannot be read here", str(locked))
     finally:
         locked.chmod(0o700)
+
+
+# Output files (`--out` of report and worklist) and `--extends`: refused before anything is stored. Placeholders:
+# {warehouse} the seeded warehouse, {tmp} a folder holding `mine.html` (someone's file) and `pipe` (a FIFO),
+# {part} a stored summary part, {judgments} the stored judgment set's id.
+BAD_OUTPUTS: list[tuple[str, list[str], int, str]] = [
+    ("report --out the catalog", ["report", str(SEED_QRELS), str(SEED_RUN), "--out", "{warehouse}/catalog.duckdb",
+                                  "--force"], 2, "--out is inside the warehouse"),
+    ("report --out a stored part", ["report", str(SEED_QRELS), str(SEED_RUN), "--out", "{part}", "--force"], 2,
+     "--out is inside the warehouse"),
+    ("report --out a new file in a warehouse", ["report", str(SEED_QRELS), str(SEED_RUN), "--out",
+                                               "{warehouse}/report.html"], 2, "--out is inside the warehouse"),
+    ("report --out into its own new warehouse", ["report", str(SEED_QRELS), str(SEED_RUN), "--warehouse",
+                                                 "{tmp}/new", "--out", "{tmp}/new/report.html"], 2,
+     "--out is inside the warehouse"),
+    ("report --out an existing file", ["report", str(SEED_QRELS), str(SEED_RUN), "--out", "{tmp}/mine.html"], 2,
+     "--out already exists: give --force to replace it"),
+    ("report --out a folder", ["report", str(SEED_QRELS), str(SEED_RUN), "--out", "{tmp}", "--force"], 2,
+     "--out is a folder"),
+    ("report --out below a file", ["report", str(SEED_QRELS), str(SEED_RUN), "--out", "{tmp}/mine.html/r.html"], 2,
+     "--out cannot be written"),
+    ("report --out a FIFO", ["report", str(SEED_QRELS), str(SEED_RUN), "--out", "{tmp}/pipe", "--force"], 2,
+     "--out is not a regular file"),
+    ("worklist --out the catalog", ["worklist", "--judgments", "{judgments}", "--warehouse", "{warehouse}",
+                                    "--out", "{warehouse}/catalog.duckdb", "--force"], 2,
+     "--out is inside the warehouse"),
+    ("worklist --out an existing file", ["worklist", "--judgments", "{judgments}", "--warehouse", "{warehouse}",
+                                         "--out", "{tmp}/mine.html"], 2, "--out already exists"),
+    ("--extends an unknown --worklist", ["ingest-judgments", str(SEED_QRELS), "--extends", "{judgments}", "--version",
+                                         "v2", "--worklist", "nope", "--warehouse", "{warehouse}"], 1,
+     "--worklist: no worklist with id 'nope'"),
+]
+
+
+@pytest.mark.parametrize("arguments, code, message", [case[1:] for case in BAD_OUTPUTS],
+                         ids=[case[0] for case in BAD_OUTPUTS])
+def test_a_refused_output_or_extension_leaves_everything_as_it_was(
+    seeded_warehouse: Path, tmp_path: Path, arguments: list[str], code: int, message: str
+) -> None:
+    (tmp_path / "mine.html").write_text("someone's file\n")
+    os.mkfifo(tmp_path / "pipe")
+    judgments = next(path.stem for path in (seeded_warehouse / "judgment_sets").glob("*.parquet")
+                     if not path.name.startswith("_"))
+    part = next((seeded_warehouse / "summary").glob("*/part-0.parquet"))
+    places = {"{warehouse}": str(seeded_warehouse), "{tmp}": str(tmp_path), "{part}": str(part),
+              "{judgments}": judgments}
+    for placeholder, value in places.items():
+        arguments = [argument.replace(placeholder, value) for argument in arguments]
+    before, mine = tree_listing(seeded_warehouse), tree_listing(tmp_path)
+    _assert_refused(runner.invoke(app, arguments), code, message)
+    assert tree_listing(seeded_warehouse) == before and tree_listing(tmp_path) == mine
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["mine.html", "pipe"]
