@@ -46,16 +46,21 @@ import polars as pl
 from judged.schemas.fields import QUERY
 from judged.schemas.measures import AP, RBP, RR, MeasureBase, Precision, Recall, RPrecision
 from judged.schemas.spec import EvaluationSpec
+from judged.transforms.intervals import INTERVAL_STRUCT, unseen_rows, world_rows
+from judged.transforms.judging import relevant_judged
+from judged.transforms.measures.ndcg import gain_of
 
-INTERVAL_STRUCT = pl.Struct({"value_min": pl.Float64(), "value_max": pl.Float64(), "interval_kind": pl.String()})
+INTERVAL_ROWS = {QUERY: pl.String, "measure": pl.String, "cutoff": pl.Int32, "value_min": pl.Float64,
+                 "value_max": pl.Float64, "interval_kind": pl.String}
+"""The interval rows every method gives, for `transforms.intervals.with_intervals`."""
 BINARY_INTERVAL_MEASURES: tuple[type[MeasureBase], ...] = (Precision, Recall, RR, RPrecision, AP)
-"""The measures whose interval this module computes from the world; RBP's comes from its residual (from the world
-under condensed lists: `interval_measures`)."""
+"""The measures whose interval this module computes from the world; RBP's comes from its residual
+(`with_rbp_intervals`; from the world under condensed lists: `interval_measures`)."""
 
 
 def interval_measures(spec: EvaluationSpec) -> tuple[list[MeasureBase], list[str]]:
     """The spec's measures whose interval `binary_intervals` computes, and the families of those whose interval is
-    `[value, value + residual]` (`rbp_intervals`)."""
+    `[value, value + residual]` (`with_rbp_intervals`)."""
     world = [m for m in spec.measure_list() if isinstance(m, BINARY_INTERVAL_MEASURES)]
     residual = [m for m in spec.measure_list() if isinstance(m, RBP)]
     if spec.unjudged == "condensed":
@@ -219,21 +224,15 @@ def binary_intervals(
     of `measures` (of `BINARY_INTERVAL_MEASURES`), over the world of `ranked` (as for
     `transforms.intervals.ndcg_intervals`, whose arguments these are). Only queries with something unjudged in
     their world get a row (`with_intervals` gives the others their value as both ends)."""
-    from judged.transforms.intervals import _world_rows, unseen_rows
-    from judged.transforms.judging import relevant_judged
-    from judged.transforms.measures.ndcg import gain_of
-
-    schema = {QUERY: pl.String, "measure": pl.String, "cutoff": pl.Int32, "value_min": pl.Float64,
-              "value_max": pl.Float64, "interval_kind": pl.String}
     if not measures:
-        return pl.LazyFrame(schema=schema)
+        return pl.LazyFrame(schema=INTERVAL_ROWS)
     if grades is None:
         scale = judgments.select(pl.col("relevance").drop_nulls().unique().cast(pl.Int32))
     else:
         scale = pl.LazyFrame({"relevance": sorted(set(grades))}, schema={"relevance": pl.Int32})
     if spec.unjudged == "condensed":  # a negative grade would remove the document again
         scale = scale.filter(pl.col("relevance") >= 0)
-    world = _world_rows(ranked, spec, gain_of(spec), [QUERY]).group_by(QUERY, maintain_order=True).agg(
+    world = world_rows(ranked, spec, gain_of(spec), [QUERY]).group_by(QUERY, maintain_order=True).agg(
         positions=pl.col("world_position"), grades=pl.col("relevance")
     )
     worlds = (
@@ -279,16 +278,22 @@ def binary_intervals(
             )
             .unnest("interval")
         )
-    return pl.concat(frames, how="vertical").select(list(schema)).cast(schema)
+    return pl.concat(frames, how="vertical").select(list(INTERVAL_ROWS)).cast(INTERVAL_ROWS)
 
 
-def rbp_intervals(per_query: pl.LazyFrame, families: Sequence[str]) -> pl.LazyFrame:
-    """RBP's interval per query: `[value, value + residual]`, exact where the residual is 0 (nothing unjudged:
-    those rows get no row here, and keep their value as both ends) and `bound` elsewhere (the residual counts the
-    tail past the list, which no grade given to a retrieved document reaches)."""
-    return per_query.filter(pl.col("measure").is_in(list(families)) & (pl.col("residual") > 0)).select(
-        QUERY, "measure", "cutoff",
-        value_min=pl.col("value"),
-        value_max=pl.col("value") + pl.col("residual"),
-        interval_kind=pl.lit("bound"),
+def with_rbp_intervals(per_query: pl.LazyFrame, families: Sequence[str]) -> pl.LazyFrame:
+    """The per-query rows with RBP's interval on the rows of `families`: `[value, value + residual]`, exact where the
+    residual is 0 (nothing unjudged) and `bound` elsewhere (the residual counts the tail past the list, which no
+    grade given to a retrieved document reaches); null where the value is. A residual is never negative, so the
+    interval holds the value."""
+    if not families:
+        return per_query
+    rbp = pl.col("measure").is_in(list(families)) & pl.col("value").is_not_null()
+    residual = pl.col("residual").fill_null(0.0)
+    return per_query.with_columns(
+        value_min=pl.when(rbp).then(pl.col("value")).otherwise(pl.col("value_min")),
+        value_max=pl.when(rbp).then(pl.col("value") + residual).otherwise(pl.col("value_max")),
+        interval_kind=pl.when(rbp).then(
+            pl.when(residual > 0).then(pl.lit("bound")).otherwise(pl.lit("exact"))
+        ).otherwise(pl.col("interval_kind").cast(pl.String)),
     )

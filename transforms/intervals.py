@@ -357,7 +357,7 @@ def _discount(position: pl.Expr) -> pl.Expr:
     return 1.0 / (position.cast(pl.Float64) + 1.0).log(2)
 
 
-def _world_rows(rows: pl.LazyFrame, spec: EvaluationSpec, gain: pl.Expr, keys: list[str]) -> pl.LazyFrame:
+def world_rows(rows: pl.LazyFrame, spec: EvaluationSpec, gain: pl.Expr, keys: list[str]) -> pl.LazyFrame:
     """The list once every unjudged document is judged: its positions and tie groups (under condensed lists,
     judged documents with a negative grade stay removed)."""
     # In rank order, so that every sum below adds in the same order whatever the order of the input rows.
@@ -439,7 +439,7 @@ def interval_worlds(
         scale = scale.filter(pl.col("relevance") >= 0)
     levels = scale.select(levels=gain_of(spec).implode())
     resolved = judgments.filter(pl.col("relevance").is_not_null())
-    world = _world_rows(ranked, spec, gain_of(spec), keys)
+    world = world_rows(ranked, spec, gain_of(spec), keys)
     if spec.ideal == "judged":
         judged_ideal = resolved.group_by(QUERY).agg(judged_ideal=gain_of(spec).filter(gain_of(spec) > 0))
         ideal_keys = [QUERY]

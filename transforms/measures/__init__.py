@@ -62,7 +62,9 @@ def per_query_measures(
         # declared scale, or None for the grades present): nDCG's from transforms/intervals.py, the binary measures'
         # and RBP's from transforms/binary_intervals.py. Imported here: the interval kernels need numpy, which an
         # evaluation without intervals never loads.
-        from judged.transforms.binary_intervals import binary_intervals, interval_measures, rbp_intervals
+        from judged.transforms.binary_intervals import (
+            INTERVAL_ROWS, binary_intervals, interval_measures, with_rbp_intervals,
+        )
         from judged.transforms.intervals import ndcg_intervals, with_intervals
 
         ndcg_cutoffs = tuple(m.cutoff for m in by_name.get("nDCG", []))
@@ -72,12 +74,11 @@ def per_query_measures(
             frames.append(ndcg_intervals(rows, judgments, intervals_spec, grades).with_columns(measure=pl.lit("nDCG")))
         binary, rbp_families = interval_measures(spec)
         frames.append(binary_intervals(rows, judgments, spec, binary, grades))
-        frames.append(rbp_intervals(per_query, rbp_families))
-        schema = {QUERY: pl.String, "measure": pl.String, "cutoff": pl.Int32, "value_min": pl.Float64,
-                  "value_max": pl.Float64, "interval_kind": pl.String}
-        interval_rows = pl.concat([frame.select(list(schema)).cast(schema) for frame in frames], how="vertical")
-        families = ["nDCG", *(m.family for m in binary), *rbp_families]
-        per_query = with_intervals(per_query, interval_rows, families)
+        interval_rows = pl.concat(
+            [frame.select(list(INTERVAL_ROWS)).cast(INTERVAL_ROWS) for frame in frames], how="vertical"
+        )
+        per_query = with_intervals(per_query, interval_rows, ["nDCG", *(m.family for m in binary)])
+        per_query = with_rbp_intervals(per_query, rbp_families)
     else:
         per_query = per_query.with_columns(
             value_min=pl.lit(None, pl.Float64), value_max=pl.lit(None, pl.Float64),
