@@ -46,13 +46,16 @@ import polars as pl
 from judged.schemas.fields import QUERY
 from judged.schemas.measures import AP, RBP, RR, MeasureBase, Precision, Recall, RPrecision
 from judged.schemas.spec import EvaluationSpec
+from judged.schemas.tables import PER_QUERY
 from judged.transforms.intervals import INTERVAL_STRUCT, unseen_rows, world_rows
 from judged.transforms.judging import relevant_judged
 from judged.transforms.measures.ndcg import gain_of
 
-INTERVAL_ROWS = {QUERY: pl.String, "measure": pl.String, "cutoff": pl.Int32, "value_min": pl.Float64,
-                 "value_max": pl.Float64, "interval_kind": pl.String}
-"""The interval rows every method gives, for `transforms.intervals.with_intervals`."""
+INTERVAL_ROWS = {
+    name: dtype for name, dtype in PER_QUERY.items()
+    if name in (QUERY, "measure", "cutoff", "value_min", "value_max", "interval_kind")
+}
+"""The interval rows every method gives, in the per-query table's types, for `transforms.intervals.with_intervals`."""
 BINARY_INTERVAL_MEASURES: tuple[type[MeasureBase], ...] = (Precision, Recall, RR, RPrecision, AP)
 """The measures whose interval this module computes from the world; RBP's comes from its residual
 (`with_rbp_intervals`; from the world under condensed lists: `interval_measures`)."""
