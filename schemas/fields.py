@@ -131,10 +131,10 @@ FIELDS: dict[str, Field] = _registry(
     # -- per-query values and their evidence
     Field("status", pl.Enum(list(STATUSES)), "scored, missing_from_run, no_relevant_judgments or no_judgments"),
     Field("value", pl.Float64(), "the measure's value; null where undefined"),
-    Field("value_min", pl.Float64(), "nDCG: the smallest value over every grade of the scale given to the "
-                                     "unjudged documents the run retrieved (closed world); null where value is null "
-                                     "and for other measures"),
-    Field("value_max", pl.Float64(), "nDCG: the largest such value"),
+    Field("value_min", pl.Float64(), "the smallest value over every grade of the scale given to the unjudged "
+                                     "documents the run retrieved (closed world; RBP: the value), never above value; "
+                                     "null where value is null and for Judged"),
+    Field("value_max", pl.Float64(), "the largest such value (RBP: value + residual), never below value"),
     Field("interval_kind", pl.Enum(list(INTERVAL_KINDS)), "exact, or bound: an interval that provably contains the "
                                                           "exact one"),
     Field("dcg", pl.Float64(), "nDCG only: DCG@k of the ranking (null for other measures)"),

@@ -215,8 +215,8 @@ SUMMARY_TABLE = Table.of_fields(
     # A summary's values are aggregates of the per-query ones, over the queries it counts.
     overrides={
         "value": Override("the aggregate over the scored queries; null when none was scored"),
-        "value_min": Override("nDCG: the same aggregate of the per-query minima"),
-        "value_max": Override("nDCG: the same aggregate of the per-query maxima"),
+        "value_min": Override("the same aggregate of the per-query minima (null for Judged)"),
+        "value_max": Override("the same aggregate of the per-query maxima (null for Judged)"),
         "n_queries": Override("queries of the union of run and judgments"),
     },
 )

@@ -357,7 +357,7 @@ def _discount(position: pl.Expr) -> pl.Expr:
     return 1.0 / (position.cast(pl.Float64) + 1.0).log(2)
 
 
-def _world_rows(rows: pl.LazyFrame, spec: EvaluationSpec, gain: pl.Expr, keys: list[str]) -> pl.LazyFrame:
+def world_rows(rows: pl.LazyFrame, spec: EvaluationSpec, gain: pl.Expr, keys: list[str]) -> pl.LazyFrame:
     """The list once every unjudged document is judged: its positions and tie groups (under condensed lists,
     judged documents with a negative grade stay removed)."""
     # In rank order, so that every sum below adds in the same order whatever the order of the input rows.
@@ -383,6 +383,39 @@ def _weight(cutoff: int | None, ties: str, keys: list[str]) -> pl.Expr:
     return discount
 
 
+def unseen_rows(ranked: pl.LazyFrame, judgments: pl.LazyFrame, keys: list[str]) -> pl.LazyFrame:
+    """Per (`keys`) of a judged query in `ranked`: the rows of a top-k read not seen (`unseen`, the query's rows
+    retrieved less the rows given: as many of them as may be unjudged) and how many of them are unjudged at least
+    (`unseen_unjudged_min`: those the query's judged documents not seen cannot fill). Where the rows were all read
+    and counted (`n_unjudged_retrieved`, `judging.with_unjudged_retrieved`), both are that number less the
+    unjudged rows given: known, so the intervals are exact. Judged queries only: a query without judgments is never
+    scored."""
+    judged_docs = judgments.filter(pl.col("relevance").is_not_null()).group_by(QUERY).agg(
+        n_judged_docs=pl.len().cast(pl.Int64)
+    )
+    counted = "n_unjudged_retrieved" in ranked.collect_schema()
+    # The rows given (before a condensed list drops judged negatives), against the query's rows retrieved.
+    seen = ranked.group_by(keys).agg(
+        n_seen=pl.len().cast(pl.Int64),
+        n_judged_seen=pl.col("relevance").is_not_null().sum().cast(pl.Int64),
+        n_retrieved=pl.col("n_retrieved").first().cast(pl.Int64),
+        n_unjudged_unseen=(
+            pl.col("n_unjudged_retrieved").first() - pl.col("relevance").is_null().sum() if counted
+            else pl.lit(None, pl.Int64)
+        ).cast(pl.Int64),
+    )
+    unseen = (pl.col("n_retrieved") - pl.col("n_seen")).clip(lower_bound=0)
+    counted_unseen = pl.col("n_unjudged_unseen")
+    known = pl.when(counted_unseen.is_not_null()).then(pl.min_horizontal(counted_unseen.clip(lower_bound=0), unseen))
+    return seen.join(judged_docs, on=QUERY, how="inner").select(
+        *keys,
+        unseen=pl.coalesce(known, unseen),
+        unseen_unjudged_min=pl.coalesce(
+            known, (unseen - (pl.col("n_judged_docs") - pl.col("n_judged_seen"))).clip(lower_bound=0)
+        ),
+    )
+
+
 def interval_worlds(
     ranked: pl.LazyFrame,
     judgments: pl.LazyFrame,
@@ -406,24 +439,15 @@ def interval_worlds(
         scale = scale.filter(pl.col("relevance") >= 0)
     levels = scale.select(levels=gain_of(spec).implode())
     resolved = judgments.filter(pl.col("relevance").is_not_null())
-    world = _world_rows(ranked, spec, gain_of(spec), keys)
-    # Only judged queries have a value to bound (a query without judgments is never scored): the inner join with
-    # their counts below keeps them alone.
-    judged_counts = resolved.group_by(QUERY).agg(
-        n_judged_docs=pl.len().cast(pl.Int64), judged_ideal=gain_of(spec).filter(gain_of(spec) > 0)
-    )
+    world = world_rows(ranked, spec, gain_of(spec), keys)
     if spec.ideal == "judged":
-        judged_ideal, ideal_keys = judged_counts.select(QUERY, "judged_ideal"), [QUERY]
+        judged_ideal = resolved.group_by(QUERY).agg(judged_ideal=gain_of(spec).filter(gain_of(spec) > 0))
+        ideal_keys = [QUERY]
     else:
         judged_ideal = world.group_by(keys).agg(judged_ideal=pl.col("world_gain").filter(pl.col("world_gain") > 0))
         ideal_keys = keys
-    judged_counts = judged_counts.select(QUERY, "n_judged_docs")
-    # The rows given (before a condensed list drops judged negatives), against the query's rows retrieved.
-    seen = ranked.group_by(keys).agg(
-        n_seen=pl.len().cast(pl.Int64),
-        n_judged_seen=pl.col("relevance").is_not_null().sum().cast(pl.Int64),
-        n_retrieved=pl.col("n_retrieved").first().cast(pl.Int64),
-    )
+    # Only judged queries have a value to bound: the inner join with `unseen_rows` keeps them alone.
+    unseen = unseen_rows(ranked, judgments, keys)
     per_cutoff = []
     for cutoff in spec.cutoffs:
         weighted = world.with_columns(weight=_weight(cutoff, spec.ties, keys))  # window columns keep the order
@@ -437,20 +461,12 @@ def interval_worlds(
             unjudged_below=(unjudged & (pl.col("weight") <= 0)).sum().cast(pl.Int64),
         )
         per_cutoff.append(
-            per_query.join(seen, on=keys, how="left")
+            per_query.join(unseen, on=keys, how="inner")
             .join(judged_ideal, on=ideal_keys, how="left")
-            .join(judged_counts, on=QUERY, how="inner")
             .join(levels, how="cross")
             .with_columns(
                 pl.lit(cutoff, pl.Int32).alias("cutoff"),
                 pl.col("judged_ideal").fill_null(pl.lit([], pl.List(pl.Float64))),
-                # Rows of a top-k read not seen: how many of them can be unjudged, at least and at most.
-                unseen=(pl.col("n_retrieved") - pl.col("n_seen")).clip(lower_bound=0),
-            )
-            .with_columns(
-                unseen_unjudged_min=(pl.col("unseen") - (pl.col("n_judged_docs") - pl.col("n_judged_seen"))).clip(
-                    lower_bound=0
-                ),
             )
         )
     return pl.concat(per_cutoff, how="vertical")
@@ -676,18 +692,32 @@ def ndcg_intervals(
     )
 
 
-def with_intervals(per_query: pl.LazyFrame, intervals: pl.LazyFrame) -> pl.LazyFrame:
-    """The per-query table with `value_min`, `value_max` and `interval_kind` beside `value`: null where the value is
-    null, and the value itself where nothing is unjudged (`intervals` has no row: nothing retrieved is unjudged, or
-    a judged query is missing from the run)."""
+def with_intervals(
+    per_query: pl.LazyFrame, intervals: pl.LazyFrame, families: Sequence[str] = ("nDCG",)
+) -> pl.LazyFrame:
+    """The per-query table with `value_min`, `value_max` and `interval_kind` beside `value`, for the rows of the
+    measure `families` (every row when `intervals` has no `measure` column): null where the value is null, and the
+    value itself where nothing is unjudged (`intervals` has no row: nothing retrieved is unjudged, or a judged query
+    is missing from the run).
+
+    The ends are widened to hold the value: `value_min = min(value_min, value)`, `value_max = max(value_max,
+    value)`. The value and the ends are computed by different floating operations (an end may be an ulp or two
+    short of a value it equals), and a condensed list's value is that of the list without its unjudged documents,
+    which no assignment of the scale's non-negative grades need reach: so `value_min <= value <= value_max` holds
+    exactly on every row, and the summary's means keep it (`transforms.summary`)."""
     keys = [QUERY, "cutoff", *(["measure"] if "measure" in intervals.collect_schema() else [])]
     joined = per_query.join(intervals, on=keys, how="left", nulls_equal=True, maintain_order="left")
-    is_ndcg = pl.col("measure") == "nDCG" if "measure" in keys else pl.lit(True)
-    defined = pl.col("value").is_not_null() & is_ndcg
+    has_method = pl.col("measure").is_in(list(families)) if "measure" in keys else pl.lit(True)
+    defined = pl.col("value").is_not_null() & has_method
     no_rows = pl.col("interval_kind").is_null()
+    value = pl.col("value")
     return joined.with_columns(
-        value_min=pl.when(defined).then(pl.when(no_rows).then(pl.col("value")).otherwise(pl.col("value_min"))),
-        value_max=pl.when(defined).then(pl.when(no_rows).then(pl.col("value")).otherwise(pl.col("value_max"))),
+        value_min=pl.when(defined).then(
+            pl.when(no_rows).then(value).otherwise(pl.min_horizontal(pl.col("value_min"), value))
+        ),
+        value_max=pl.when(defined).then(
+            pl.when(no_rows).then(value).otherwise(pl.max_horizontal(pl.col("value_max"), value))
+        ),
         interval_kind=pl.when(defined).then(
             pl.when(no_rows).then(pl.lit("exact")).otherwise(pl.col("interval_kind").cast(pl.String))
         ).cast(INTERVAL_KIND),

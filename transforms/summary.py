@@ -45,7 +45,12 @@ def summarize(per_query: pl.LazyFrame, spec: EvaluationSpec) -> pl.LazyFrame:
     aggregate_of = _aggregate_of(spec)
     rule = _rule(spec)
     aggregate = aggregate_of("value")
-    has_interval = pl.col("value_min").is_not_null().any()  # nDCG rows; null for the other measures
+    # A measure with an interval on every scored row (Judged has none). The ends' aggregates take the same queries,
+    # weights and order of additions as the value's, so, each row's ends holding its value
+    # (`transforms.intervals.with_intervals`), rounding keeps min <= value <= max; the clip below states it.
+    has_interval = (pl.col("value_min").is_not_null() == pl.col("value").is_not_null()).all() & pl.col(
+        "value_min"
+    ).is_not_null().any()
     families = list(dict.fromkeys(m.family for m in spec.measure_list()))
     scored = pl.col("value").is_not_null()
     status = pl.col("status")
@@ -58,9 +63,8 @@ def summarize(per_query: pl.LazyFrame, spec: EvaluationSpec) -> pl.LazyFrame:
         .group_by("measure", "cutoff")
         .agg(
             value=pl.when(scored.any()).then(aggregate),
-            # value_min and value_max are null exactly where value is, so the same queries enter all three
-            value_min=pl.when(scored.any() & has_interval).then(aggregate_of("value_min")),
-            value_max=pl.when(scored.any() & has_interval).then(aggregate_of("value_max")),
+            value_min=pl.when(scored.any() & has_interval).then(pl.min_horizontal(aggregate_of("value_min"), aggregate)),
+            value_max=pl.when(scored.any() & has_interval).then(pl.max_horizontal(aggregate_of("value_max"), aggregate)),
             interval_width=pl.lit(spec.interval_width, pl.Float64),
             n_wide_intervals=(scored & (pl.col("value_max") - pl.col("value_min") > spec.interval_width)).sum(),
             n_bound_intervals=(scored & (pl.col("interval_kind") == "bound")).sum(),

@@ -128,6 +128,10 @@ def test_brute_force_agreement_on_random_cases() -> None:
                     assert row["value_min"] is None and row["value_max"] is None, where
                     continue
                 low, high = expected[case, cutoff]
+                assert row["value_min"] <= row["value"] <= row["value_max"], where
+                if spec.unjudged == "condensed":
+                    # The condensed value (the list without its unjudged documents) is held too: with_intervals.
+                    low, high = min(low, row["value"]), max(high, row["value"])
                 if row["interval_kind"] == "exact":
                     assert row["value_min"] == pytest.approx(low, abs=1e-12), where
                     assert row["value_max"] == pytest.approx(high, abs=1e-12), where

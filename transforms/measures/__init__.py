@@ -44,7 +44,7 @@ def per_query_measures(
 ) -> pl.LazyFrame:
     """Every measure of the spec per query (PER_QUERY contract), from the run's `candidate_rows` and judgments
     free of duplicate pairs. Rows are sorted by query, then measure in the declared order, then cutoff. With
-    `intervals` false the nDCG intervals are not computed and `value_min`, `value_max` and `interval_kind` are
+    `intervals` false the intervals are not computed and `value_min`, `value_max` and `interval_kind` are
     null on every row (for an output that has no place for them, such as trec_eval's lines).
 
     Queries of the run without judgments are reported (`no_judgments`) but never scored; judged queries missing
@@ -58,21 +58,27 @@ def per_query_measures(
     frames = [COMPUTATIONS[name](rows, judgments, queries, measures, spec) for name, measures in by_name.items()]
     per_query = pl.concat(frames, how="vertical")
     if intervals:
-        # nDCG rows get their interval over the unjudged documents (transforms/intervals.py; `grades`: the judgment
-        # set's declared scale, or None for the grades present); the other measures' value_min/value_max stay null.
-        # Imported here: the interval kernel needs numpy, which an evaluation without intervals never loads.
+        # Every measure but Judged gets its interval over the unjudged documents (`grades`: the judgment set's
+        # declared scale, or None for the grades present): nDCG's from transforms/intervals.py, the binary measures'
+        # and RBP's from transforms/binary_intervals.py. Imported here: the interval kernels need numpy, which an
+        # evaluation without intervals never loads.
+        from judged.transforms.binary_intervals import (
+            INTERVAL_ROWS, binary_intervals, interval_measures, with_rbp_intervals,
+        )
         from judged.transforms.intervals import ndcg_intervals, with_intervals
 
         ndcg_cutoffs = tuple(m.cutoff for m in by_name.get("nDCG", []))
-        intervals_spec = spec.model_copy(update={"cutoffs": ndcg_cutoffs}) if ndcg_cutoffs else None
-        interval_rows = (
-            ndcg_intervals(rows, judgments, intervals_spec, grades).with_columns(measure=pl.lit("nDCG"))
-            if intervals_spec is not None
-            else pl.LazyFrame(schema={QUERY: pl.String, "cutoff": pl.Int32, "value_min": pl.Float64,
-                                      "value_max": pl.Float64, "interval_kind": PER_QUERY["interval_kind"],
-                                      "measure": pl.String})
+        frames = []
+        if ndcg_cutoffs:
+            intervals_spec = spec.model_copy(update={"cutoffs": ndcg_cutoffs})
+            frames.append(ndcg_intervals(rows, judgments, intervals_spec, grades).with_columns(measure=pl.lit("nDCG")))
+        binary, rbp_families = interval_measures(spec)
+        frames.append(binary_intervals(rows, judgments, spec, binary, grades))
+        interval_rows = pl.concat(
+            [frame.select(list(INTERVAL_ROWS)).cast(INTERVAL_ROWS) for frame in frames], how="vertical"
         )
-        per_query = with_intervals(per_query, interval_rows)
+        per_query = with_intervals(per_query, interval_rows, ["nDCG", *(m.family for m in binary)])
+        per_query = with_rbp_intervals(per_query, rbp_families)
     else:
         per_query = per_query.with_columns(
             value_min=pl.lit(None, pl.Float64), value_max=pl.lit(None, pl.Float64),
