@@ -291,6 +291,9 @@ def test_a_refused_run_leaves_the_warehouse_unchanged(
     (["evaluate", str(SEED_QRELS), "/dev/zero"], 1, "/dev/zero: is not a regular file"),
     (["evaluate", str(SEED_QRELS), str(SEED_RUN), "--cutoffs", "99999999999999999999"], 2, "is beyond"),
     (["sql", "EXPLAIN ANALYZE COPY (SELECT 1) TO 'x.parquet'", "--warehouse", str(REPO / "data")], 1, "no catalog"),
+    (["ingest-run", str(SEED_RUN), "--warehouse", "/proc/judged-warehouse"], 2, "--warehouse cannot be written here"),
+    (["nightly", "--judgments", "/dev/zero", "--warehouse", "/tmp/judged-no-warehouse/w", "--inbox",
+      "/tmp/judged-no-warehouse/inbox"], 1, "/dev/zero: is not a regular file"),
 ])
 def test_through_a_real_process(arguments: list[str], code: int, message: str) -> None:
     judged = Path(sys.executable).with_name("judged")
