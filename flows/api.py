@@ -13,6 +13,7 @@ import hashlib
 import json
 import numbers
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -37,6 +38,8 @@ from judged.schemas.tables import PER_QUERY, STORED_PER_QUERY
 from judged.transforms.errors import InputError
 from judged.transforms.parse import in_contract, raise_first_problem
 
+# The form of an evaluation id (schemas/provenance.py `derive_id`: hexadecimal digits).
+EVALUATION_ID = re.compile(r"[0-9a-f]{1,64}")
 # What a run name stands for when the run comes as a frame or dict without a `run_tag`.
 UNNAMED_RUN = "run"
 # The columns a stored result carries beside the engine's: its keys and each row's labels.
@@ -317,6 +320,8 @@ class Warehouse:
     `judged sql` sees: a table's rows show once its record is in place)."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
+        if not isinstance(path, str | os.PathLike):
+            raise InputError("warehouse", f"give the warehouse's folder as a path, not a {type(path).__name__}")
         self._store = Store(path)
         if not self._store.catalog.is_file():
             raise InputError(str(path), "not a warehouse: no catalog.duckdb (ingest or evaluate something first)")
@@ -363,6 +368,7 @@ class Warehouse:
 
     def evaluation(self, evaluation_id: str) -> Evaluation:
         """One stored evaluation in the shape `judged.evaluate` returns (its frames without the stored keys)."""
+        self._require_id(evaluation_id)
         record, per_query, summary = self._store.load_evaluation(evaluation_id)
         return Evaluation(
             run_name=record["run_name"],
@@ -374,9 +380,17 @@ class Warehouse:
             provenance=ProvenanceRecord.model_validate_json(record["provenance_json"]),
         )
 
+    def _require_id(self, evaluation_id: object) -> None:
+        """InputError unless `evaluation_id` has an id's form (hexadecimal digits): `../runs/<id>` would name
+        another table's files."""
+        if not isinstance(evaluation_id, str) or not EVALUATION_ID.fullmatch(evaluation_id):
+            raise InputError(str(self.root), f"no evaluation with id {evaluation_id!r} in the warehouse: an "
+                                             "evaluation id is hexadecimal digits (0-9, a-f)")
+
     def _one(self, evaluation_id: str | None) -> tuple[str, list[Any]]:
         if evaluation_id is None:
             return "", []
+        self._require_id(evaluation_id)
         if not self._store.has_evaluation(evaluation_id):
             raise InputError(str(self.root), f"no evaluation with id {evaluation_id} in the warehouse")
         return "WHERE evaluation_id = ?", [evaluation_id]
