@@ -115,8 +115,9 @@ def test_unjudged_documents_stay_null_and_are_counted() -> None:
         # refused as the CLI refuses them (tests/reliability/test_api_inputs.py has the whole catalogue)
         ({}, SEED_RUN, "qrels: has no rows: an empty judgment set is refused unless allow_empty=True is given"),
         ({"q1": {"d1": None}}, SEED_RUN, "qrels: relevance None is not a number"),
-        (pl.DataFrame({"query_id": ["q1"], "doc_id": ["d1"], "relevance": [None]}, schema={
-            "query_id": pl.String, "doc_id": pl.String, "relevance": pl.Int32}), SEED_RUN, "qrels, row 1: grade is null"),
+        (pl.DataFrame({"query_id": ["q1"], "doc_id": ["d1"], "relevance": [None]},
+                      schema={"query_id": pl.String, "doc_id": pl.String, "relevance": pl.Int32}),
+         SEED_RUN, "qrels, row 1: grade is null"),
     ],
 )
 def test_bad_input_raises_one_line_input_error(qrels: object, run: object, message: str) -> None:

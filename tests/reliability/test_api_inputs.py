@@ -98,7 +98,8 @@ BAD: list[tuple[str, object, object, dict, type[ValueError], str]] = [
     ("spec a preset's name", QRELS, RUN, {"spec": "trec_eval"}, judged.SpecError, "spec must be an EvaluationSpec"),
     ("spec a dict", QRELS, RUN, {"spec": {"cutoffs": [10]}}, judged.SpecError, "spec must be an EvaluationSpec"),
     ("cutoffs a number", QRELS, RUN, {"cutoffs": 10}, judged.SpecError, "cutoffs"),
-    ("allow_empty not a bool", QRELS, RUN, {"allow_empty": "yes"}, judged.SpecError, "allow_empty must be True or False"),
+    ("allow_empty not a bool", QRELS, RUN, {"allow_empty": "yes"}, judged.SpecError,
+     "allow_empty must be True or False"),
     # frames that cannot be read: InputError, not an error of Polars, Arrow or pandas
     ("pandas column of objects", pd.DataFrame({"query_id": ["q1"], "doc_id": ["d1"], "relevance": [object()]}), RUN,
      {}, judged.InputError, "qrels: cannot be read as a table"),

@@ -208,8 +208,9 @@ BAD_QRELS: list[tuple[str, Callable[[Path], Path], str]] = [
     ("0-row parquet qrels", parquet(EMPTY_QRELS_FRAME), "input.parquet: " + ZERO_ROWS.format("judgment set")),
     # a null grade means an unresolved judgment only where the set declares unresolved judgments (its sidecar)
     ("parquet null grade", parquet(NULL_GRADE_FRAME), "input.parquet, row 2: grade is null"),
-    ("parquet all-null grade column", parquet(pl.DataFrame({"query_id": ["q1"], "doc_id": ["d1"],
-                                                            "relevance": [None]})), "input.parquet, row 1: grade is null"),
+    ("parquet all-null grade column",
+     parquet(pl.DataFrame({"query_id": ["q1"], "doc_id": ["d1"], "relevance": [None]})),
+     "input.parquet, row 1: grade is null"),
 ]
 
 
