@@ -4,6 +4,11 @@ The installed package `judged` is this file; its subpackages are the repository'
 contracts, the spec, provenance), `transforms/` (pure LazyFrame functions) and `flows/` (I/O, Prefect flows, the
 CLI). Importing `judged` loads nothing heavy: the command line starts from `judged.flows.cli` and must stay quick,
 so the Python API (`judged.evaluate`, `judged.Warehouse`, in `judged.flows.api`) is loaded on first use.
+
+The API refuses what the command line refuses, with the same messages: `judged.evaluate(qrels, run, ...,
+allow_empty=False)` raises on an input without rows unless `allow_empty=True` (the CLI's `--allow-empty`) and on a
+null grade; every bad input raises `judged.InputError`, every bad option or argument `judged.SpecError` (both
+one-line ValueErrors), never another exception.
 """
 
 from __future__ import annotations

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import numbers
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -25,7 +27,7 @@ from judged.flows.engine.evaluate import EvaluationResult
 from judged.flows.engine.evaluate import evaluate as evaluate_tables
 from judged.flows.store.hashing import known_hashes
 from judged.flows.store.kinds import JUDGMENT_SET, RUN, InputKind
-from judged.flows.store.readers import LoadedTable, load_table, open_stored
+from judged.flows.store.readers import LoadedTable, load_table, open_stored, require_rows
 from judged.flows.engine.versions import implementation_commit, implementation_version, library_versions
 from judged.flows.store.warehouse import Store
 from judged.schemas.provenance import (
@@ -36,6 +38,8 @@ from judged.schemas.tables import PER_QUERY, STORED_PER_QUERY
 from judged.transforms.errors import InputError
 from judged.transforms.parse import in_contract, raise_first_problem
 
+# The form of an evaluation id (schemas/provenance.py `derive_id`: hexadecimal digits).
+EVALUATION_ID = re.compile(r"[0-9a-f]{1,64}")
 # What a run name stands for when the run comes as a frame or dict without a `run_tag`.
 UNNAMED_RUN = "run"
 # The columns a stored result carries beside the engine's: its keys and each row's labels.
@@ -83,6 +87,7 @@ def evaluate(
     measures: str | list[str] | tuple[str, ...] | None = None,
     preset: str = "judged",
     spec: EvaluationSpec | None = None,
+    allow_empty: bool = False,
     **options: Any,
 ) -> Evaluation | dict[str, Evaluation]:
     """Evaluate a run (or several) against judgments, in this process.
@@ -95,16 +100,43 @@ def evaluate(
 
     The spec is `preset` ("judged", "trec_eval", "trec_eval9", "sklearn") with `measures` (e.g. ["nDCG@10", "AP",
     "RR@10", "P@5", "RBP(p=0.8)"]; by default nDCG at the preset's cutoffs) and any other option of `EvaluationSpec` as a keyword (`gain_map=((0, 0), (1, 0), (2, 2), (3, 3))`,
-    `ties="average"`, ...), or a ready `spec`. Bad input raises `InputError`, a bad option `SpecError` (both
-    ValueErrors with a one-line message)."""
+    `ties="average"`, ...), or a ready `spec`.
+
+    The API refuses what the command line refuses, with the same messages: judgments or a run without rows are
+    refused unless `allow_empty=True` (the CLI's `--allow-empty`), a null grade is refused (an unresolved judgment
+    needs a judgment set that declares one: a file with its sidecar), and bad input raises `InputError`, a bad
+    option or argument `SpecError` (both ValueErrors with a one-line message), never another exception."""
+    if not isinstance(allow_empty, bool):
+        raise SpecError(f"allow_empty must be True or False, not {allow_empty!r}")
     if spec is None:
+        _check_spec_arguments(measures, preset)
         spec = build_spec(preset, measures=measures, **options)
+    elif not isinstance(spec, EvaluationSpec):
+        raise SpecError(f"spec must be an EvaluationSpec (judged.EvaluationSpec(...)), not a {type(spec).__name__}")
     elif measures is not None or options or preset != "judged":
         raise SpecError("give either spec= or a preset with measures and options, not both")
-    judgments = load_input(qrels, JUDGMENT_SET, "qrels")
+    judgments = load_input(qrels, JUDGMENT_SET, "qrels", allow_empty=allow_empty)
     runs = named_runs(run)
-    evaluations = {name: _evaluate_one(judgments, value, name, spec) for name, value in runs.items()}
+    evaluations = {name: _evaluate_one(judgments, value, name, spec, allow_empty) for name, value in runs.items()}
     return evaluations if runs_by_name(run) else evaluations[next(iter(evaluations))]
+
+
+# How the API names the switch that accepts an empty input (the CLI's `--allow-empty`).
+ALLOW_EMPTY_ARGUMENT = "allow_empty=True"
+
+
+def _check_spec_arguments(measures: Any, preset: Any) -> None:
+    """SpecError unless `measures` is None, a name (`"nDCG@10,AP"`) or a list or tuple of names (or measures), and
+    `preset` a name: other values would fail deep in the spec's construction with a TypeError."""
+    if not isinstance(preset, str):
+        raise SpecError(f"preset must be a preset's name (judged, trec_eval, trec_eval9, sklearn), not {preset!r}")
+    if measures is None or isinstance(measures, str):
+        return
+    from judged.schemas.measures import MeasureBase
+
+    if not isinstance(measures, list | tuple) or not all(isinstance(m, str | MeasureBase) for m in measures):
+        raise SpecError(f"measures must be a measure's name or a list of names, e.g. ['nDCG@10', 'AP'], not "
+                        f"{measures!r}")
 
 
 def runs_by_name(run: Any) -> bool:
@@ -130,14 +162,16 @@ def named_runs(run: Any) -> dict[str, Any]:
     return {"": run}
 
 
-def _evaluate_one(judgments: LoadedTable, value: Any, name: str, spec: EvaluationSpec) -> Evaluation:
+def _evaluate_one(
+    judgments: LoadedTable, value: Any, name: str, spec: EvaluationSpec, allow_empty: bool = False
+) -> Evaluation:
     started = datetime.now(UTC)
     if isinstance(value, str | os.PathLike) and Path(value).is_dir():
         stored = open_stored(Path(value), RUN.name)
         result = evaluate_tables(stored, judgments, spec)
         run_record = InputRecord.from_stored(stored.table_id, stored.record)
     else:
-        run = load_input(value, RUN, f"run {name!r}" if name else "run", name)
+        run = load_input(value, RUN, f"run {name!r}" if name else "run", name, allow_empty)
         result = evaluate_tables(run, judgments, spec)
         run_record = input_record(run)
         # What reading the inputs found (extra run columns, ignored) goes with the result, not to stderr.
@@ -191,15 +225,25 @@ def input_record(table: LoadedTable) -> InputRecord:
 # -- inputs -------------------------------------------------------------------------------------------------------
 
 
-def load_input(value: Any, kind: InputKind, source: str, name: str = "") -> LoadedTable:
+def load_input(
+    value: Any, kind: InputKind, source: str, name: str = "", allow_empty: bool = False
+) -> LoadedTable:
     """A path, frame, Arrow table or nested dict as the engine's validated table of `kind`. `source` names it in
-    errors; `name` is a run's name (its tag when the rows carry none)."""
+    errors; `name` is a run's name (its tag when the rows carry none). Checked as the CLI checks a file: a table
+    without rows is refused unless `allow_empty`, a null grade always (rows have no sidecar to declare
+    unresolved judgments)."""
     if isinstance(value, str | os.PathLike):
-        return load_table(Path(value), kind.name, print_warnings=False)  # type: ignore[arg-type]
+        return load_table(Path(value), kind.name, print_warnings=False,  # type: ignore[arg-type]
+                          allow_empty=allow_empty, allow_empty_option=ALLOW_EMPTY_ARGUMENT)
     rows = _as_polars(value, kind, source)
-    checked = kind.conform(rows.lazy(), source).collect()
+    try:
+        checked = kind.conform(rows.lazy(), source).collect()
+    except pl.exceptions.PolarsError as error:  # a column whose values cannot take the contract's type
+        raise InputError(source, f"cannot be read as a {kind.noun}: {_first_line(error)}") from None
     raise_first_problem(checked.select("source_line", "problem"), source, "row")
     table = in_contract(checked.lazy(), kind.input_contract.schema).collect()
+    if not allow_empty:
+        require_rows(table.lazy(), source, kind.name, "python", ALLOW_EMPTY_ARGUMENT)  # type: ignore[arg-type]
     # The content's identity: its rows in the contract, as CSV (the same rows give the same id).
     digest = hashlib.sha256(table.write_csv().encode()).hexdigest()
     metadata: JudgmentSetMetadata | RunMetadata = kind.metadata_model()
@@ -217,15 +261,23 @@ def load_input(value: Any, kind: InputKind, source: str, name: str = "") -> Load
     )
 
 
+def _first_line(error: Exception) -> str:
+    return (str(error).strip().splitlines() or [type(error).__name__])[0]
+
+
 def _as_polars(value: Any, kind: InputKind, source: str) -> pl.DataFrame:
-    if isinstance(value, pl.DataFrame):
-        return value
-    if isinstance(value, pl.LazyFrame):
-        return value.collect()
-    if isinstance(value, pa.Table | pa.RecordBatch):
-        return pl.from_arrow(value)  # type: ignore[return-value]
-    if type(value).__module__.split(".")[0] == "pandas" and type(value).__name__ == "DataFrame":
-        return pl.from_arrow(pa.Table.from_pandas(value, preserve_index=False))  # type: ignore[return-value]
+    try:
+        if isinstance(value, pl.DataFrame):
+            return value
+        if isinstance(value, pl.LazyFrame):
+            return value.collect()
+        if isinstance(value, pa.Table | pa.RecordBatch):
+            return pl.from_arrow(value)  # type: ignore[return-value]
+        if type(value).__module__.split(".")[0] == "pandas" and type(value).__name__ == "DataFrame":
+            return pl.from_arrow(pa.Table.from_pandas(value, preserve_index=False))  # type: ignore[return-value]
+    except (pl.exceptions.PolarsError, pa.ArrowException, ValueError, TypeError) as error:
+        # a LazyFrame whose query fails, a pandas column Arrow cannot type, duplicate column names
+        raise InputError(source, f"cannot be read as a table: {_first_line(error)}") from None
     if isinstance(value, Mapping):
         return _from_nested(value, kind, source)
     raise InputError(source, f"cannot read a {type(value).__name__}: give a path, a Polars or pandas DataFrame, a "
@@ -245,12 +297,17 @@ def _from_nested(value: Mapping[Any, Any], kind: InputKind, source: str) -> pl.D
         wrong = next((i for i in ids if not isinstance(i, str)), None)
         if wrong is not None:
             raise InputError(source, f"{what} id {wrong!r} is a {type(wrong).__name__}: ids are strings ('007' is not '7')")
-    wrong_value = next((v for v in values if isinstance(v, bool) or not isinstance(v, int | float)), None)
-    if wrong_value is not None:
-        raise InputError(source, f"{column} {wrong_value!r} is not a number")
-    if dtype.is_integer() and any(isinstance(v, float) for v in values):
-        grade = next(v for v in values if isinstance(v, float))
-        raise InputError(source, f"grade {grade!r} is not an integer")
+    # None is no number either: a null grade would be stored as an unresolved judgment, which rows cannot declare.
+    wrong = [v for v in values if isinstance(v, bool) or not isinstance(v, numbers.Real)][:1]
+    if wrong:
+        raise InputError(source, f"{column} {wrong[0]!r} is not a number")
+    if dtype.is_integer():
+        not_integer = [v for v in values if not isinstance(v, numbers.Integral)][:1]
+        if not_integer:
+            raise InputError(source, f"grade {not_integer[0]!r} is not an integer")
+        values = [int(v) for v in values]
+    else:
+        values = [float(v) for v in values]
     return pl.DataFrame(
         {"query_id": query_ids, "doc_id": doc_ids, column: values},
         schema={"query_id": pl.String, "doc_id": pl.String, column: dtype},
@@ -265,6 +322,8 @@ class Warehouse:
     `judged sql` sees: a table's rows show once its record is in place)."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
+        if not isinstance(path, str | os.PathLike):
+            raise InputError("warehouse", f"give the warehouse's folder as a path, not a {type(path).__name__}")
         self._store = Store(path)
         if not self._store.catalog.is_file():
             raise InputError(str(path), "not a warehouse: no catalog.duckdb (ingest or evaluate something first)")
@@ -311,6 +370,7 @@ class Warehouse:
 
     def evaluation(self, evaluation_id: str) -> Evaluation:
         """One stored evaluation in the shape `judged.evaluate` returns (its frames without the stored keys)."""
+        self._require_id(evaluation_id)
         record, per_query, summary = self._store.load_evaluation(evaluation_id)
         return Evaluation(
             run_name=record["run_name"],
@@ -322,9 +382,17 @@ class Warehouse:
             provenance=ProvenanceRecord.model_validate_json(record["provenance_json"]),
         )
 
+    def _require_id(self, evaluation_id: object) -> None:
+        """InputError unless `evaluation_id` has an id's form (hexadecimal digits): `../runs/<id>` would name
+        another table's files."""
+        if not isinstance(evaluation_id, str) or not EVALUATION_ID.fullmatch(evaluation_id):
+            raise InputError(str(self.root), f"no evaluation with id {evaluation_id!r} in the warehouse: an "
+                                             "evaluation id is hexadecimal digits (0-9, a-f)")
+
     def _one(self, evaluation_id: str | None) -> tuple[str, list[Any]]:
         if evaluation_id is None:
             return "", []
+        self._require_id(evaluation_id)
         if not self._store.has_evaluation(evaluation_id):
             raise InputError(str(self.root), f"no evaluation with id {evaluation_id} in the warehouse")
         return "WHERE evaluation_id = ?", [evaluation_id]

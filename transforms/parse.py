@@ -140,8 +140,16 @@ def _require_columns(schema: pl.Schema, required: tuple[str, ...], source: str, 
             )
 
 
-def conform_judgments(table: pl.LazyFrame, source: str) -> pl.LazyFrame:
-    """A Parquet judgments table (query_id, doc_id, relevance[, iteration]) -> the contract plus `problem`."""
+# Why a null grade is refused where the judgment set declares no unresolved judgments.
+NULL_GRADE = ("grade is null: a null grade is an unresolved judgment only where the judgment set declares one "
+              "(unresolved_token in its sidecar <file>.meta.toml, or --unresolved-token)")
+
+
+def conform_judgments(table: pl.LazyFrame, source: str, unresolved_declared: bool = False) -> pl.LazyFrame:
+    """A Parquet judgments table (query_id, doc_id, relevance[, iteration]) -> the contract plus `problem`. A null
+    grade is an unresolved judgment (kept null) when the set declares unresolved judgments (`unresolved_declared`:
+    its metadata has an `unresolved_token`, as TREC text declares the token that `parse_trec_qrels` reads as null);
+    otherwise it is a problem, like a grade that is not a number."""
     schema = table.collect_schema()
     _require_columns(schema, PARQUET_JUDGMENTS_REQUIRED, source, "a run", "score")
     if not schema["relevance"].is_integer() and schema["relevance"] != pl.Null:
@@ -151,7 +159,10 @@ def conform_judgments(table: pl.LazyFrame, source: str) -> pl.LazyFrame:
     problem = (
         pl.when(pl.col("relevance").is_not_null() & grade.is_null())
         .then(pl.format("grade {} is out of range", pl.col("relevance")))
-        .otherwise(_missing_id_problem())
+        .otherwise(
+            _missing_id_problem() if unresolved_declared
+            else pl.coalesce(_missing_id_problem(), pl.when(pl.col("relevance").is_null()).then(pl.lit(NULL_GRADE)))
+        )
     )
     return table.with_row_index("source_line", offset=1).select(
         query_id=pl.col("query_id"),

@@ -10,6 +10,7 @@ from __future__ import annotations
 import atexit
 import gc
 import os
+import re
 import sys
 from collections.abc import Iterator
 from functools import partial
@@ -189,6 +190,15 @@ def _require_writable_warehouse(warehouse: Path) -> None:
         existing = existing.parent
     if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
         raise fail(f"{warehouse}: --warehouse cannot be written here ({existing} is not writable)", EXIT_USAGE)
+    # Permission bits do not tell everything (root passes `os.access` everywhere; /proc, /sys or a read-only mount
+    # refuse a new folder anyway): make and remove an empty folder where the warehouse's first one would go.
+    import tempfile
+
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".judged-write-check-", dir=existing))
+    except OSError as error:
+        raise fail(f"{warehouse}: --warehouse cannot be written here (no folder can be made in {existing}: "
+                   f"{error.strerror or error})", EXIT_USAGE) from None
 
 
 def _require_readable_warehouse(warehouse: Path) -> None:
@@ -452,6 +462,7 @@ def nightly(
 ) -> None:
     """Run the nightly job once: ingest and evaluate every run waiting in the inbox."""
     _require_writable_warehouse(warehouse)
+    _require_readable_judgments_file(judgments)
     require_prefect_api()
     from judged.flows.pipeline.flows import nightly as nightly_flow
 
@@ -464,6 +475,21 @@ def nightly(
     except (SpecError, InputError) as error:
         raise failure(error) from None
     _print_nightly(report, warehouse)
+
+
+def _require_readable_judgments_file(judgments: str) -> None:
+    """Exit 1 with one line when `--judgments` names a file that cannot be read (a FIFO, a device, a file without
+    read permission); a folder or a path that does not exist is left to the flow, which takes it as a judgment
+    set's id or name."""
+    from judged.flows.store.readers import require_regular_file
+
+    path = Path(judgments)
+    if not os.path.lexists(path) or path.is_dir():
+        return
+    try:
+        require_regular_file(path, "judgments file")
+    except InputError as error:
+        raise fail(f"{error} (--judgments)", EXIT_INPUT) from None
 
 
 def _announce_inbox(inbox: Path) -> None:
@@ -593,6 +619,10 @@ def _print_rows(columns: list[str], rows: list[tuple], output_format: str) -> No
         Console().print(table)
 
 
+# An evaluation id or a start of one (schemas/provenance.py `derive_id`: hexadecimal digits).
+_EVALUATION_ID = re.compile(r"[0-9a-f]{1,64}")
+
+
 @app.command()
 def show(
     evaluation_id: Annotated[str, typer.Argument(help="An evaluation id, or a unique start of one (see `judged sql "
@@ -607,6 +637,9 @@ def show(
     from judged.flows.store.warehouse import Store
 
     _require_readable_warehouse(warehouse)
+    if not _EVALUATION_ID.fullmatch(evaluation_id):  # `../runs/<id>` would name another table's file
+        raise fail(f"{warehouse}: no evaluation with id or id prefix {evaluation_id!r} in the warehouse: an "
+                   "evaluation id is hexadecimal digits (0-9, a-f)", EXIT_INPUT)
     try:
         store = Store(warehouse)
         evaluation_id = store.resolve_evaluation(evaluation_id)

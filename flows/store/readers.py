@@ -203,8 +203,10 @@ def read_sidecar(path: Path, kind: TableKind) -> Metadata:
     """The metadata in `<file>.meta.toml` beside the input, or empty metadata when there is none."""
     model = JudgmentSetMetadata if kind == "judgments" else RunMetadata
     sidecar = path.with_name(path.name + SIDECAR_SUFFIX)
-    if not sidecar.is_file():
+    if not sidecar.exists() and not sidecar.is_symlink():
         return model()
+    # Anything else by that name (a folder, a FIFO, a broken link) is refused by `read_bounded_text`: a sidecar
+    # that is not read would silently change the input's identity and meaning.
     try:
         return model.model_validate(tomllib.loads(read_bounded_text(sidecar, "sidecar", SIDECAR_BYTES)))
     except tomllib.TOMLDecodeError as error:
@@ -431,9 +433,14 @@ def first_invalid_utf8_line(path: Path, gzipped: bool) -> int | None:
 
 
 def require_regular_file(path: Path, what: str = "file") -> None:
-    """InputError unless `path` is a regular file: a directory, a FIFO, a device or a socket is named as such."""
+    """InputError unless `path` is a regular file this process can open: a directory, a FIFO, a device or a socket
+    is named as such, and so is a file it may not read."""
     if path.is_file():
-        return
+        try:
+            with path.open("rb"):
+                return
+        except OSError as error:
+            raise InputError(str(path), f"cannot be read: {error.strerror or error} (a {what})") from None
     if path.is_dir():
         raise InputError(str(path), f"is a directory, not a {what}")
     if path.exists():
@@ -469,13 +476,15 @@ def load_table(
     limits: Limits = DEFAULT_LIMITS,
     allow_empty: bool = False,
     print_warnings: bool = True,
+    allow_empty_option: str | None = None,
 ) -> LoadedTable:
     """Read, parse and validate judgments or a run; any problem raises InputError naming the file and line.
     Without `metadata`, the sidecar `<file>.meta.toml` is read when present. `hashes` is the file's
     `content_hashes` already under way (flows.hashing); otherwise they are computed beside the parsing. `limits`
     says which text is parsed in memory, and in what pieces. A table without rows is refused unless `allow_empty`
-    (see `require_rows`). The table's `warnings` are printed on stderr as well (once per file and process) unless
-    `print_warnings` is false (the Python API, whose results carry them)."""
+    (see `require_rows`; `allow_empty_option` is how the refusal names the switch, `--allow-empty` by default).
+    The table's `warnings` are printed on stderr as well (once per file and process) unless `print_warnings` is
+    false (the Python API, whose results carry them)."""
     path = Path(path)
     require_regular_file(path, "judgments file" if kind == "judgments" else "run file")
     if metadata is None:
@@ -499,7 +508,8 @@ def load_table(
     if print_warnings:
         print_once(path, parsed.warnings)
     if not allow_empty:  # a Parquet file's own rows (its footer says), not the checked scan over them
-        require_rows(pl.scan_parquet(path) if source_format == "parquet" else parsed.rows, path, kind, source_format)
+        require_rows(pl.scan_parquet(path) if source_format == "parquet" else parsed.rows, path, kind, source_format,
+                     allow_empty_option or ALLOW_EMPTY_OPTION)
     if isinstance(metadata, RunMetadata) and not metadata.tag:
         tag = parsed.common_tag if parsed.common_tag is not None else _common_tag(parsed.rows)
         metadata = metadata.model_copy(update={"tag": tag})
@@ -576,16 +586,19 @@ def ignored_columns_warning(path: Path, lines: pl.LazyFrame) -> str | None:
 ALLOW_EMPTY_OPTION = "--allow-empty"
 
 
-def require_rows(rows: pl.LazyFrame, path: Path, kind: TableKind, source_format: str) -> None:
+def require_rows(
+    rows: pl.LazyFrame, path: Path | str, kind: TableKind, source_format: str, option: str = ALLOW_EMPTY_OPTION
+) -> None:
     """InputError unless the table has a row: an empty file, one of blank lines only, a qrels file of
     comments only or a Parquet table of 0 rows is most often a failed export, and would evaluate to every judged
-    query missing (an empty run) or to nothing scored (empty judgments). Reads at most one row."""
+    query missing (an empty run) or to nothing scored (empty judgments). Reads at most one row. `option` names
+    the switch that accepts it (the API's is `allow_empty=True`)."""
     if rows.head(1).select(pl.len()).collect().item():
         return
     what = "judgment set" if kind == "judgments" else "run"
-    found = ("is a Parquet table of 0 rows" if source_format == "parquet"
-             else "has no rows (no lines, or only blank or comment lines)")
-    raise InputError(str(path), f"{found}: an empty {what} is refused unless {ALLOW_EMPTY_OPTION} is given")
+    found = {"parquet": "is a Parquet table of 0 rows", "python": "has no rows"}.get(
+        source_format, "has no rows (no lines, or only blank or comment lines)")
+    raise InputError(str(path), f"{found}: an empty {what} is refused unless {option} is given")
 
 
 def _common_tag(run: pl.LazyFrame) -> str:
@@ -620,7 +633,10 @@ def _parse(path: Path, kind: TableKind, source_format: str, metadata: Metadata, 
         contract = JUDGMENTS if kind == "judgments" else RUN
         try:
             scanned = pl.scan_parquet(path)
-            conformed = conform_judgments(scanned, str(path)) if kind == "judgments" else conform_run(scanned, str(path))
+            conformed = (
+                conform_judgments(scanned, str(path), unresolved_declared=unresolved_token is not None)
+                if kind == "judgments" else conform_run(scanned, str(path))
+            )
             probe = run_problem_probe(scanned) if kind == "run" else None
             if probe is None or probe.collect(engine="streaming").height:  # numbered, to name the first problem
                 problems = (

@@ -80,6 +80,19 @@ def test_unknown_evaluation_is_an_input_error(workspace: Path) -> None:
         warehouse.evaluation("0000")
 
 
+def test_an_id_that_is_a_path_or_not_text_is_an_input_error(workspace: Path) -> None:
+    """`../runs/<run id>` would name the run's files beside the evaluations' (a Polars error before)."""
+    warehouse = judged.Warehouse(workspace / "warehouse")
+    run_id = warehouse.runs()["run_id"][0]
+    for evaluation_id in (f"../runs/{run_id}", f"../run_rows/{run_id}", "/etc", 5):
+        with pytest.raises(judged.InputError, match="an evaluation id is hexadecimal digits"):
+            warehouse.evaluation(evaluation_id)  # type: ignore[arg-type]
+        with pytest.raises(judged.InputError, match="an evaluation id is hexadecimal digits"):
+            warehouse.summary(evaluation_id)  # type: ignore[arg-type]
+    with pytest.raises(judged.InputError, match="give the warehouse's folder as a path, not a int"):
+        judged.Warehouse(5)  # type: ignore[arg-type]
+
+
 def test_every_stored_table_keeps_its_declared_contract(workspace: Path) -> None:
     from judged.flows.store.kinds import STORED_TABLES
     from judged.schemas.tables import VIEWS

@@ -112,6 +112,12 @@ def test_unjudged_documents_stay_null_and_are_counted() -> None:
         (SEED_QRELS, [("q1", "d1", 1.0)], "run: cannot read a list"),
         (SEED_QRELS, {}, "run: an empty dict"),
         (REPO / "no-such-file.txt", SEED_RUN, "no-such-file.txt: no such file"),
+        # refused as the CLI refuses them (tests/reliability/test_api_inputs.py has the whole catalogue)
+        ({}, SEED_RUN, "qrels: has no rows: an empty judgment set is refused unless allow_empty=True is given"),
+        ({"q1": {"d1": None}}, SEED_RUN, "qrels: relevance None is not a number"),
+        (pl.DataFrame({"query_id": ["q1"], "doc_id": ["d1"], "relevance": [None]},
+                      schema={"query_id": pl.String, "doc_id": pl.String, "relevance": pl.Int32}),
+         SEED_RUN, "qrels, row 1: grade is null"),
     ],
 )
 def test_bad_input_raises_one_line_input_error(qrels: object, run: object, message: str) -> None:
@@ -129,6 +135,9 @@ def test_bad_input_raises_one_line_input_error(qrels: object, run: object, messa
         ({"preset": "galago"}, "galago"),
         ({"ties": "random"}, "ties"),
         ({"spec": judged.EvaluationSpec(), "preset": "trec_eval"}, "either spec= or a preset"),
+        ({"measures": 10}, "measures must be a measure's name"),
+        ({"preset": ["trec_eval"]}, "preset must be a preset's name"),
+        ({"spec": "trec_eval"}, "spec must be an EvaluationSpec"),
     ],
 )
 def test_bad_options_raise_spec_error(arguments: dict[str, object], message: str) -> None:
@@ -218,3 +227,11 @@ def test_reading_warnings_go_into_the_result_not_to_stderr(tmp_path: Path, capsy
     assert f"{wide}, line 2: line has more than 6 columns; the columns after the sixth were ignored, as trec_eval " \
            "ignores them (a document id with a space?)" in evaluation.warnings
     assert evaluation.warnings == evaluation.provenance.warnings
+
+
+def test_allow_empty_evaluates_an_empty_run_as_missing() -> None:
+    empty = pl.DataFrame(schema={"query_id": pl.String, "doc_id": pl.String, "score": pl.Float64})
+    with pytest.raises(judged.InputError, match="unless allow_empty=True is given"):
+        judged.evaluate(SEED_QRELS, empty, cutoffs=(1,))
+    ev = judged.evaluate(SEED_QRELS, empty, cutoffs=(1,), allow_empty=True)
+    assert ev.per_query["status"].to_list() == ["missing_from_run"]

@@ -309,6 +309,8 @@ def test_parquet_judgments(tmp_path: Path) -> None:
         {"query_id": ["q1", "q1", "007"], "doc_id": ["d1", "d2", "007"], "relevance": [3, None, 1]},
         schema={"query_id": pl.String, "doc_id": pl.String, "relevance": pl.Int64},
     ).write_parquet(path)
+    # The set declares unresolved judgments (its sidecar's unresolved_token): a null grade is one of them.
+    (tmp_path / "qrels.parquet.meta.toml").write_text('unresolved_token = "?"\n')
     table = load_table(path, "judgments")
     assert (table.source_format, table.unit) == ("parquet", "row")
     assert table.source_sha256 == sha256_of(path)

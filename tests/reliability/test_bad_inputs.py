@@ -34,6 +34,8 @@ ZERO_ROWS = "is a Parquet table of 0 rows: " + EMPTY
 EMPTY_RUN_FRAME = pl.DataFrame(schema={"query_id": pl.String, "doc_id": pl.String, "score": pl.Float64})
 EMPTY_QRELS_FRAME = pl.DataFrame(schema={"query_id": pl.String, "doc_id": pl.String, "relevance": pl.Int32})
 UNREACHABLE_API = "http://127.0.0.1:9/api"
+NULL_GRADE_FRAME = pl.DataFrame({"query_id": ["q1", "q1"], "doc_id": ["d1", "d2"], "relevance": [1, None]},
+                                schema={"query_id": pl.String, "doc_id": pl.String, "relevance": pl.Int32})
 
 
 def text(content: str | bytes) -> Callable[[Path], Path]:
@@ -63,6 +65,13 @@ def parquet(frame: pl.DataFrame) -> Callable[[Path], Path]:
 def directory(folder: Path) -> Path:
     (folder / "a-folder").mkdir()
     return folder / "a-folder"
+
+
+def sidecar_folder(folder: Path) -> Path:
+    path = folder / "input.txt"
+    path.write_text(GOOD_RUN)
+    (folder / "input.txt.meta.toml").mkdir()
+    return path
 
 
 def with_sidecar(content: bytes) -> Callable[[Path], Path]:
@@ -123,6 +132,7 @@ BAD_RUNS: list[tuple[str, Callable[[Path], Path], str]] = [
     ("sidecar not TOML", with_sidecar(b"tag = \n"), "not valid TOML"),
     ("sidecar unknown field", with_sidecar(b'colour = "blue"\n'), "colour"),
     ("sidecar too large", with_sidecar(b"# " + b"x" * (1 << 20) + b"\n"), "the limit for a sidecar"),
+    ("sidecar a directory", sidecar_folder, "input.txt.meta.toml: is a directory, not a sidecar"),
     ("empty run", text(""), "input.txt: " + NO_ROWS.format("run")),
     ("blank-only run", text("\n   \n\t\n"), "input.txt: " + NO_ROWS.format("run")),
     # trec_eval reads no comments in a run: a comment-only run is refused at its first line
@@ -161,6 +171,10 @@ BAD_OPTIONS: list[tuple[str, list[str], int, str]] = [
     ("dask local:0", ["--dask", "local:0", "--warehouse", "{tmp}/w"], 2, "--dask must be local:N"),
     ("dask unknown scheme", ["--dask", "ftp://host", "--warehouse", "{tmp}/w"], 2, "--dask must be"),
     ("warehouse is a file", ["--warehouse", str(SEED_RUN)], 2, "--warehouse must be a folder"),
+    # root passes every permission check, and /proc refuses a new folder anyway
+    ("warehouse in /proc", ["--warehouse", "/proc/judged-warehouse"], 2, "/proc/judged-warehouse: --warehouse cannot "
+     "be written here (no folder can be made in /proc"),
+    ("warehouse /proc itself", ["--warehouse", "/proc"], 2, "/proc: --warehouse cannot be written here"),
     ("query weights missing", ["--query-weights", "{tmp}/missing.txt"], 1, "missing.txt: no such file"),
     ("query weights /dev/zero", ["--query-weights", "/dev/zero"], 1, "/dev/zero: is not a regular file"),
     ("query weights a folder", ["--query-weights", "{tmp}"], 1, "is a directory"),
@@ -192,6 +206,11 @@ BAD_QRELS: list[tuple[str, Callable[[Path], Path], str]] = [
     ("blank-only qrels", text("\n \n"), "input.txt: " + NO_ROWS.format("judgment set")),
     ("comment-only qrels", text("# judged later\n# nothing yet\n"), "input.txt: " + NO_ROWS.format("judgment set")),
     ("0-row parquet qrels", parquet(EMPTY_QRELS_FRAME), "input.parquet: " + ZERO_ROWS.format("judgment set")),
+    # a null grade means an unresolved judgment only where the set declares unresolved judgments (its sidecar)
+    ("parquet null grade", parquet(NULL_GRADE_FRAME), "input.parquet, row 2: grade is null"),
+    ("parquet all-null grade column",
+     parquet(pl.DataFrame({"query_id": ["q1"], "doc_id": ["d1"], "relevance": [None]})),
+     "input.parquet, row 1: grade is null"),
 ]
 
 
@@ -273,6 +292,9 @@ def test_a_refused_run_leaves_the_warehouse_unchanged(
     (["evaluate", str(SEED_QRELS), "/dev/zero"], 1, "/dev/zero: is not a regular file"),
     (["evaluate", str(SEED_QRELS), str(SEED_RUN), "--cutoffs", "99999999999999999999"], 2, "is beyond"),
     (["sql", "EXPLAIN ANALYZE COPY (SELECT 1) TO 'x.parquet'", "--warehouse", str(REPO / "data")], 1, "no catalog"),
+    (["ingest-run", str(SEED_RUN), "--warehouse", "/proc/judged-warehouse"], 2, "--warehouse cannot be written here"),
+    (["nightly", "--judgments", "/dev/zero", "--warehouse", "/tmp/judged-no-warehouse/w", "--inbox",
+      "/tmp/judged-no-warehouse/inbox"], 1, "/dev/zero: is not a regular file"),
 ])
 def test_through_a_real_process(arguments: list[str], code: int, message: str) -> None:
     judged = Path(sys.executable).with_name("judged")
@@ -442,3 +464,101 @@ def test_a_refused_output_or_extension_leaves_everything_as_it_was(
     _assert_refused(runner.invoke(app, arguments), code, message)
     assert tree_listing(seeded_warehouse) == before and tree_listing(tmp_path) == mine
     assert sorted(path.name for path in tmp_path.iterdir()) == ["mine.html", "pipe"]
+
+
+def test_a_parquet_null_grade_is_refused_in_the_warehouse_too(seeded_warehouse: Path, tmp_path: Path) -> None:
+    before = tree_listing(seeded_warehouse)
+    path = parquet(NULL_GRADE_FRAME)(tmp_path)
+    for arguments in (["evaluate", str(path), str(SEED_RUN)], ["ingest-judgments", str(path)]):
+        result = runner.invoke(app, [*arguments, "--warehouse", str(seeded_warehouse)])
+        _assert_refused(result, 1, "input.parquet, row 2: grade is null", path.name)
+        assert "unresolved_token" in result.stderr
+        assert tree_listing(seeded_warehouse) == before
+
+
+@pytest.mark.parametrize("declared", [["--unresolved-token", "?"], []], ids=["option", "sidecar"])
+def test_a_parquet_null_grade_is_unresolved_where_the_set_declares_unresolved_judgments(
+    tmp_path: Path, declared: list[str]
+) -> None:
+    """As TREC text's `unresolved_token`: declared (sidecar or --unresolved-token), a null grade is stored as an
+    unresolved judgment and counted."""
+    path = parquet(NULL_GRADE_FRAME)(tmp_path)
+    if not declared:
+        (tmp_path / "input.parquet.meta.toml").write_text('unresolved_token = "?"\n')
+    warehouse = tmp_path / "warehouse"
+    result = runner.invoke(app, ["ingest-judgments", str(path), *declared, "--warehouse", str(warehouse)])
+    assert result.exit_code == 0, result.output
+    counted = runner.invoke(app, ["sql", "SELECT n_rows, n_unresolved FROM judgment_sets", "--format", "csv",
+                                  "--warehouse", str(warehouse)])
+    assert counted.exit_code == 0, counted.output
+    assert counted.stdout.split() == ["n_rows,n_unresolved", "2,1"]
+
+
+def test_a_sidecar_that_is_a_directory_leaves_the_warehouse_unchanged(seeded_warehouse: Path, tmp_path: Path) -> None:
+    before = tree_listing(seeded_warehouse)
+    path = sidecar_folder(tmp_path)
+    for arguments in (["evaluate", str(SEED_QRELS), str(path)], ["ingest-run", str(path)]):
+        result = runner.invoke(app, [*arguments, "--warehouse", str(seeded_warehouse)])
+        _assert_refused(result, 1, "input.txt.meta.toml: is a directory, not a sidecar")
+        assert tree_listing(seeded_warehouse) == before
+
+
+@pytest.mark.parametrize("command", [["ingest-run", str(SEED_RUN)], ["ingest-judgments", str(SEED_QRELS)],
+                                     ["nightly", "--judgments", str(SEED_QRELS), "--inbox", "{tmp}/inbox"]],
+                         ids=["ingest-run", "ingest-judgments", "nightly"])
+@pytest.mark.parametrize("where", ["/proc/judged-warehouse", "/proc/judged/deeper", "/proc", "/sys/judged-warehouse"])
+def test_a_warehouse_where_no_folder_can_be_made_is_one_line(tmp_path: Path, command: list[str], where: str) -> None:
+    """/proc and /sys refuse new folders whatever the permission bits say (and root passes every `os.access`)."""
+    top = Path("/", Path(where).parts[1])
+    if not top.is_dir():
+        pytest.skip(f"no {top} here")
+    command = [part.replace("{tmp}", str(tmp_path)) for part in command]
+    result = runner.invoke(app, [*command, "--warehouse", where])
+    _assert_refused(result, 2, "--warehouse cannot be written here", where)
+    assert not (tmp_path / "inbox").exists()
+
+
+def test_show_refuses_an_id_that_is_a_path(seeded_warehouse: Path) -> None:
+    """`../runs/<run id>` would resolve to the run's record file beside the evaluations' folder."""
+    before = tree_listing(seeded_warehouse)
+    run_id = next(path.stem for path in (seeded_warehouse / "runs").glob("*.parquet") if not path.stem.startswith("_"))
+    for evaluation_id in (f"../runs/{run_id}", f"../judgment_sets/{run_id}", "/etc/passwd", "..", "abc/def"):
+        result = runner.invoke(app, ["show", evaluation_id, "--warehouse", str(seeded_warehouse)])
+        _assert_refused(result, 1, f"no evaluation with id or id prefix {evaluation_id!r} in the warehouse",
+                        str(seeded_warehouse))
+    assert tree_listing(seeded_warehouse) == before
+
+
+def _unreadable_file(tmp_path: Path) -> Path:
+    """A regular file this process cannot read: one without permissions, or (root reads those) a write-only sysfs
+    file, which refuses even root."""
+    if os.geteuid() != 0:
+        path = tmp_path / "unreadable.txt"
+        path.write_text("q1 0 d1 1\n")
+        path.chmod(0)
+        return path
+    path = Path("/sys/bus/pci/rescan")
+    try:
+        path.open("rb").close()
+    except PermissionError:
+        return path
+    except OSError:
+        pass
+    pytest.skip("no unreadable regular file for root here")
+
+
+@pytest.mark.parametrize("kind", ["unreadable", "device"])
+def test_nightly_refuses_judgments_it_cannot_read(seeded_warehouse: Path, tmp_path: Path, kind: str) -> None:
+    before = tree_listing(seeded_warehouse)
+    path = _unreadable_file(tmp_path) if kind == "unreadable" else Path("/dev/zero")
+    result = runner.invoke(app, ["nightly", "--inbox", str(tmp_path / "inbox"), "--judgments", str(path),
+                                 "--warehouse", str(seeded_warehouse)])
+    _assert_refused(result, 1, "--judgments", str(path))
+    assert ("cannot be read" if kind == "unreadable" else "is not a regular file") in result.stderr
+    assert tree_listing(seeded_warehouse) == before and not (tmp_path / "inbox").exists()
+
+
+def test_evaluate_refuses_a_file_it_cannot_read(tmp_path: Path) -> None:
+    path = _unreadable_file(tmp_path)
+    result = runner.invoke(app, ["evaluate", str(path), str(SEED_RUN)])
+    _assert_refused(result, 1, "cannot be read", str(path))
