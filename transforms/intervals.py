@@ -385,34 +385,22 @@ def _weight(cutoff: int | None, ties: str, keys: list[str]) -> pl.Expr:
 
 def unseen_rows(ranked: pl.LazyFrame, judgments: pl.LazyFrame, keys: list[str]) -> pl.LazyFrame:
     """Per (`keys`) of a judged query in `ranked`: the rows of a top-k read not seen (`unseen`, the query's rows
-    retrieved less the rows given: as many of them as may be unjudged) and how many of them are unjudged at least
-    (`unseen_unjudged_min`: those the query's judged documents not seen cannot fill). Where the rows were all read
-    and counted (`n_unjudged_retrieved`, `judging.with_unjudged_retrieved`), both are that number less the
-    unjudged rows given: known, so the intervals are exact. Judged queries only: a query without judgments is never
-    scored."""
+    retrieved less the rows given) and how many of them are unjudged at least (`unseen_unjudged_min`: those the
+    query's judged documents not seen cannot fill). Judged queries only: a query without judgments is never scored."""
     judged_docs = judgments.filter(pl.col("relevance").is_not_null()).group_by(QUERY).agg(
         n_judged_docs=pl.len().cast(pl.Int64)
     )
-    counted = "n_unjudged_retrieved" in ranked.collect_schema()
     # The rows given (before a condensed list drops judged negatives), against the query's rows retrieved.
     seen = ranked.group_by(keys).agg(
         n_seen=pl.len().cast(pl.Int64),
         n_judged_seen=pl.col("relevance").is_not_null().sum().cast(pl.Int64),
         n_retrieved=pl.col("n_retrieved").first().cast(pl.Int64),
-        n_unjudged_unseen=(
-            pl.col("n_unjudged_retrieved").first() - pl.col("relevance").is_null().sum() if counted
-            else pl.lit(None, pl.Int64)
-        ).cast(pl.Int64),
     )
     unseen = (pl.col("n_retrieved") - pl.col("n_seen")).clip(lower_bound=0)
-    counted_unseen = pl.col("n_unjudged_unseen")
-    known = pl.when(counted_unseen.is_not_null()).then(pl.min_horizontal(counted_unseen.clip(lower_bound=0), unseen))
     return seen.join(judged_docs, on=QUERY, how="inner").select(
         *keys,
-        unseen=pl.coalesce(known, unseen),
-        unseen_unjudged_min=pl.coalesce(
-            known, (unseen - (pl.col("n_judged_docs") - pl.col("n_judged_seen"))).clip(lower_bound=0)
-        ),
+        unseen=unseen,
+        unseen_unjudged_min=(unseen - (pl.col("n_judged_docs") - pl.col("n_judged_seen"))).clip(lower_bound=0),
     )
 
 

@@ -49,18 +49,6 @@ def ranked_and_judged(candidates: pl.LazyFrame, judgments: pl.LazyFrame, spec: E
     )
 
 
-def with_unjudged_retrieved(candidates: pl.LazyFrame, run: pl.LazyFrame, judgments: pl.LazyFrame) -> pl.LazyFrame:
-    """The `candidate_rows` of a top-k read of `run` (whose every row was read) with their query's
-    `n_unjudged_retrieved`: the run's rows whose pair has no resolved grade. The intervals then know how many of the
-    rows past the candidates are unjudged (`transforms.intervals.unseen_rows`) and need not bound that number. Only
-    without a depth cut: with one, which rows lie within it is decided by a ranking the top-k read does not make."""
-    resolved = judgments.filter(pl.col("relevance").is_not_null()).select(PAIR)
-    counts = run.select(*PAIR).join(resolved, on=PAIR, how="anti").group_by(QUERY).agg(
-        n_unjudged_retrieved=pl.len().cast(pl.Int64)
-    )
-    return candidates.join(counts, on=QUERY, how="left").with_columns(pl.col("n_unjudged_retrieved").fill_null(0))
-
-
 def query_universe(run: pl.LazyFrame, judgments: pl.LazyFrame) -> pl.LazyFrame:
     """Every query of the run or of the judgments (with a resolved grade), flagged by where it occurs."""
     in_run = run.select(QUERY).unique().with_columns(in_run=pl.lit(True))

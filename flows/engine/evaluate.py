@@ -26,7 +26,6 @@ from judged.schemas.provenance import JudgmentSetMetadata, evaluation_id
 from judged.schemas.spec import EvaluationSpec
 from judged.transforms.duplicates import duplicate_pairs, keep_one_per_pair, may_have_duplicates, raise_on_duplicates
 from judged.transforms.errors import InputError
-from judged.transforms.judging import with_unjudged_retrieved
 from judged.transforms.layout import head_positions, head_rows
 from judged.transforms.measures import per_query_measures
 from judged.transforms.measures.ndcg import gains_beyond_float64, grades_outside_gain_map
@@ -345,23 +344,9 @@ def evaluate_read(plan: Plan, part: Part, engine: EngineType = "auto") -> tuple[
     if run_warnings:  # rows were dropped: the candidates come from what is left
         candidates = collect_candidates(run_rows, spec, candidates_engine)
     check_inputs(run, run_rows, judgments, judgment_rows, spec)
-    candidate_frame = candidates.lazy()
-    if counts_unjudged_rows(plan, read.read):
-        candidate_frame = with_unjudged_retrieved(candidate_frame, run_rows, judgment_rows)
-    per_query = per_query_measures(candidate_frame, judgment_rows, spec, plan.interval_grades, plan.intervals)
+    per_query = per_query_measures(candidates.lazy(), judgment_rows, spec, plan.interval_grades, plan.intervals)
     per_query = per_query.collect(engine=candidates_engine)
     return per_query, warnings + run_warnings, read
-
-
-def counts_unjudged_rows(plan: Plan, read: Read) -> bool:
-    """Whether the candidates of a part carry their queries' unjudged rows (`with_unjudged_retrieved`): when only
-    each query's first k rows are kept but every row is read (all reads but a stored head's), so the intervals need
-    not bound how many of the rows past the candidates are unjudged. Not under a depth cut (see
-    `with_unjudged_retrieved`)."""
-    return (
-        plan.intervals and first_rows_needed(plan.spec) is not None and plan.spec.depth is None
-        and read is not Read.STORED_HEAD
-    )
 
 
 def candidate_bounds(rows: pl.LazyFrame, n_rows: int, part_rows: int) -> tuple[tuple[int, int], ...] | None:
@@ -439,13 +424,7 @@ def scanned_per_query(
     # (seen on polars 2.1): large groups give the whole run's values.
     ready: list[pl.DataFrame] = []
     group: list[pl.DataFrame] = []
-    # A part's judgments fit in memory (`limits.judgment_rows_per_part`): each batch's unjudged rows are counted
-    # against its resolved grades.
-    resolved = (
-        judgment_rows.filter(pl.col("relevance").is_not_null()).select("query_id", "doc_id", "relevance").collect()
-        if counts_unjudged_rows(plan, Read.SCANNED_BATCHES) else None
-    )
-    for part in scanned_candidate_parts(run.scan, spec, limits.streamed_candidate_part_rows, resolved):
+    for part in scanned_candidate_parts(run.scan, spec, limits.streamed_candidate_part_rows):
         if part["docs_may_repeat"].any():
             return ReadWhole("a batch may repeat a document: the duplicates policy takes the whole run")
         seen.append(part["query_id"].unique())
@@ -466,18 +445,12 @@ def scanned_per_query(
     return pl.concat(per_query).sort("query_id", maintain_order=True)
 
 
-def scanned_candidate_parts(
-    rows: pl.LazyFrame, spec: EvaluationSpec, part_rows: int, resolved: pl.DataFrame | None = None
-) -> Iterator[pl.DataFrame]:
+def scanned_candidate_parts(rows: pl.LazyFrame, spec: EvaluationSpec, part_rows: int) -> Iterator[pl.DataFrame]:
     """The `candidate_rows` of a scan read once in batches of whole stretches (`whole_stretch_batches`), a part
     at a time: a query listed in one stretch has all its rows in one part. A batch is held in memory, where Polars'
-    in-memory engine finds its candidates faster than the streaming one. With `resolved` (the resolved grades), the
-    candidates carry their queries' unjudged rows (`with_unjudged_retrieved`)."""
+    in-memory engine finds its candidates faster than the streaming one."""
     for batch in whole_stretch_batches(rows, part_rows):
-        candidates = candidate_rows(batch.lazy(), spec)
-        if resolved is not None:
-            candidates = with_unjudged_retrieved(candidates, batch.lazy(), resolved.lazy())
-        yield candidates.collect(engine="in-memory")
+        yield candidate_rows(batch.lazy(), spec).collect(engine="in-memory")
 
 
 def whole_stretch_batches(rows: pl.LazyFrame, part_rows: int) -> Iterator[pl.DataFrame]:

@@ -21,6 +21,7 @@ from judged.flows.pipeline.artifacts import publish_artifacts
 from judged.flows.pipeline.evaluation import EvaluationReport, evaluate_shard, finish_evaluation, stored_plan
 from judged.flows.pipeline.nightly import RUN_WAS_NEW, RUN_WAS_STORED, run_was_new
 from judged.flows.report.wording import counted
+from judged.flows.store.kinds import input_kind
 from judged.flows.store.readers import Metadata, load_table, open_stored
 from judged.flows.store.warehouse import Store, StoreReport
 from judged.schemas.spec import EvaluationSpec
@@ -114,7 +115,7 @@ def ingest_file_task(
 
 def _logged(path: str, kind: str, report: StoreReport) -> StoreReport:
     """The report, after saying in the task's log what was stored."""
-    what = "judgment set" if kind == "judgments" else kind
+    what = input_kind(kind).noun
     if report.created:
         get_run_logger().info("%s: stored %s %s, %s in %.2f s", path, what, report.id, counted(report.n_rows, "row"),
                               report.seconds or 0.0)

@@ -26,8 +26,8 @@ import polars as pl
 
 from judged.flows.store.hashing import hash_in_background, is_gzipped, known_hashes
 from judged.flows.engine.limits import DEFAULT_LIMITS, Limits
+from judged.flows.store.kinds import input_kind
 from judged.schemas.provenance import JudgmentSetMetadata, RunMetadata, table_id
-from judged.schemas.tables import JUDGMENTS, RUN, RUN_ROWS, STORED_JUDGMENTS
 from judged.transforms.errors import InputError
 from judged.transforms.parse import (
     SWAPPED_HINT,
@@ -201,7 +201,7 @@ class Table(Protocol):
 
 def read_sidecar(path: Path, kind: TableKind) -> Metadata:
     """The metadata in `<file>.meta.toml` beside the input, or empty metadata when there is none."""
-    model = JudgmentSetMetadata if kind == "judgments" else RunMetadata
+    model = input_kind(kind).metadata_model
     sidecar = path.with_name(path.name + SIDECAR_SUFFIX)
     if not sidecar.exists() and not sidecar.is_symlink():
         return model()
@@ -369,7 +369,7 @@ def _read_fast(
         return None
     # Left lazy over the rows read (or the file, when streamed): line numbers are only made when a query uses them.
     common_tag = _tag_of(found["some_tag"], found["tags_differ"]) if kind == "run" else None
-    return ParsedTable(in_contract(rows, RUN if kind == "run" else JUDGMENTS), common_tag, query_rows)
+    return ParsedTable(in_contract(rows, input_kind(kind).input_contract.schema), common_tag, query_rows)
 
 
 def _checked_by_query(rows: pl.LazyFrame, kind: TableKind) -> tuple[dict[str, Any], pl.DataFrame]:
@@ -535,7 +535,7 @@ def load_table(
 def _swapped_arguments(path: Path, kind: TableKind, limits: Limits) -> InputError | None:
     """The error of parsing the file as `kind` without its sidecar, when it says the file looks like the other kind
     (SWAPPED_HINT); otherwise None."""
-    model = JudgmentSetMetadata if kind == "judgments" else RunMetadata
+    model = input_kind(kind).metadata_model
     try:
         parsed = _parse(path, kind, sniff_format(path), model(), limits)
         require_rows(parsed.rows, path, kind, sniff_format(path))
@@ -595,7 +595,7 @@ def require_rows(
     the switch that accepts it (the API's is `allow_empty=True`)."""
     if rows.head(1).select(pl.len()).collect().item():
         return
-    what = "judgment set" if kind == "judgments" else "run"
+    what = input_kind(kind).noun
     found = {"parquet": "is a Parquet table of 0 rows", "python": "has no rows"}.get(
         source_format, "has no rows (no lines, or only blank or comment lines)")
     raise InputError(str(path), f"{found}: an empty {what} is refused unless {option} is given")
@@ -630,7 +630,7 @@ def _parse(path: Path, kind: TableKind, source_format: str, metadata: Metadata, 
         if fast is not None:
             return fast
     if source_format == "parquet":
-        contract = JUDGMENTS if kind == "judgments" else RUN
+        contract = input_kind(kind).input_contract.schema
         try:
             scanned = pl.scan_parquet(path)
             conformed = (
@@ -654,7 +654,7 @@ def _parse(path: Path, kind: TableKind, source_format: str, metadata: Metadata, 
     parsed = (parse_trec_qrels(lines, unresolved) if kind == "judgments" else parse_trec_run(lines)).collect()
     raise_first_problem(parsed.select("source_line", "problem"), str(path), "line")
     warning = ignored_columns_warning(path, lines) if kind == "run" else None
-    return ParsedTable(in_contract(parsed.lazy(), JUDGMENTS if kind == "judgments" else RUN),
+    return ParsedTable(in_contract(parsed.lazy(), input_kind(kind).input_contract.schema),
                        warnings=() if warning is None else (warning,))
 
 
@@ -670,7 +670,7 @@ class StoredTable:
 
     @property
     def table_id(self) -> str:
-        return str(self.record["judgment_set_id" if self.kind == "judgments" else "run_id"])
+        return str(self.record[input_kind(self.kind).id_column])
 
     def deferred_id(self) -> Callable[[], str]:
         """`table_id` in the form `LoadedTable.deferred_id` gives (known already)."""
@@ -700,7 +700,7 @@ class StoredTable:
 
     @property
     def metadata(self) -> Metadata:
-        model = JudgmentSetMetadata if self.kind == "judgments" else RunMetadata
+        model = input_kind(self.kind).metadata_model
         return model.model_validate_json(self.record["metadata_json"])
 
     @property
@@ -734,8 +734,8 @@ class StoredTable:
         ranked layout (transforms/layout.py) and proven free of duplicate pairs at ingest also offers those rows
         in stored order, so a top-k spec reads only each query's head."""
         shard = 0 if shard is None else shard
-        stored_contract = STORED_JUDGMENTS if self.kind == "judgments" else RUN_ROWS
-        contract = JUDGMENTS if self.kind == "judgments" else RUN
+        stored_contract = input_kind(self.kind).rows.schema
+        contract = input_kind(self.kind).input_contract.schema
         wanted = self.parts(shard, of)
         rows = pl.scan_parquet(wanted) if wanted else pl.LazyFrame(schema=stored_contract)
         rows = rows.filter(in_shard(shard, of))
@@ -784,6 +784,6 @@ def open_stored(folder: Path, kind: TableKind) -> StoredTable:
     except (KeyError, ValueError, pl.exceptions.PolarsError):
         raise InputError(str(parts[0]), "has no judged.record metadata: not written by judged") from None
     if stored_kind != kind:
-        wanted = "judgment set" if kind == "judgments" else "run"
+        wanted = input_kind(kind).noun
         raise InputError(str(folder), f"holds a stored {stored_kind!r} table, not a {wanted}")
     return StoredTable(kind=kind, folder=folder, record=record)
