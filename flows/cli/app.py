@@ -34,13 +34,16 @@ from judged.flows.cli.common import (
 )
 from judged.flows.report.wording import counted, rows_per_second
 from judged.schemas.measures import NDCG
-from judged.schemas.spec import EvaluationSpec, SpecError, build_spec, parse_positive_int
+from judged.schemas.spec import EvaluationSpec, NumericRange, SpecError, build_spec, parse_positive_int
 from judged.transforms.errors import InputError
 
 if TYPE_CHECKING:  # the flows import Prefect: only commands that run a flow load them
     from judged.flows.pipeline.flows import NightlyReport
     from judged.flows.store.warehouse import StoreReport
 
+
+# A worklist is an assessor's file: a million pairs is far beyond a round of judging, and bounds its ranking.
+BUDGET = NumericRange(1, 1_000_000, integer=True)
 
 # Taken by every command that reads qrels or runs from files (evaluate, ingest-run, ingest-judgments, nightly, serve).
 AllowEmptyOption = Annotated[
@@ -317,7 +320,8 @@ def worklist(
     runs: Annotated[list[str] | None, typer.Option(help="Or these stored runs (tag, system or id; repeatable).")] = None,
     cutoff: Annotated[int | None, typer.Option(help="k: documents in the runs' top k, intervals of nDCG@k (or give "
                                                     "--cutoffs k, or --measures nDCG@k).", show_default="10")] = None,
-    budget: Annotated[int, typer.Option(help="How many pairs to list.")] = 500,
+    budget: Annotated[str, typer.Option(help=f"How many pairs to list: {BUDGET.describe()}.",
+                                        metavar="INTEGER")] = "500",
     topics: Annotated[Path | None, typer.Option(help="query_id<TAB>text lines: the query text goes in each row.")] = None,
     out: Annotated[Path | None, typer.Option(help="Write the assessor file here (default: print it).")] = None,
     output_format: Annotated[str, typer.Option("--format", help="qrels (grade column empty) or csv.")] = "qrels",
@@ -332,8 +336,12 @@ def worklist(
 
     if output_format not in ("qrels", "csv"):
         raise fail(f"--format must be qrels or csv, not {output_format!r}", EXIT_USAGE)
-    if budget <= 0:
+    if budget.strip().lstrip("-").isdigit() and int(budget) <= 0:
         raise fail(f"--budget must be a positive number of judgments, not {budget}", EXIT_USAGE)
+    try:
+        pairs = BUDGET.parse(budget, "--budget")
+    except SpecError as error:
+        raise failure(error) from None
     given = spec_options.given()
     if "--interval-width" in given:
         raise fail("--interval-width sets which intervals an evaluation's summary counts as wide; a worklist has no "
@@ -349,7 +357,7 @@ def worklist(
     spec, weights = _worklist_spec(spec)
     try:
         store = Store(warehouse)
-        report = make_worklist(store, judgments, spec, budget, evaluations or [], runs or [], weights, topics)
+        report = make_worklist(store, judgments, spec, pairs, evaluations or [], runs or [], weights, topics)
         store.refresh_catalog()
     except InputError as error:
         raise failure(error) from None
