@@ -78,6 +78,12 @@ def evaluate(
                           "workers) or a scheduler address such as tcp://scheduler:8786."),
     ] = None,
     allow_empty: AllowEmptyOption = False,
+    input_timeout: Annotated[
+        str | None, typer.Option(metavar="SECONDS", help="The longest wait for input from a FIFO or pipe input (`-`, "
+                                                         "<(zcat run.gz)), then exit 1; by default it waits as long "
+                                                         "as the stream stays open. A number above 0 and at most "
+                                                         "86,400.")
+    ] = None,
     profile: Annotated[
         bool, typer.Option(help="Also print on stderr how each part of each run was read, and why (one `read part` "
                                 "line each: the plan's choice, and the read taken when a fallback applied).")
@@ -87,10 +93,14 @@ def evaluate(
 ) -> None:
     """Evaluate RUN(s) against QRELS and print the summary (table), everything (json) or trec_eval-style lines."""
     from judged.flows.store.hashing import hash_in_background, hashes_on_demand
-    from judged.flows.store.streams import materialized, shown
+    from judged.flows.store.streams import INPUT_TIMEOUT, materialized, shown
 
+    try:
+        wait = None if input_timeout is None else INPUT_TIMEOUT.parse(input_timeout, "--input-timeout")
+    except SpecError as error:
+        raise failure(error) from None
     try:  # a stream (`-`, a pipe, `<(zcat run.gz)`) is read once, into a file kept until the command ends
-        (qrels, *runs), names = context.with_resource(materialized([qrels, *runs]))
+        (qrels, *runs), names = context.with_resource(materialized([qrels, *runs], wait))
     except InputError as error:
         raise fail(str(error), EXIT_INPUT) from None
     # Started before the engine's imports: hashing a large run then uses the core the imports leave idle. The

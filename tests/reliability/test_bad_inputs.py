@@ -166,6 +166,9 @@ BAD_OPTIONS: list[tuple[str, list[str], int, str]] = [
     ("query weights a folder", ["--query-weights", "{tmp}"], 1, "is a directory"),
     ("query weights bad line", ["--query-weights", "{tmp}/weights.txt"], 1, "weights.txt, line 1"),
     ("query weights inf", ["--query-weights", "{tmp}/inf-weights.txt"], 1, "inf-weights.txt, line 1"),
+    ("input timeout zero", ["--input-timeout", "0"], 2, "--input-timeout must be a number above 0 and at most 86,400"),
+    ("input timeout inf", ["--input-timeout", "inf"], 2, "--input-timeout must be a number above 0 and at most 86,400"),
+    ("input timeout text", ["--input-timeout", "soon"], 2, "--input-timeout 'soon' is not a number"),
 ]
 
 
@@ -508,3 +511,15 @@ def test_the_python_api_refuses_the_spec_numbers_the_cli_refuses(options: dict, 
     with pytest.raises(judged.SpecError) as refused:
         judged.evaluate(SEED_QRELS, SEED_RUN, **options)
     assert message in str(refused.value) and len(str(refused.value).splitlines()) == 1
+
+
+def test_a_fifo_input_that_stays_silent_is_one_line_and_leaves_the_warehouse_unchanged(
+    seeded_warehouse: Path, tmp_path: Path
+) -> None:
+    fifo = tmp_path / "run.fifo"
+    os.mkfifo(fifo)  # nobody writes; the timeout ends the wait before the waiting notice is due
+    before = tree_listing(seeded_warehouse)
+    result = runner.invoke(app, ["evaluate", str(SEED_QRELS), str(fifo), "--input-timeout", "0.5",
+                                 "--warehouse", str(seeded_warehouse)])
+    _assert_refused(result, 1, "no input for 0.5 s (--input-timeout)", str(fifo))
+    assert tree_listing(seeded_warehouse) == before
