@@ -328,8 +328,9 @@ def worklist(
         list[str] | None, typer.Option(help="Rank the documents these stored evaluations' runs retrieved (repeatable).")
     ] = None,
     runs: Annotated[list[str] | None, typer.Option(help="Or these stored runs (tag, system or id; repeatable).")] = None,
-    cutoff: Annotated[int | None, typer.Option(help="k: documents in the runs' top k, intervals of nDCG@k (or give "
-                                                    "--cutoffs k, or --measures nDCG@k).", show_default="10")] = None,
+    cutoff: Annotated[str | None, typer.Option(help="k: documents in the runs' top k, intervals of nDCG@k (or give "
+                                                    "--cutoffs k, or --measures nDCG@k).", show_default="10",
+                                               metavar="K")] = None,
     budget: Annotated[str, typer.Option(help=f"How many pairs to list: {BUDGET.describe()}.",
                                         metavar="INTEGER")] = "500",
     topics: Annotated[Path | None, typer.Option(help="query_id<TAB>text lines: the query text goes in each row.")] = None,

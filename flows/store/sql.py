@@ -31,11 +31,15 @@ import duckdb
 
 from judged.flows.store.warehouse import Store, views_sql
 from judged.flows.report.wording import with_article
+from judged.schemas.spec import NumericRange
 
 DEFAULT_TIMEOUT_SECONDS = 60.0
 # A day: a timer thread cannot wait for an unbounded time.
 MAX_TIMEOUT_SECONDS = 86_400
+TIMEOUT_SECONDS = NumericRange(0, MAX_TIMEOUT_SECONDS, integer=False, low_excluded=True)
 DEFAULT_ROW_LIMIT = 10_000
+# The rows printed are held in memory, outside DuckDB's memory limit: ten million bounds them.
+ROW_LIMIT = NumericRange(1, 10_000_000, integer=True)
 DEFAULT_MEMORY_LIMIT = "2GB"
 # DuckDB's size syntax: a number and a unit (KB, MB, GB, TB, or KiB, MiB, GiB, TiB).
 MEMORY_LIMIT_PATTERN = re.compile(r"^\s*[0-9]+(\.[0-9]+)?\s*([KMGT]i?B)\s*$", re.IGNORECASE)
@@ -55,11 +59,8 @@ class QueryLimits:
     memory_limit: str = DEFAULT_MEMORY_LIMIT
 
     def __post_init__(self) -> None:
-        if not 0 < self.timeout_seconds <= MAX_TIMEOUT_SECONDS:
-            raise ValueError(f"--timeout must be a number of seconds above 0 and at most {MAX_TIMEOUT_SECONDS:,}, "
-                             f"not {self.timeout_seconds!r}")
-        if self.row_limit < 1:
-            raise ValueError(f"--limit must be a positive number of rows, not {self.row_limit!r}")
+        TIMEOUT_SECONDS.check(self.timeout_seconds, "--timeout")  # SpecError, a ValueError
+        ROW_LIMIT.check(self.row_limit, "--limit")
         if not MEMORY_LIMIT_PATTERN.match(self.memory_limit):
             raise ValueError(f"--memory-limit must be a size such as 2GB or 512MiB, not {self.memory_limit!r}")
 

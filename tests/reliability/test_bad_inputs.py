@@ -428,6 +428,8 @@ BAD_NUMBERS: list[tuple[str, list[str], str]] = [
      f"--budget must be an integer from 1 to 1,000,000, not '{2**63}'"),
     ("worklist budget text", ["worklist", "--judgments", "seed", "--budget", "many"],
      "--budget 'many' is not an integer"),
+    ("worklist cutoff text", ["worklist", "--judgments", "seed", "--cutoff", "ten"],
+     "--cutoff 'ten' is not a positive integer"),
     ("evaluate interval width inf", ["evaluate", "{q}", "{r}", "--interval-width", "inf"],
      "--interval-width must be a number above 0 and at most 1, not 'inf'"),
     ("evaluate interval width 2", ["evaluate", "{q}", "{r}", "--interval-width", "2"],

@@ -135,6 +135,7 @@ def test_printed_rows_are_cut_at_the_limit_with_a_note(warehouse: dict) -> None:
     "options, message",
     [(["--timeout", "0"], "--timeout must be"), (["--timeout", "nan"], "--timeout must be"),
      (["--timeout", "1e999"], "--timeout must be"), (["--limit", "0"], "--limit must be"),
+     (["--limit", str(10**30)], "--limit must be an integer from 1 to 10,000,000"),
      (["--memory-limit", "lots"], "--memory-limit must be")],
 )
 def test_bad_limits_are_usage_errors(warehouse: dict, options: list[str], message: str) -> None:
