@@ -17,7 +17,7 @@ from judged.flows.cli.common import (
     with_spec_options,
 )
 from judged.flows.report.wording import counted
-from judged.schemas.comparison import ComparisonSettings
+from judged.schemas.comparison import RANGED_SETTINGS, ComparisonSettings
 from judged.schemas.spec import EvaluationSpec, NumericRange, SpecError
 from judged.transforms.errors import InputError
 
@@ -78,10 +78,8 @@ def comparison_settings(**options: str) -> ComparisonSettings:
     for option, text in options.items():
         setting = _SETTING_OF_OPTION.get(option, option)
         flag = "--" + option.replace("_", "-")
-        try:
-            values[setting] = NumericRange.of(ComparisonSettings, setting).parse(text, flag)
-        except TypeError:  # no declared range: a choice, checked by the model
-            values[setting] = text
+        ranged = setting in RANGED_SETTINGS  # otherwise a choice, which the model checks
+        values[setting] = NumericRange.of(ComparisonSettings, setting).parse(text, flag) if ranged else text
     try:
         return ComparisonSettings(**values)  # type: ignore[arg-type]
     except SpecError as error:
