@@ -116,7 +116,10 @@ def refuse_special_files(warehouse: Store) -> None:
         except OSError:  # unreadable folders: DuckDB cannot read them either
             continue
         for entry in entries:
-            mode = entry.stat(follow_symlinks=False).st_mode
+            try:
+                mode = entry.stat(follow_symlinks=False).st_mode
+            except OSError:  # gone since the listing: a writer renamed or removed it
+                continue
             if stat.S_ISDIR(mode):
                 folders.append(Path(entry.path))
             elif not stat.S_ISREG(mode):
