@@ -7,11 +7,12 @@ contracts are declared with every other table in schemas/tables.py. No computati
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 
 from judged.schemas.provenance import METHOD_VERSION, canonical_json, derive_id
+from judged.schemas.spec import NumericRange, SpecError
 
 ComparisonQuerySet = Literal["common", "judged"]
 """`common`: the queries with a defined value in every run. `judged`: every judged query, a query missing from a run
@@ -20,6 +21,10 @@ left out in both."""
 
 Correction = Literal["holm", "bh"]
 
+MOST_DRAWS = 1_000_000
+# The seed is stored as a 64-bit integer (and numpy's generators take any non-negative one).
+LARGEST_SEED = 2**63 - 1
+
 
 class ComparisonSettings(BaseModel):
     """How runs are compared, every choice declared. Part of the comparison's identity."""
@@ -27,17 +32,36 @@ class ComparisonSettings(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     query_set: ComparisonQuerySet = "common"
-    permutations: Annotated[StrictInt, Field(ge=100)] = 10_000  # randomization test and randomised Tukey HSD
-    bootstrap_resamples: Annotated[StrictInt, Field(ge=100)] = 10_000
+    # Each range is declared here once: the command line's help and its checks read it (NumericRange.of). The
+    # draws are bounded so that a comparison's time is: a million draws already give p-values to +-0.001.
+    permutations: Annotated[StrictInt, Field(ge=100, le=MOST_DRAWS)] = 10_000  # randomization test, Tukey HSD
+    bootstrap_resamples: Annotated[StrictInt, Field(ge=100, le=MOST_DRAWS)] = 10_000
     confidence_level: Annotated[float, Field(gt=0, lt=1)] = 0.95
-    seed: StrictInt = 0
+    seed: Annotated[StrictInt, Field(ge=0, le=LARGEST_SEED)] = 0
     correction: Correction = "holm"
     # |difference| <= tie_tolerance counts as a tie: equal rankings scored in a different order of additions can
-    # differ in the last bits.
-    tie_tolerance: Annotated[float, Field(ge=0)] = 1e-9
+    # differ in the last bits. Measures lie in [0, 1], so a tolerance of 1 already makes every query a tie.
+    tie_tolerance: Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)] = 1e-9
+
+    def __init__(self, **values: Any) -> None:
+        """A bad value is a SpecError (one line naming the field, and a numeric field's range), as for the command
+        line's options. A stored comparison's settings are read back with `model_validate_json`, unchanged."""
+        for name in RANGED_SETTINGS:
+            if name in values:
+                NumericRange.of(type(self), name).check(values[name], name)
+        try:
+            super().__init__(**values)
+        except ValidationError as error:
+            problem = error.errors()[0]
+            where = ".".join(str(part) for part in problem["loc"]) or "settings"
+            raise SpecError(f"{where}: {problem['msg']}") from None
 
     def canonical_json(self) -> str:
         return canonical_json(self.model_dump(mode="json"))
+
+
+# The settings with a declared numeric range (NumericRange.of reads it).
+RANGED_SETTINGS = ("permutations", "bootstrap_resamples", "seed", "tie_tolerance")
 
 
 def comparison_id(evaluation_ids: list[str], baseline_evaluation_id: str, settings: ComparisonSettings,

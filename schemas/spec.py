@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
+import typing
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, field_validator, model_validator
@@ -17,7 +20,10 @@ from judged.schemas.measures import NDCG, Measure, MeasureBase, MeasureError, pa
 
 SPEC_VERSION = 1
 
-Cutoff = Annotated[StrictInt, Field(gt=0)] | None
+# Ranks, cutoffs and depths are 32-bit: no run holds more documents per query.
+LARGEST_COUNT = 2**31 - 1
+
+Cutoff = Annotated[StrictInt, Field(gt=0, le=LARGEST_COUNT)] | None
 """A rank cutoff k; None means the whole returned list (trec_eval's `ndcg`)."""
 
 GainKind = Literal["linear", "exponential", "map"]
@@ -39,6 +45,75 @@ DEFAULT_INTERVAL_WIDTH = 0.1
 
 class SpecError(ValueError):
     """An option value that cannot be part of a valid spec (bad text, unknown preset, contradictory options)."""
+
+
+@dataclass(frozen=True)
+class NumericRange:
+    """The values a numeric option accepts. A model's field declares its range once (pydantic's ge/gt and le) and
+    `of` reads it from there, for the command line's help, the parsing of its text, and the error naming the range;
+    an option without a model declares its NumericRange directly. Every range has both ends: a value that sizes
+    work (draws, rows, a wait) is bounded so that the work is."""
+
+    low: float
+    high: float
+    integer: bool
+    low_excluded: bool = False  # gt instead of ge: the low end itself is refused
+
+    @classmethod
+    def of(cls, model: type[BaseModel], field: str) -> NumericRange:
+        info = model.model_fields[field]
+        low = high = None
+        low_excluded = False
+        for item in info.metadata:
+            if getattr(item, "ge", None) is not None:
+                low = item.ge
+            elif getattr(item, "gt", None) is not None:
+                low, low_excluded = item.gt, True
+            elif getattr(item, "le", None) is not None:
+                high = item.le
+        if low is None or high is None:
+            raise TypeError(f"{model.__name__}.{field} declares no range (ge or gt, and le)")
+        return cls(low, high, _holds_int(info.annotation), low_excluded)
+
+    def describe(self) -> str:
+        """e.g. `an integer from 100 to 1,000,000`, `a number above 0 and at most 1`."""
+        what = "an integer" if self.integer else "a number"
+        if self.low_excluded and self.integer:
+            return f"{what} from {_amount(self.low + 1)} to {_amount(self.high)}"
+        if self.low_excluded:
+            return f"{what} above {_amount(self.low)} and at most {_amount(self.high)}"
+        return f"{what} from {_amount(self.low)} to {_amount(self.high)}"
+
+    def check(self, value: Any, name: str) -> Any:
+        """`value` if it is in range (a float for a number), else a SpecError naming `name` and the range."""
+        numeric = (isinstance(value, int) if self.integer else isinstance(value, int | float)) \
+            and not isinstance(value, bool)
+        inside = numeric and (self.integer or math.isfinite(value)) and (
+            (self.low < value) if self.low_excluded else (self.low <= value)) and value <= self.high
+        if not inside:
+            raise SpecError(f"{name} must be {self.describe()}, not {value!r}")
+        return value if self.integer else float(value)
+
+    def parse(self, text: str, name: str) -> Any:
+        """The value of an option given as text, checked (SpecError naming `name` and the range)."""
+        try:
+            value = int(text) if self.integer else float(text)
+        except ValueError:
+            raise SpecError(f"{name} {text!r} is not {'an integer' if self.integer else 'a number'}") from None
+        try:
+            return self.check(value, name)
+        except SpecError:  # the value as given, not as parsed
+            raise SpecError(f"{name} must be {self.describe()}, not {text!r}") from None
+
+
+def _holds_int(annotation: Any) -> bool:
+    if annotation is int:
+        return True
+    return any(_holds_int(argument) for argument in typing.get_args(annotation) if argument is not type(None))
+
+
+def _amount(value: float) -> str:
+    return f"{int(value):,}" if float(value).is_integer() else f"{value:g}"
 
 
 class EvaluationSpec(BaseModel):
@@ -87,8 +162,8 @@ class EvaluationSpec(BaseModel):
     )
     run_duplicates: DuplicatePolicy = Field("error", description="Duplicate run rows: error, first or last.")
     judgment_duplicates: DuplicatePolicy = Field("error", description="Duplicate judgments: error, first or last.")
-    depth: Annotated[StrictInt, Field(gt=0)] | None = Field(
-        None, description="Cut each ranking to its first M documents first (trec_eval -M)."
+    depth: StrictInt | None = Field(
+        None, gt=0, le=LARGEST_COUNT, description="Cut each ranking to its first M documents first (trec_eval -M)."
     )
     aggregation: Aggregation = Field("mean", description="mean, or weighted_mean by the query weights.")
     query_weights: tuple[tuple[str, float], ...] = Field(
@@ -97,7 +172,8 @@ class EvaluationSpec(BaseModel):
     # The summary counts the scored queries whose interval over unjudged documents (value_max - value_min) is wider
     # than this. It reports on the values without changing them, so it is left out of the label; at its default it is
     # left out of the canonical JSON too, so specs from before it existed keep their hash and evaluation ids.
-    interval_width: Annotated[float, Field(gt=0, allow_inf_nan=False)] = Field(
+    # An interval of a measure in [0, 1] is at most 1 wide: a wider threshold would count nothing.
+    interval_width: Annotated[float, Field(gt=0.0, le=1.0, allow_inf_nan=False)] = Field(
         DEFAULT_INTERVAL_WIDTH,
         description="The summary counts queries whose interval over unjudged documents is wider (default 0.1).",
     )
@@ -324,10 +400,6 @@ def preset(name: str) -> EvaluationSpec:
 
 
 # -- option values given as text (CLI, sidecar files) -----------------------------------------------------------
-
-
-# Ranks, cutoffs and depths are 32-bit: no run holds more documents per query.
-LARGEST_COUNT = 2**31 - 1
 
 
 def parse_positive_int(text: str, what: str, alternative: str = "") -> int:

@@ -36,13 +36,16 @@ from judged.flows.cli.common import (
 )
 from judged.flows.report.wording import counted, rows_per_second
 from judged.schemas.measures import NDCG
-from judged.schemas.spec import EvaluationSpec, SpecError, build_spec, parse_positive_int
+from judged.schemas.spec import EvaluationSpec, NumericRange, SpecError, build_spec, parse_positive_int
 from judged.transforms.errors import InputError, UsageError
 
 if TYPE_CHECKING:  # the flows import Prefect: only commands that run a flow load them
     from judged.flows.pipeline.nightly import NightlyReport
     from judged.flows.store.warehouse import StoreReport
 
+
+# A worklist is an assessor's file: a million pairs is far beyond a round of judging, and bounds its ranking.
+BUDGET = NumericRange(1, 1_000_000, integer=True)
 
 # Taken by every command that reads qrels or runs from files (evaluate, ingest-run, ingest-judgments, nightly, serve).
 AllowEmptyOption = Annotated[
@@ -77,6 +80,12 @@ def evaluate(
                           "workers) or a scheduler address such as tcp://scheduler:8786."),
     ] = None,
     allow_empty: AllowEmptyOption = False,
+    input_timeout: Annotated[
+        str | None, typer.Option(metavar="SECONDS", help="The longest wait for input from a FIFO or pipe input (`-`, "
+                                                         "<(zcat run.gz)), then exit 1; by default it waits as long "
+                                                         "as the stream stays open. A number above 0 and at most "
+                                                         "86,400.")
+    ] = None,
     profile: Annotated[
         bool, typer.Option(help="Also print on stderr how each part of each run was read, and why (one `read part` "
                                 "line each: the plan's choice, and the read taken when a fallback applied).")
@@ -86,10 +95,14 @@ def evaluate(
 ) -> None:
     """Evaluate RUN(s) against QRELS and print the summary (table), everything (json) or trec_eval-style lines."""
     from judged.flows.store.hashing import hash_in_background, hashes_on_demand
-    from judged.flows.store.streams import materialized, shown
+    from judged.flows.store.streams import INPUT_TIMEOUT, materialized, shown
 
+    try:
+        wait = None if input_timeout is None else INPUT_TIMEOUT.parse(input_timeout, "--input-timeout")
+    except SpecError as error:
+        raise failure(error) from None
     try:  # a stream (`-`, a pipe, `<(zcat run.gz)`) is read once, into a file kept until the command ends
-        (qrels, *runs), names = context.with_resource(materialized([qrels, *runs]))
+        (qrels, *runs), names = context.with_resource(materialized([qrels, *runs], wait))
     except InputError as error:
         raise fail(str(error), EXIT_INPUT) from None
     # Started before the engine's imports: hashing a large run then uses the core the imports leave idle. The
@@ -332,9 +345,11 @@ def worklist(
         list[str] | None, typer.Option(help="Rank the documents these stored evaluations' runs retrieved (repeatable).")
     ] = None,
     runs: Annotated[list[str] | None, typer.Option(help="Or these stored runs (tag, system or id; repeatable).")] = None,
-    cutoff: Annotated[int | None, typer.Option(help="k: documents in the runs' top k, intervals of nDCG@k (or give "
-                                                    "--cutoffs k, or --measures nDCG@k).", show_default="10")] = None,
-    budget: Annotated[int, typer.Option(help="How many pairs to list.")] = 500,
+    cutoff: Annotated[str | None, typer.Option(help="k: documents in the runs' top k, intervals of nDCG@k (or give "
+                                                    "--cutoffs k, or --measures nDCG@k).", show_default="10",
+                                               metavar="K")] = None,
+    budget: Annotated[str, typer.Option(help=f"How many pairs to list: {BUDGET.describe()}.",
+                                        metavar="INTEGER")] = "500",
     topics: Annotated[Path | None, typer.Option(help="query_id<TAB>text lines: the query text goes in each row.")] = None,
     out: Annotated[Path | None, typer.Option(help="Write the assessor file here (default: print it).")] = None,
     output_format: Annotated[str, typer.Option("--format", help="qrels (grade column empty) or csv.")] = "qrels",
@@ -351,8 +366,12 @@ def worklist(
 
     if output_format not in ("qrels", "csv"):
         raise fail(f"--format must be qrels or csv, not {output_format!r}", EXIT_USAGE)
-    if budget <= 0:
+    if budget.strip().lstrip("-").isdigit() and int(budget) <= 0:
         raise fail(f"--budget must be a positive number of judgments, not {budget}", EXIT_USAGE)
+    try:
+        pairs = BUDGET.parse(budget, "--budget")
+    except SpecError as error:
+        raise failure(error) from None
     given = spec_options.given()
     if "--interval-width" in given:
         raise fail("--interval-width sets which intervals an evaluation's summary counts as wide; a worklist has no "
@@ -372,7 +391,7 @@ def worklist(
         elif force:
             raise UsageError("--force", "--force replaces the --out file: give --out too")
         store = Store(warehouse)
-        report = make_worklist(store, judgments, spec, budget, evaluations or [], runs or [], weights, topics)
+        report = make_worklist(store, judgments, spec, pairs, evaluations or [], runs or [], weights, topics)
         store.refresh_catalog()
     except InputError as error:
         raise failure(error) from None

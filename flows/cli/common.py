@@ -30,6 +30,7 @@ from typer.core import TyperGroup
 from judged.schemas.spec import (
     PRESETS,
     EvaluationSpec,
+    NumericRange,
     SpecError,
     build_spec,
     parse_cutoffs,
@@ -228,14 +229,15 @@ def read_weights(path: Path) -> tuple[tuple[str, float], ...]:
     return tuple(pairs)
 
 
-def positive_number(text: str, what: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise SpecError(f"{what} {text!r} is not a number") from None
-    if not 0 < value < float("inf"):
-        raise SpecError(f"{what} {text} must be a positive, finite number")
-    return value
+def ranged_option(field: str, flag: str) -> Callable[[str], Any]:
+    """The parser of an option that sets a numeric field of `EvaluationSpec`, in the range the field declares."""
+    declared = NumericRange.of(EvaluationSpec, field)
+    return lambda text: declared.parse(text, flag)
+
+
+def range_form(field: str) -> str:
+    """The help's words for a numeric field's declared range."""
+    return NumericRange.of(EvaluationSpec, field).describe().capitalize() + "."
 
 
 def _text(value: str) -> str:
@@ -284,10 +286,12 @@ SPEC_OPTIONS: tuple[SpecOption, ...] = (
     SpecOption("query_set", "--query-set"),
     SpecOption("run_duplicates", "--run-duplicates"),
     SpecOption("judgment_duplicates", "--judgment-duplicates"),
-    SpecOption("depth", "--depth", functools.partial(parse_positive_int, what="--depth"), metavar="M"),
+    SpecOption("depth", "--depth", functools.partial(parse_positive_int, what="--depth"), form=range_form("depth"),
+               metavar="M"),
     SpecOption("query_weights", "--query-weights", read_weights, form="A file of `query_id weight` lines.",
                value_type=Path),
-    SpecOption("interval_width", "--interval-width", functools.partial(positive_number, what="--interval-width")),
+    SpecOption("interval_width", "--interval-width", ranged_option("interval_width", "--interval-width"),
+               form=range_form("interval_width"), metavar="W"),
 )
 
 # The spec's fields that no option sets, and why.

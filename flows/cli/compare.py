@@ -17,7 +17,8 @@ from judged.flows.cli.common import (
     require_prefect_api, with_spec_options,
 )
 from judged.flows.report.wording import counted
-from judged.schemas.spec import EvaluationSpec, SpecError
+from judged.schemas.comparison import RANGED_SETTINGS, ComparisonSettings
+from judged.schemas.spec import EvaluationSpec, NumericRange, SpecError
 from judged.transforms.errors import InputError
 
 if TYPE_CHECKING:  # the statistics load scipy: only the commands that compare import them
@@ -33,16 +34,30 @@ Baseline = Annotated[str | None, typer.Option(help="The run every other run is c
 Queries = Annotated[str, typer.Option(
     help="common: the queries with a value in every run; judged: every judged query, a query missing from a run "
          "scoring 0 (trec_eval -c).", rich_help_panel=_COMPARE_PANEL)]
-Permutations = Annotated[int, typer.Option(
-    help="Sign flips of the randomization test and draws of the Tukey HSD (exact enumeration when 2^n is fewer).",
-    rich_help_panel=_COMPARE_PANEL)]
-Resamples = Annotated[int, typer.Option(help="Bootstrap resamples of the confidence interval.",
-                                        rich_help_panel=_COMPARE_PANEL)]
-Seed = Annotated[int, typer.Option(help="Seed of every random draw (same seed, same numbers).",
-                                   rich_help_panel=_COMPARE_PANEL)]
+
+
+def _ranged(field: str, text: str) -> str:
+    """An option's help: `text`, the range its setting declares, and its default."""
+    return f"{text} {NumericRange.of(ComparisonSettings, field).describe().capitalize()}."
+
+
+def _default(field: str) -> str:
+    return str(ComparisonSettings.model_fields[field].default)
+
+
+# The numeric options are read as text: a value out of range, or not a number, is one line naming the range.
+Permutations = Annotated[str, typer.Option(
+    help=_ranged("permutations", "Sign flips of the randomization test and draws of the Tukey HSD (exact enumeration "
+                                 "when 2^n is fewer)."), metavar="INTEGER", rich_help_panel=_COMPARE_PANEL)]
+Resamples = Annotated[str, typer.Option(help=_ranged("bootstrap_resamples", "Bootstrap resamples of the confidence "
+                                                                            "interval."),
+                                        metavar="INTEGER", rich_help_panel=_COMPARE_PANEL)]
+Seed = Annotated[str, typer.Option(help=_ranged("seed", "Seed of every random draw (same seed, same numbers)."),
+                                   metavar="INTEGER", rich_help_panel=_COMPARE_PANEL)]
 Correction = Annotated[str, typer.Option(help="Over every pair x measure x cutoff: holm or bh (Benjamini-Hochberg).",
                                          rich_help_panel=_COMPARE_PANEL)]
-TieTolerance = Annotated[float, typer.Option(help="|difference| up to this is a tie.", rich_help_panel=_COMPARE_PANEL)]
+TieTolerance = Annotated[str, typer.Option(help=_ranged("tie_tolerance", "|difference| up to this is a tie."),
+                                           metavar="NUMBER", rich_help_panel=_COMPARE_PANEL)]
 Warehouse_ = Annotated[Path | None, typer.Option(
     "--warehouse", help="Compare stored evaluations (files are ingested and evaluated first) and store the comparison.")]
 Rebase = Annotated[bool, typer.Option(
@@ -52,33 +67,43 @@ Rebase = Annotated[bool, typer.Option(
 
 # The comparison options, by parameter name: a stored comparison has its own.
 COMPARISON_OPTIONS = ("baseline", "queries", "permutations", "resamples", "seed", "correction", "tie_tolerance")
+# Each comparison option's setting, where the names differ.
+_SETTING_OF_OPTION = {"queries": "query_set", "resamples": "bootstrap_resamples"}
+
+
+def comparison_settings(**options: str) -> ComparisonSettings:
+    """The settings the comparison options give (parameter name -> text as given); a bad value is a SpecError
+    naming the option (and a number's range)."""
+    values: dict[str, object] = {}
+    for option, text in options.items():
+        setting = _SETTING_OF_OPTION.get(option, option)
+        flag = "--" + option.replace("_", "-")
+        ranged = setting in RANGED_SETTINGS  # otherwise a choice, which the model checks
+        values[setting] = NumericRange.of(ComparisonSettings, setting).parse(text, flag) if ranged else text
+    try:
+        return ComparisonSettings(**values)  # type: ignore[arg-type]
+    except SpecError as error:
+        for option, setting in _SETTING_OF_OPTION.items():
+            if str(error).startswith(f"{setting}:"):
+                raise SpecError(f"--{option}" + str(error).removeprefix(setting)) from None
+        raise SpecError(f"--{error}") from None
 
 
 def gathered(
-    inputs: list[str], spec_options: SpecOptions, baseline: str | None, queries: str, permutations: int,
-    resamples: int, seed: int, correction: str, tie_tolerance: float, warehouse: Path | None, rebase: bool,
+    inputs: list[str], spec_options: SpecOptions, baseline: str | None, queries: str, permutations: str,
+    resamples: str, seed: str, correction: str, tie_tolerance: str, warehouse: Path | None, rebase: bool,
     minimum_runs: int = 2, comparison_options: tuple[str, ...] = (),
 ) -> tuple[list[ComparedEvaluation], ComparisonResult | None]:
     """The evaluations the command line names and their comparison (None for a single evaluation); raises
     typer.Exit with a one-line error. `comparison_options`: the comparison options the command line gave."""
-    from pydantic import ValidationError
-
     from judged.flows.pipeline.compare import (
         IncomparableError, compare_evaluations, evaluate_files, is_comparison, load_comparison,
     )
-    from judged.schemas.comparison import ComparisonSettings
 
     try:
-        settings = ComparisonSettings(
-            query_set=queries, permutations=permutations, bootstrap_resamples=resamples, seed=seed,  # type: ignore[arg-type]
-            correction=correction, tie_tolerance=tie_tolerance,  # type: ignore[arg-type]
-        )
+        settings = comparison_settings(queries=queries, permutations=permutations, resamples=resamples, seed=seed,
+                                       correction=correction, tie_tolerance=tie_tolerance)
         spec = spec_options.spec() if spec_options.given() else None  # stored evaluations keep theirs
-    except ValidationError as error:
-        problem = error.errors()[0]
-        option = {"query_set": "--queries", "bootstrap_resamples": "--resamples"}.get(
-            str(problem["loc"][0]), "--" + str(problem["loc"][0]).replace("_", "-"))
-        raise fail(f"{option}: {problem['msg']}", EXIT_USAGE) from None
     except (SpecError, InputError) as error:
         raise failure(error) from None
     if rebase and warehouse is None:
@@ -148,11 +173,11 @@ def compare(
     inputs: Inputs,
     baseline: Baseline = None,
     queries: Queries = "common",
-    permutations: Permutations = 10_000,
-    resamples: Resamples = 10_000,
-    seed: Seed = 0,
+    permutations: Permutations = _default("permutations"),
+    resamples: Resamples = _default("bootstrap_resamples"),
+    seed: Seed = _default("seed"),
     correction: Correction = "holm",
-    tie_tolerance: TieTolerance = 1e-9,
+    tie_tolerance: TieTolerance = _default("tie_tolerance"),
     output_format: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
     warehouse: Warehouse_ = None,
     rebase: Rebase = False,
@@ -186,11 +211,11 @@ def report(
     out: Annotated[Path, typer.Option(help="The HTML file to write (self-contained: plots inlined as SVG).")],
     baseline: Baseline = None,
     queries: Queries = "common",
-    permutations: Permutations = 10_000,
-    resamples: Resamples = 10_000,
-    seed: Seed = 0,
+    permutations: Permutations = _default("permutations"),
+    resamples: Resamples = _default("bootstrap_resamples"),
+    seed: Seed = _default("seed"),
     correction: Correction = "holm",
-    tie_tolerance: TieTolerance = 1e-9,
+    tie_tolerance: TieTolerance = _default("tie_tolerance"),
     warehouse: Warehouse_ = None,
     rebase: Rebase = False,
     force: ForceOption = False,

@@ -4,6 +4,13 @@ Belongs here: opening the warehouse's views on a locked-down connection, refusin
 query (with DuckDB's own parser), and running a query within a time, memory and row limit. The view definitions
 themselves are `transforms/views.sql`.
 
+Why spilling is off: DuckDB adds its temporary folder (`.tmp` in the current folder by default) to the allowed
+directories when external access is turned off, which would open the current folder's `.tmp/` to reading. With no
+temporary folder nothing is added; the settings are read back after the lockdown and the connection is refused
+unless the warehouse is the only place it may read. A FIFO, socket or device inside the warehouse would block a read
+that no time limit can stop (an open() of a FIFO waits for a writer before DuckDB's interrupt is checked), so a
+warehouse holding one, or a link, is refused: judged writes regular files and folders only.
+
 Why a statement filter and not only DuckDB's lockdown: `allowed_directories` grants writing as well as reading, and
 the warehouse has to be readable, so a `COPY ... TO '<warehouse>/...'` would pass the lockdown. Every statement is
 therefore parsed by DuckDB and only SELECT-type statements run (DESCRIBE, SUMMARIZE, SHOW and FROM-first queries
@@ -12,20 +19,27 @@ are SELECTs to DuckDB's parser); EXPLAIN and EXPLAIN ANALYZE only over a stateme
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 import threading
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import duckdb
 
 from judged.flows.store.warehouse import Store, views_sql
 from judged.flows.report.wording import with_article
+from judged.schemas.spec import NumericRange
 
 DEFAULT_TIMEOUT_SECONDS = 60.0
 # A day: a timer thread cannot wait for an unbounded time.
 MAX_TIMEOUT_SECONDS = 86_400
+TIMEOUT_SECONDS = NumericRange(0, MAX_TIMEOUT_SECONDS, integer=False, low_excluded=True)
 DEFAULT_ROW_LIMIT = 10_000
+# The rows printed are held in memory, outside DuckDB's memory limit: ten million bounds them.
+ROW_LIMIT = NumericRange(1, 10_000_000, integer=True)
 DEFAULT_MEMORY_LIMIT = "2GB"
 # DuckDB's size syntax: a number and a unit (KB, MB, GB, TB, or KiB, MiB, GiB, TiB).
 MEMORY_LIMIT_PATTERN = re.compile(r"^\s*[0-9]+(\.[0-9]+)?\s*([KMGT]i?B)\s*$", re.IGNORECASE)
@@ -45,11 +59,8 @@ class QueryLimits:
     memory_limit: str = DEFAULT_MEMORY_LIMIT
 
     def __post_init__(self) -> None:
-        if not 0 < self.timeout_seconds <= MAX_TIMEOUT_SECONDS:
-            raise ValueError(f"--timeout must be a number of seconds above 0 and at most {MAX_TIMEOUT_SECONDS:,}, "
-                             f"not {self.timeout_seconds!r}")
-        if self.row_limit < 1:
-            raise ValueError(f"--limit must be a positive number of rows, not {self.row_limit!r}")
+        TIMEOUT_SECONDS.check(self.timeout_seconds, "--timeout")  # SpecError, a ValueError
+        ROW_LIMIT.check(self.row_limit, "--limit")
         if not MEMORY_LIMIT_PATTERN.match(self.memory_limit):
             raise ValueError(f"--memory-limit must be a size such as 2GB or 512MiB, not {self.memory_limit!r}")
 
@@ -67,19 +78,55 @@ def open_readonly(warehouse: Store, memory_limit: str = DEFAULT_MEMORY_LIMIT) ->
     configuration locked."""
     if not warehouse.catalog.exists():
         raise QueryRefused(f"{warehouse.catalog}: no catalog here; ingest or evaluate something first")
+    refuse_special_files(warehouse)
     connection = duckdb.connect(":memory:")
+    allowed = str(warehouse.root) + "/"
     try:
         connection.execute(views_sql(warehouse.root))
-        allowed = str(warehouse.root).replace("'", "''") + "/"
+        # No temporary folder: DuckDB would add it to the allowed directories (see the module's docstring).
+        connection.execute("SET temp_directory = ''")
         # The order matters: allowed_directories cannot be set once external access is off.
-        connection.execute(f"SET allowed_directories = ['{allowed}']")
+        connection.execute("SET allowed_directories = [?]", [allowed])
         connection.execute("SET enable_external_access = false")
         connection.execute(f"SET memory_limit = '{memory_limit}'")
         connection.execute("SET lock_configuration = true")
+        settings = dict(connection.execute(
+            "SELECT name, value FROM duckdb_settings() WHERE name IN ('allowed_directories', 'allowed_paths', "
+            "'enable_external_access', 'temp_directory', 'lock_configuration')").fetchall())
     except duckdb.Error as error:
         connection.close()
         raise QueryRefused(f"{warehouse.root}: cannot open the warehouse's views: {_first_line(error)}") from None
+    expected = {"allowed_directories": f"[{allowed}]", "allowed_paths": "[]", "enable_external_access": "false",
+                "temp_directory": "", "lock_configuration": "true"}
+    if settings != expected:
+        connection.close()
+        differing = ", ".join(f"{name} = {settings.get(name)!r}" for name in expected
+                              if settings.get(name) != expected[name])
+        raise QueryRefused(f"{warehouse.root}: the read-only lockdown did not hold ({differing}); refusing to query")
     return connection
+
+
+def refuse_special_files(warehouse: Store) -> None:
+    """QueryRefused naming the first entry of the warehouse that is neither a regular file nor a folder (a FIFO,
+    socket, device or link): a read of it could wait forever or leave the warehouse."""
+    folders = [warehouse.root]
+    while folders:
+        try:
+            entries = list(os.scandir(folders.pop()))
+        except OSError:  # unreadable folders: DuckDB cannot read them either
+            continue
+        for entry in entries:
+            try:
+                mode = entry.stat(follow_symlinks=False).st_mode
+            except OSError:  # gone since the listing: a writer renamed or removed it
+                continue
+            if stat.S_ISDIR(mode):
+                folders.append(Path(entry.path))
+            elif not stat.S_ISREG(mode):
+                kind = ("a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode)
+                        else "a link" if stat.S_ISLNK(mode) else "a device")
+                raise QueryRefused(f"{entry.path}: is {kind} inside the warehouse, not a file judged wrote; "
+                                   "judged sql reads only regular files: remove it")
 
 
 def readable_statements(connection: duckdb.DuckDBPyConnection, sql: str) -> list[str]:

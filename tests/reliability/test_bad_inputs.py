@@ -180,6 +180,9 @@ BAD_OPTIONS: list[tuple[str, list[str], int, str]] = [
     ("query weights a folder", ["--query-weights", "{tmp}"], 1, "is a directory"),
     ("query weights bad line", ["--query-weights", "{tmp}/weights.txt"], 1, "weights.txt, line 1"),
     ("query weights inf", ["--query-weights", "{tmp}/inf-weights.txt"], 1, "inf-weights.txt, line 1"),
+    ("input timeout zero", ["--input-timeout", "0"], 2, "--input-timeout must be a number above 0 and at most 86,400"),
+    ("input timeout inf", ["--input-timeout", "inf"], 2, "--input-timeout must be a number above 0 and at most 86,400"),
+    ("input timeout text", ["--input-timeout", "soon"], 2, "--input-timeout 'soon' is not a number"),
 ]
 
 
@@ -562,3 +565,135 @@ def test_evaluate_refuses_a_file_it_cannot_read(tmp_path: Path) -> None:
     path = _unreadable_file(tmp_path)
     result = runner.invoke(app, ["evaluate", str(path), str(SEED_RUN)])
     _assert_refused(result, 1, "cannot be read", str(path))
+
+
+# -- numeric options: each has a declared range, checked before anything is read or stored --------------------------
+
+# (case id, command and options, the line's words); every one exits 2. "{q}" "{r}": the seed qrels and run.
+BAD_NUMBERS: list[tuple[str, list[str], str]] = [
+    ("compare seed -1", ["compare", "{q}", "{r}", "{r2}", "--seed", "-1"],
+     "--seed must be an integer from 0 to 9,223,372,036,854,775,807, not '-1'"),
+    ("compare seed 2^64", ["compare", "{q}", "{r}", "{r2}", "--seed", str(2**64)],
+     f"--seed must be an integer from 0 to 9,223,372,036,854,775,807, not '{2**64}'"),
+    ("compare seed text", ["compare", "{q}", "{r}", "{r2}", "--seed", "lucky"],
+     "--seed 'lucky' is not an integer"),
+    ("compare permutations 10^20", ["compare", "{q}", "{r}", "{r2}", "--permutations", str(10**20)],
+     "--permutations must be an integer from 100 to 1,000,000"),
+    ("compare permutations 1e20", ["compare", "{q}", "{r}", "{r2}", "--permutations", "1e20"],
+     "--permutations '1e20' is not an integer"),
+    ("compare resamples 10^12", ["compare", "{q}", "{r}", "{r2}", "--resamples", str(10**12)],
+     "--resamples must be an integer from 100 to 1,000,000, not '1000000000000'"),
+    ("compare resamples 99", ["compare", "{q}", "{r}", "{r2}", "--resamples", "99"],
+     "--resamples must be an integer from 100 to 1,000,000, not '99'"),
+    ("compare tie tolerance inf", ["compare", "{q}", "{r}", "{r2}", "--tie-tolerance", "inf"],
+     "--tie-tolerance must be a number from 0 to 1, not 'inf'"),
+    ("compare tie tolerance nan", ["compare", "{q}", "{r}", "{r2}", "--tie-tolerance", "nan"],
+     "--tie-tolerance must be a number from 0 to 1, not 'nan'"),
+    ("compare tie tolerance negative", ["compare", "{q}", "{r}", "{r2}", "--tie-tolerance", "-1e-9"],
+     "--tie-tolerance must be a number from 0 to 1"),
+    ("compare unknown queries", ["compare", "{q}", "{r}", "{r2}", "--queries", "all"], "--queries: Input should be"),
+    ("report seed -1", ["report", "{q}", "{r}", "--out", "{tmp}/report.html", "--seed", "-1"],
+     "--seed must be an integer from 0"),
+    ("report resamples 10^12", ["report", "{q}", "{r}", "{r2}", "--out", "{tmp}/report.html", "--resamples",
+                                str(10**12)], "--resamples must be an integer from 100 to 1,000,000"),
+    ("worklist budget 2^63", ["worklist", "--judgments", "seed", "--budget", str(2**63)],
+     f"--budget must be an integer from 1 to 1,000,000, not '{2**63}'"),
+    ("worklist budget text", ["worklist", "--judgments", "seed", "--budget", "many"],
+     "--budget 'many' is not an integer"),
+    ("worklist cutoff text", ["worklist", "--judgments", "seed", "--cutoff", "ten"],
+     "--cutoff 'ten' is not a positive integer"),
+    ("evaluate interval width inf", ["evaluate", "{q}", "{r}", "--interval-width", "inf"],
+     "--interval-width must be a number above 0 and at most 1, not 'inf'"),
+    ("evaluate interval width 2", ["evaluate", "{q}", "{r}", "--interval-width", "2"],
+     "--interval-width must be a number above 0 and at most 1, not '2'"),
+    ("evaluate depth 2^63", ["evaluate", "{q}", "{r}", "--depth", str(2**63)], "is beyond 2,147,483,647"),
+]
+
+
+def _other_run(folder: Path) -> Path:
+    path = folder / "other.txt"
+    path.write_text("".join(" ".join([*line.split()[:5], "other"]) + "\n"
+                            for line in SEED_RUN.read_text().splitlines() if line.strip()))
+    return path
+
+
+def _numbers_arguments(arguments: list[str], folder: Path) -> list[str]:
+    values = {"{q}": str(SEED_QRELS), "{r}": str(SEED_RUN), "{r2}": str(_other_run(folder))}
+    return [values.get(a, a).replace("{tmp}", str(folder)) for a in arguments]
+
+
+@pytest.mark.parametrize("arguments, message", [case[1:] for case in BAD_NUMBERS], ids=[c[0] for c in BAD_NUMBERS])
+def test_a_number_out_of_its_range_is_one_line_naming_the_range(
+    tmp_path: Path, arguments: list[str], message: str
+) -> None:
+    arguments = _numbers_arguments(arguments, tmp_path)
+    if arguments[0] == "worklist":
+        arguments += ["--warehouse", str(tmp_path / "w")]
+    _assert_refused(runner.invoke(app, arguments), 2, message)
+    assert not (tmp_path / "report.html").exists() and not (tmp_path / "w").exists()
+
+
+@pytest.mark.parametrize("arguments, message",
+                         [case[1:] for case in BAD_NUMBERS if case[1][0] in ("compare", "report", "worklist")],
+                         ids=[case[0] for case in BAD_NUMBERS if case[1][0] in ("compare", "report", "worklist")])
+def test_a_number_out_of_its_range_leaves_the_warehouse_unchanged(
+    seeded_warehouse: Path, tmp_path: Path, arguments: list[str], message: str
+) -> None:
+    before = tree_listing(seeded_warehouse)
+    arguments = _numbers_arguments(arguments, tmp_path)
+    _assert_refused(runner.invoke(app, [*arguments, "--warehouse", str(seeded_warehouse)]), 2, message)
+    assert tree_listing(seeded_warehouse) == before
+
+
+def test_the_largest_numbers_in_range_are_accepted(tmp_path: Path) -> None:
+    other = _other_run(tmp_path)
+    result = runner.invoke(app, ["compare", str(SEED_QRELS), str(SEED_RUN), str(other), "--cutoffs", "10",
+                                 "--seed", str(2**63 - 1), "--tie-tolerance", "1", "--permutations", "100",
+                                 "--resamples", "100", "--format", "json"])
+    assert result.exit_code == 0, result.output
+
+
+# The Python API: the same values raise the same errors (SpecError, a ValueError with one line naming the range).
+BAD_API_NUMBERS: list[tuple[str, dict, str]] = [
+    ("seed -1", {"seed": -1}, "seed must be an integer from 0 to 9,223,372,036,854,775,807, not -1"),
+    ("seed 2^64", {"seed": 2**64}, "seed must be an integer from 0"),
+    ("seed True", {"seed": True}, "seed must be an integer"),
+    ("permutations 10^20", {"permutations": 10**20}, "permutations must be an integer from 100 to 1,000,000"),
+    ("resamples 10^12", {"bootstrap_resamples": 10**12}, "bootstrap_resamples must be an integer from 100 to 1,000,000"),
+    ("tie tolerance inf", {"tie_tolerance": float("inf")}, "tie_tolerance must be a number from 0 to 1, not inf"),
+    ("unknown correction", {"correction": "none"}, "correction: Input should be"),
+]
+
+
+@pytest.mark.parametrize("values, message", [case[1:] for case in BAD_API_NUMBERS], ids=[c[0] for c in BAD_API_NUMBERS])
+def test_the_python_api_refuses_the_same_comparison_settings(values: dict, message: str) -> None:
+    from judged import SpecError
+    from judged.schemas.comparison import ComparisonSettings
+
+    with pytest.raises(SpecError) as refused:
+        ComparisonSettings(**values)
+    assert message in str(refused.value) and len(str(refused.value).splitlines()) == 1
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"depth": 2**40}, "depth"), ({"depth": 0}, "depth"), ({"cutoffs": (2**40,)}, "cutoffs"),
+    ({"interval_width": float("inf")}, "interval_width"), ({"interval_width": 2.0}, "interval_width"),
+], ids=["depth 2^40", "depth 0", "cutoff 2^40", "interval width inf", "interval width 2"])
+def test_the_python_api_refuses_the_spec_numbers_the_cli_refuses(options: dict, message: str) -> None:
+    import judged
+
+    with pytest.raises(judged.SpecError) as refused:
+        judged.evaluate(SEED_QRELS, SEED_RUN, **options)
+    assert message in str(refused.value) and len(str(refused.value).splitlines()) == 1
+
+
+def test_a_fifo_input_that_stays_silent_is_one_line_and_leaves_the_warehouse_unchanged(
+    seeded_warehouse: Path, tmp_path: Path
+) -> None:
+    fifo = tmp_path / "run.fifo"
+    os.mkfifo(fifo)  # nobody writes; the timeout ends the wait before the waiting notice is due
+    before = tree_listing(seeded_warehouse)
+    result = runner.invoke(app, ["evaluate", str(SEED_QRELS), str(fifo), "--input-timeout", "0.5",
+                                 "--warehouse", str(seeded_warehouse)])
+    _assert_refused(result, 1, "no input for 0.5 s (--input-timeout)", str(fifo))
+    assert tree_listing(seeded_warehouse) == before

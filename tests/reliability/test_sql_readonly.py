@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import threading
+import time
 from pathlib import Path
 
 import duckdb
@@ -133,6 +135,7 @@ def test_printed_rows_are_cut_at_the_limit_with_a_note(warehouse: dict) -> None:
     "options, message",
     [(["--timeout", "0"], "--timeout must be"), (["--timeout", "nan"], "--timeout must be"),
      (["--timeout", "1e999"], "--timeout must be"), (["--limit", "0"], "--limit must be"),
+     (["--limit", str(10**30)], "--limit must be an integer from 1 to 10,000,000"),
      (["--memory-limit", "lots"], "--memory-limit must be")],
 )
 def test_bad_limits_are_usage_errors(warehouse: dict, options: list[str], message: str) -> None:
@@ -167,3 +170,71 @@ def test_a_copied_warehouse_answers_from_its_own_files(warehouse: dict, tmp_path
         assert value == pytest.approx(P_BM25_NDCG_10, abs=5e-5)
     finally:
         os.chdir(cwd)
+
+
+def _reads_outside(secret: Path) -> list[str]:
+    return [f"SELECT * FROM read_csv('{secret}')", f"SELECT * FROM read_csv('{secret.relative_to(Path.cwd())}')",
+            f"SELECT * FROM read_text('{secret}')", f"SELECT * FROM glob('{secret.parent}/*')"]
+
+
+def test_duckdbs_temporary_folder_in_the_current_folder_is_not_readable(
+    warehouse: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # DuckDB's default temporary folder is `.tmp` in the current folder, and it allows reading there by default.
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".tmp").mkdir()
+    secret = tmp_path / ".tmp" / "secret.csv"
+    secret.write_text("secret,1\n")
+    for query in _reads_outside(secret):
+        result = _sql(warehouse["root"], query, "--format", "csv")
+        assert result.exit_code == 1, (query, result.output)
+        assert "secret" not in result.stdout and "Cannot access" in result.stderr, (query, result.output)
+    result = _sql(warehouse["root"], "SELECT current_setting('temp_directory') AS t", "--format", "csv")
+    assert result.exit_code == 0 and result.stdout.split() == ["t", '""'], result.output
+
+
+def _unblock_later(fifo: Path, seconds: float) -> threading.Thread:
+    """A writer that opens and closes `fifo` after `seconds`, so a reader blocked on it ends (the test then fails
+    on its assertions instead of hanging)."""
+    def write() -> None:
+        time.sleep(seconds)
+        try:
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        except OSError:  # no reader waiting: nothing to unblock
+            pass
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    return writer
+
+
+@pytest.mark.parametrize("where", ["summary/waiting.csv", "waiting"])
+def test_a_fifo_inside_the_warehouse_is_refused_at_once(warehouse: dict, tmp_path: Path, where: str) -> None:
+    root = tmp_path / "warehouse"
+    shutil.copytree(warehouse["root"], root)
+    fifo = root / where
+    os.mkfifo(fifo)
+    before = tree_listing(root / "summary")
+    writer = _unblock_later(fifo, 20)
+    started = time.monotonic()
+    for query in (f"SELECT * FROM read_csv('{fifo}')", "SELECT value FROM summary"):
+        result = _sql(root, query, "--timeout", "5")
+        assert result.exit_code == 1, (query, result.output)
+        message = result.stderr.strip()
+        assert message == (f"judged: error: {fifo}: is a FIFO inside the warehouse, not a file judged wrote; "
+                           "judged sql reads only regular files: remove it"), message
+    assert time.monotonic() - started < 10
+    assert tree_listing(root / "summary") == before
+    fifo.unlink()
+    assert _ndcg_10(root) == pytest.approx(P_BM25_NDCG_10, abs=5e-5)
+    writer.join(timeout=0)
+
+
+def test_a_link_inside_the_warehouse_is_refused(warehouse: dict, tmp_path: Path) -> None:
+    root = tmp_path / "warehouse"
+    shutil.copytree(warehouse["root"], root)
+    outside = tmp_path / "outside.csv"
+    outside.write_text("secret,1\n")
+    (root / "summary" / "outside.csv").symlink_to(outside)
+    result = _sql(root, f"SELECT * FROM read_csv('{root}/summary/outside.csv')")
+    assert result.exit_code == 1 and "is a link inside the warehouse" in result.stderr, result.output
+    assert "secret" not in result.stdout
