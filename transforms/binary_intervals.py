@@ -47,7 +47,7 @@ from judged.schemas.fields import QUERY
 from judged.schemas.measures import AP, RBP, RR, MeasureBase, Precision, Recall, RPrecision
 from judged.schemas.spec import EvaluationSpec
 from judged.schemas.tables import PER_QUERY
-from judged.transforms.intervals import INTERVAL_STRUCT, unseen_rows, world_rows
+from judged.transforms.intervals import INTERVAL_STRUCT, assignable_grades, unseen_rows, world_rows
 from judged.transforms.judging import relevant_judged
 from judged.transforms.measures.ndcg import gain_of
 
@@ -229,12 +229,7 @@ def binary_intervals(
     their world get a row (`with_intervals` gives the others their value as both ends)."""
     if not measures:
         return pl.LazyFrame(schema=INTERVAL_ROWS)
-    if grades is None:
-        scale = judgments.select(pl.col("relevance").drop_nulls().unique().cast(pl.Int32))
-    else:
-        scale = pl.LazyFrame({"relevance": sorted(set(grades))}, schema={"relevance": pl.Int32})
-    if spec.unjudged == "condensed":  # a negative grade would remove the document again
-        scale = scale.filter(pl.col("relevance") >= 0)
+    scale = assignable_grades(judgments, grades, spec)
     world = world_rows(ranked, spec, gain_of(spec), [QUERY]).group_by(QUERY, maintain_order=True).agg(
         positions=pl.col("world_position"), grades=pl.col("relevance")
     )

@@ -383,6 +383,17 @@ def _weight(cutoff: int | None, ties: str, keys: list[str]) -> pl.Expr:
     return discount
 
 
+def assignable_grades(judgments: pl.LazyFrame, grades: Sequence[int] | None, spec: EvaluationSpec) -> pl.LazyFrame:
+    """The grades an unjudged document may take (`relevance`, one row each): the declared scale `grades`, else those
+    present in the judgments; non-negative only in a condensed list, where a negative grade would remove the
+    document again."""
+    if grades is None:
+        scale = judgments.select(pl.col("relevance").drop_nulls().unique().cast(pl.Int32))
+    else:
+        scale = pl.LazyFrame({"relevance": sorted(set(grades))}, schema={"relevance": pl.Int32})
+    return scale.filter(pl.col("relevance") >= 0) if spec.unjudged == "condensed" else scale
+
+
 def unseen_rows(ranked: pl.LazyFrame, judgments: pl.LazyFrame, keys: list[str]) -> pl.LazyFrame:
     """Per (`keys`) of a judged query in `ranked`: the rows of a top-k read not seen (`unseen`, the query's rows
     retrieved less the rows given) and how many of them are unjudged at least (`unseen_unjudged_min`: those the
@@ -419,12 +430,7 @@ def interval_worlds(
     from judged.transforms.ranking import ordered_sum
 
     keys = [*by, QUERY]
-    if grades is None:
-        scale = judgments.select(pl.col("relevance").drop_nulls().unique().cast(pl.Int32))
-    else:
-        scale = pl.LazyFrame({"relevance": sorted(set(grades))}, schema={"relevance": pl.Int32})
-    if spec.unjudged == "condensed":  # a negative grade would remove the document again
-        scale = scale.filter(pl.col("relevance") >= 0)
+    scale = assignable_grades(judgments, grades, spec)
     levels = scale.select(levels=gain_of(spec).implode())
     resolved = judgments.filter(pl.col("relevance").is_not_null())
     world = world_rows(ranked, spec, gain_of(spec), keys)
