@@ -109,6 +109,10 @@ def gathered(
     if rebase and warehouse is None:
         raise fail("--rebase re-evaluates stored evaluations: give --warehouse too", EXIT_USAGE)
     runs_wanted = "a run" if minimum_runs == 1 else "at least two runs"
+    repeated = sorted({item for item in inputs if inputs.count(item) > 1})
+    if repeated:
+        raise fail(f"{', '.join(repeated)} is given twice: a run is compared with other runs, not with itself",
+                   EXIT_USAGE)
     try:
         if warehouse is None:
             if len(inputs) < 1 + minimum_runs:

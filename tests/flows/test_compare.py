@@ -208,3 +208,16 @@ def test_bad_options_are_one_line_errors(args: list[str], code: int, message: st
     assert result.exit_code == code, result.output
     assert result.stderr.startswith("judged: error: ") and message in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1 and not result.stdout
+
+
+def test_one_evaluation_twice_is_refused_in_one_line() -> None:
+    """The same run given twice (or, after --rebase, two evaluations of one run that become one) is refused with a
+    sentence, not a traceback about names."""
+    spec = build_spec("trec_eval", cutoffs=(10,))
+    frame = per_query({(10, "q1"): 0.5, (10, "q2"): 0.7})
+    same = [ComparedEvaluation("p_bm25", "e-1", spec, "j", "toy version 1", frame, pl.DataFrame(), {})] * 2
+    with pytest.raises(IncomparableError, match="p_bm25: one evaluation .* is given twice"):
+        compare_evaluations(same, ComparisonSettings(permutations=100, bootstrap_resamples=100))
+    twice = judged("compare", QRELS, SAMPLE / "runs" / "input.p_bm25.gz", SAMPLE / "runs" / "input.p_bm25.gz")
+    assert twice.exit_code == 2 and "input.p_bm25.gz is given twice" in twice.stderr
+    assert "Traceback" not in twice.output
