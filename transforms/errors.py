@@ -10,6 +10,7 @@ class InputError(ValueError):
         self.source = source
         self.line = line
         self.problem = problem
+        self.unit = unit
         where = source if line is None else f"{source}, {unit} {line}"
         super().__init__(f"{where}: {problem}")
 

@@ -251,6 +251,20 @@ def check_inputs(
         unranked = run_rows.filter(pl.col("source_rank").is_null()).select(pl.col("source_line").min()).collect()
         if unranked.item() is not None:
             raise InputError(run.source, "ranking 'rank' needs a rank on every row", unranked.item(), run.unit)
+    check_judgments(judgments, judgment_rows, spec)
+    if spec.query_set == "judged_strict":
+        judged = judgment_rows.filter(pl.col("relevance").is_not_null()).select("query_id").unique()
+        missing = judged.join(run_rows.select("query_id").unique(), on="query_id", how="anti").sort("query_id").collect()
+        if missing.height:
+            shown = ", ".join(missing["query_id"].head(5).to_list())
+            raise InputError(
+                run.source, f"{missing.height} judged queries are missing from the run ({shown}); query set is strict"
+            )
+
+
+def check_judgments(judgments: LoadedTable, judgment_rows: pl.LazyFrame, spec: EvaluationSpec) -> None:
+    """What the spec needs of the judgments alone (rows after the duplicates policy): grades the gain covers, gains
+    within float64, no negative grade where the spec refuses them."""
     uncovered = grades_outside_gain_map(judgment_rows, spec).collect()
     if uncovered.height:
         grades = uncovered["relevance"].to_list()
@@ -265,14 +279,6 @@ def check_inputs(
                 f"negative grade {row['relevance']} (query '{row['query_id']}'), not allowed under this spec",
                 row["source_line"],
                 judgments.unit,
-            )
-    if spec.query_set == "judged_strict":
-        judged = judgment_rows.filter(pl.col("relevance").is_not_null()).select("query_id").unique()
-        missing = judged.join(run_rows.select("query_id").unique(), on="query_id", how="anti").sort("query_id").collect()
-        if missing.height:
-            shown = ", ".join(missing["query_id"].head(5).to_list())
-            raise InputError(
-                run.source, f"{missing.height} judged queries are missing from the run ({shown}); query set is strict"
             )
 
 
@@ -612,3 +618,14 @@ def check_before_storing(
     judgment_rows, _ = without_duplicates(judgments, spec.judgment_duplicates, suspected(judgments))
     run_rows, _ = without_duplicates(run, spec.run_duplicates, not run.duplicate_free and suspected(run))
     check_inputs(run, run_rows, judgments, judgment_rows, spec)
+
+
+def check_judgments_before_storing(
+    judgments: LoadedTable, spec: EvaluationSpec, limits: Limits = DEFAULT_LIMITS
+) -> None:
+    """The checks of `check_before_storing` that concern the judgments alone (duplicates under an `error` policy,
+    `check_judgments`): the nightly job runs them once, before it takes any run from its inbox, so that judgments
+    the spec cannot use fail the night instead of each run."""
+    suspected = may_repeat_documents(judgments, limits.streamed_candidate_part_rows)
+    judgment_rows, _ = without_duplicates(judgments, spec.judgment_duplicates, suspected)
+    check_judgments(judgments, judgment_rows, spec)

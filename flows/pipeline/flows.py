@@ -23,8 +23,9 @@ from judged.flows.pipeline.nightly import (
     PROCESSED, REJECTED, NightlyReport, claimed_files, free_target, inbox_files, prepare_inbox, run_was_new, set_aside,
 )
 from judged.flows.pipeline.tasks import (
-    check_inputs_task, compare_task, current_flow_run_id, evaluate_shard_task, finish_task, ingest_checked_run_task,
-    ingest_file_task, nightly_report_task, plan_task, publish_artifacts_task, refresh_catalog_task,
+    check_inputs_task, check_night_judgments_task, compare_task, current_flow_run_id, evaluate_shard_task, finish_task,
+    ingest_checked_run_task, ingest_file_task, nightly_report_task, plan_task, publish_artifacts_task,
+    refresh_catalog_task,
 )
 from judged.flows.report.wording import counted
 from judged.flows.store.hashing import content_hashes
@@ -227,6 +228,7 @@ def nightly(
         logger.info("created %s (it was missing)", folder)
     judgment_set_id = _judgment_set(store, judgments, None, allow_empty)
     specs = [EvaluationSpec.from_canonical_json(text) for text in spec_jsons]
+    check_night_judgments_task(warehouse, judgment_set_id, spec_jsons)
     waiting = inbox_files(inbox_path)
     logger.info("%s waiting in %s; judgment set %s; %s: %s", counted(len(waiting), "run file"), inbox_path,
                 judgment_set_id, counted(len(specs), "spec"), ", ".join(spec.full_label() for spec in specs))

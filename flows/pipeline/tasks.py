@@ -14,7 +14,7 @@ from pathlib import Path
 from prefect import get_run_logger, task
 from prefect.runtime import flow_run
 
-from judged.flows.engine.evaluate import Part, Plan, check_before_storing
+from judged.flows.engine.evaluate import Part, Plan, check_before_storing, check_judgments_before_storing
 from judged.flows.engine.limits import DEFAULT_LIMITS, Limits
 from judged.flows.engine.phases import Phases
 from judged.flows.pipeline.artifacts import publish_artifacts
@@ -25,6 +25,7 @@ from judged.flows.store.kinds import input_kind
 from judged.flows.store.readers import Metadata, load_table, open_stored
 from judged.flows.store.warehouse import Store, StoreReport
 from judged.schemas.spec import EvaluationSpec
+from judged.transforms.errors import InputError
 
 # -- plain functions: what the ingest tasks do ----------------------------------------------------------------------
 
@@ -132,6 +133,26 @@ def check_inputs_task(
 ) -> None:
     specs = [EvaluationSpec.from_canonical_json(text) for text in spec_jsons]
     check_inputs_before_storing(Store(warehouse_root), judgments, runs, specs, judgments_metadata, allow_empty)
+
+
+@task(name="check-night-judgments")
+def check_night_judgments_task(warehouse_root: str, judgment_set_id: str, spec_jsons: list[str]) -> None:
+    """The night's judgments checked under each spec before any run is taken from the inbox: judgments a spec
+    cannot use (a conflicting duplicate under `error`, a grade the gain omits) fail the night, and every run stays
+    in the inbox for the next night, instead of each run being rejected for the judgments' fault."""
+    judgments = Store(warehouse_root).load_stored("judgments", judgment_set_id)
+    for text in spec_jsons:
+        spec = EvaluationSpec.from_canonical_json(text)
+        try:
+            check_judgments_before_storing(judgments, spec)
+        except InputError as error:
+            raise InputError(
+                error.source,
+                f"{error.problem}: the night's judgment set {judgment_set_id} cannot be evaluated under "
+                f"{spec.full_label()}, so no run was taken from the inbox (fix the judgments, or the spec's "
+                "--judgment-duplicates, and run the night again)",
+                error.line, error.unit,
+            ) from None
 
 
 @task(name="ingest-checked-run")

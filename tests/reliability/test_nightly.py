@@ -162,3 +162,26 @@ def test_a_rerun_after_a_kill_records_the_file_as_its_first_attempt_saw_it(
         "killed.run", "killed.run.meta.toml", "seen-before.run"]
     assert [p.name for p in inbox.iterdir() if p.is_file()] == []
     assert not any((inbox / CLAIMED).iterdir())
+
+
+def test_a_night_whose_judgments_are_bad_fails_as_a_night_and_leaves_the_runs(
+    prefect_harness: str, tmp_path: Path
+) -> None:
+    """Conflicting duplicate judgments under the `error` policy are the judgments' fault: the night exits non-zero
+    with one line saying what to fix, and every run stays in the inbox (none is moved to rejected/)."""
+    warehouse, inbox = tmp_path / "warehouse", tmp_path / "inbox"
+    inbox.mkdir()
+    (inbox / "a.run").write_text(seed_run("a"))
+    (inbox / "b.run").write_text(seed_run("b"))
+    conflicting = tmp_path / "qrels.txt"
+    conflicting.write_text(SEED_QRELS.read_text() + "q1 0 d1 1\n")  # d1 is judged 3 in the seed
+    before = sorted(p.name for p in inbox.iterdir())
+    result = runner.invoke(app, ["nightly", "--inbox", str(inbox), "--judgments", str(conflicting), "--cutoffs", "10",
+                                 "--warehouse", str(warehouse)])
+    assert result.exit_code == 1, result.output
+    errors = [line for line in result.stderr.splitlines() if line.startswith("judged: error:")]
+    assert len(errors) == 1 and "qrels.txt" in errors[0] and "no run was taken from the inbox" in errors[0]
+    assert "Traceback" not in result.output
+    assert sorted(p.name for p in inbox.iterdir() if p.is_file()) == before
+    rejected = inbox / "rejected"
+    assert not rejected.exists() or not any(rejected.iterdir())
