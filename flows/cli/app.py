@@ -530,6 +530,8 @@ def _print_nightly(report: NightlyReport, warehouse: Path) -> None:
     print_tables([load_result(store, r.evaluation_id) for r in report.evaluated])
     for name, error in report.rejected.items():
         print(f"rejected {name}: {error}", file=sys.stderr)
+    for name, why in report.ignored.items():
+        print(f"ignored {name} (left in the inbox): {why}", file=sys.stderr)
     print(f"nightly run {report.flow_run_id}: {counted(len(report.evaluated), 'evaluation')}, "
           f"{counted(len(report.rejected), 'file')} rejected")
 

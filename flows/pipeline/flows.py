@@ -20,7 +20,8 @@ from judged.flows.engine.evaluate import Plan
 from judged.flows.engine.limits import DEFAULT_LIMITS, Limits
 from judged.flows.pipeline.evaluation import EvaluationReport, parts_staging
 from judged.flows.pipeline.nightly import (
-    PROCESSED, REJECTED, NightlyReport, claimed_files, free_target, inbox_files, prepare_inbox, run_was_new, set_aside,
+    PROCESSED, REJECTED, NightlyReport, claimed_files, free_target, ignored_inbox_entries, inbox_files, prepare_inbox,
+    run_was_new, set_aside,
 )
 from judged.flows.pipeline.tasks import (
     check_inputs_task, check_night_judgments_task, compare_task, current_flow_run_id, evaluate_shard_task, finish_task,
@@ -230,6 +231,9 @@ def nightly(
     specs = [EvaluationSpec.from_canonical_json(text) for text in spec_jsons]
     check_night_judgments_task(warehouse, judgment_set_id, spec_jsons)
     waiting = inbox_files(inbox_path)
+    ignored = ignored_inbox_entries(inbox_path)
+    for name, why in ignored.items():
+        logger.warning("%s in the inbox is ignored, left where it is: %s", name, why)
     logger.info("%s waiting in %s; judgment set %s; %s: %s", counted(len(waiting), "run file"), inbox_path,
                 judgment_set_id, counted(len(specs), "spec"), ", ".join(spec.full_label() for spec in specs))
     evaluated: list[EvaluationReport] = []
@@ -260,7 +264,7 @@ def nightly(
                                  baseline)
     refresh_catalog_task(warehouse)
     publish_artifacts_task(warehouse, evaluated, report)
-    return NightlyReport(flow_run_id, evaluated, rejected)
+    return NightlyReport(flow_run_id, evaluated, rejected, ignored)
 
 
 @flow(name="compare", task_runner=ThreadPoolTaskRunner(max_workers=LOCAL_SHARD_WORKERS))

@@ -11,7 +11,7 @@ import os
 import shutil
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
@@ -34,6 +34,7 @@ class NightlyReport:
     flow_run_id: str
     evaluated: list[EvaluationReport]
     rejected: dict[str, str]  # file -> error
+    ignored: dict[str, str] = field(default_factory=dict)  # inbox entry -> why it is not a run file (left in place)
 
 
 def prepare_inbox(inbox: Path) -> list[Path]:
@@ -55,6 +56,21 @@ def inbox_files(inbox: Path) -> list[Path]:
     running nightlies are folders)."""
     return sorted(p for p in inbox.iterdir() if p.is_file() and not p.name.endswith(SIDECAR_SUFFIX)
                   and not p.name.startswith("."))
+
+
+def ignored_inbox_entries(inbox: Path) -> dict[str, str]:
+    """What lies in the inbox but is no run file the night takes, and why (left where it is): a folder other than
+    processed/ and rejected/, a FIFO, a socket or a device. Hidden entries (the claims) and sidecars are the night's
+    own and not listed."""
+    ignored = {}
+    for entry in sorted(inbox.iterdir()):
+        if entry.name.startswith(".") or entry.name in (PROCESSED, REJECTED) or entry.name.endswith(SIDECAR_SUFFIX):
+            continue
+        if entry.is_dir():
+            ignored[entry.name] = "a folder, not a run file: runs are files dropped in the inbox itself"
+        elif not entry.is_file():
+            ignored[entry.name] = "not a regular file (a FIFO, socket or device): a run is a regular file"
+    return ignored
 
 
 @dataclass(frozen=True)

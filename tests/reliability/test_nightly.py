@@ -185,3 +185,18 @@ def test_a_night_whose_judgments_are_bad_fails_as_a_night_and_leaves_the_runs(
     assert sorted(p.name for p in inbox.iterdir() if p.is_file()) == before
     rejected = inbox / "rejected"
     assert not rejected.exists() or not any(rejected.iterdir())
+
+
+def test_folders_and_fifos_in_the_inbox_are_named_and_left_where_they_are(prefect_harness: str, tmp_path: Path) -> None:
+    warehouse, inbox = tmp_path / "warehouse", tmp_path / "inbox"
+    inbox.mkdir()
+    (inbox / "a.run").write_text(seed_run("a"))
+    (inbox / "more-runs").mkdir()
+    os.mkfifo(inbox / "pipe.run")
+    result = runner.invoke(app, ["nightly", "--inbox", str(inbox), "--judgments", str(SEED_QRELS), "--cutoffs", "10",
+                                 "--warehouse", str(warehouse)])
+    assert result.exit_code == 0, result.output
+    assert "ignored more-runs (left in the inbox): a folder, not a run file" in result.stderr
+    assert "ignored pipe.run (left in the inbox): not a regular file" in result.stderr
+    assert (inbox / "more-runs").is_dir() and (inbox / "pipe.run").is_fifo()
+    assert (inbox / "processed" / "a.run").is_file()
