@@ -214,3 +214,21 @@ def test_a_bad_idle_limit_is_refused_before_anything_starts(
     assert done.stderr.startswith(f"judged: error: the local Prefect server: {named}")
     assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
     assert read_state(home) is None and not (home / "judged-server").exists()
+
+
+def test_the_session_end_check_finds_a_server_left_under_a_session_home(tmp_path: Path) -> None:
+    """tests/conftest.py's session-end check: a judged local server process (here a stand-in with its command line)
+    whose PREFECT_HOME is under the session's folders is found; one of another home is not."""
+    from tests.conftest import local_servers_under
+
+    stand_in = [sys.executable, "-c", "import time; time.sleep(60)", "prefect", "server", "start"]
+    inside = subprocess.Popen(stand_in, env=os.environ | {"PREFECT_HOME": str(tmp_path / "a" / "home")})
+    elsewhere = subprocess.Popen(stand_in, env=os.environ | {"PREFECT_HOME": str(tmp_path / "b")})
+    try:
+        assert wait_until(lambda: [pid for pid, _, _ in local_servers_under([tmp_path / "a"])] == [inside.pid], 10)
+        assert [home for _, home, _ in local_servers_under([tmp_path / "a"])] == [str(tmp_path / "a" / "home")]
+    finally:
+        for process in (inside, elsewhere):
+            process.kill()
+            process.wait()
+    assert local_servers_under([tmp_path]) == []
