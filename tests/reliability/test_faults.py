@@ -11,9 +11,9 @@ of two nightly processes started together on one inbox:
     JUDGED_FAULTS=long .venv/bin/python -m pytest -s tests/reliability/test_faults.py
 
 (30 kills per writer; `JUDGED_FAULTS=N` for N kills per writer; `JUDGED_FAULTS_WRITERS=evaluate,nightly` for some
-writers only, e.g. to run them in parallel processes; the newer ones: compare,report,worklist,extends,revise.) The killed writers are the Prefect flows
-themselves, each in a child process that talks to the session's one test server (`prefect_harness`) rather than
-starting a temporary server of its own: the flows' code paths are what is killed, at the cost of a child's start-up.
+writers only, e.g. to run them in parallel processes; the newer ones: compare,report,worklist,extends,revise.) The
+killed writers are the Prefect flows themselves (the newer ones: their commands, in process), each in a child process
+that talks to the session's one test server (`prefect_harness`) rather than starting a temporary server of its own: the flows' code paths are what is killed, at the cost of a child's start-up.
 Each child says when its imports are done; the kill comes at a uniformly random time within the flow's duration
 as measured on a clean run of the same writer (trial 0, in this process).
 """
@@ -117,8 +117,8 @@ def test_killed_writers_leave_a_warehouse_equal_to_a_clean_one(prefect_harness: 
         if set(writers()) & set(CLI_WRITERS):  # two evaluations, which the comparison writers compare
             second = ingest_run(str(SECOND_RUN), str(root)).id
             spec = PRESETS["trec_eval"].with_options(cutoffs=(10, 15))
-            evaluations[root] = [report.evaluation_id for report in
-                                 evaluate_flow(base["judgments"], [base["run"], second], spec.canonical_json(), str(root))]
+            reports = evaluate_flow(base["judgments"], [base["run"], second], spec.canonical_json(), str(root))
+            evaluations[root] = [report.evaluation_id for report in reports]
 
     analysts = Analysts(faulted)
     thread = threading.Thread(target=analysts.run, daemon=True)
