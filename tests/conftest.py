@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import re
 import resource
+import signal
 import tempfile
 import time
 import types
@@ -202,14 +203,59 @@ def repo() -> Path:
     return REPO
 
 
+def clock_ticks_since_boot() -> int:
+    """Now, in the unit of a process's start time in /proc/PID/stat."""
+    return int(float(Path("/proc/uptime").read_text().split()[0]) * os.sysconf("SC_CLK_TCK"))
+
+
+def local_servers_under(homes: list[Path], since: int = 0) -> list[tuple[int, str, str]]:
+    """judged's local Prefect servers and their idle watchdogs alive with a PREFECT_HOME that is one of `homes` or
+    under one, started at `since` (clock ticks since boot) or later: (pid, PREFECT_HOME, command line), read from
+    /proc (this user's processes)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            words = (entry / "cmdline").read_bytes().split(b"\0")
+            started = int((entry / "stat").read_text().rpartition(")")[2].split()[19])
+            environment = dict(item.split(b"=", 1) for item in (entry / "environ").read_bytes().split(b"\0")
+                               if b"=" in item)
+        except OSError:
+            continue  # gone meanwhile, or not ours
+        server = b"prefect" in words and b"server" in words and b"start" in words
+        watchdog = b"judged.flows.pipeline.server" in words and b"watch" in words
+        home = environment.get(b"PREFECT_HOME", b"").decode(errors="replace")
+        ours = home and started >= since and any(Path(home).is_relative_to(root) for root in homes)
+        if (server or watchdog) and ours:
+            found.append((int(entry.name), home, b" ".join(words).decode(errors="replace").strip()))
+    return found
+
+
 @pytest.fixture(scope="session", autouse=True)
-def no_local_server_left() -> Iterator[None]:
-    """Whatever a test did, no judged local Prefect server of this session's PREFECT_HOME outlives the session."""
+def no_local_server_left(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Whatever a test did, no judged local Prefect server of this session's PREFECT_HOME outlives the session: it is
+    stopped here. A server (or its idle watchdog) still alive after that, of the session's PREFECT_HOME or of a
+    home under the session's temporary folder (the tests of tests/e2e/test_local_server.py), is a test that did not
+    stop what it started: it is killed by its pid and the session fails, naming it. (A server started before the
+    session, e.g. by the user, is not the session's.)"""
+    session_started = clock_ticks_since_boot()
     yield
     from judged.flows.pipeline.progress import Feedback
     from judged.flows.pipeline.server import stop_server
 
     stop_server(Feedback())
+    homes = [Path(os.environ["PREFECT_HOME"]), tmp_path_factory.getbasetemp()]
+    left = local_servers_under(homes, session_started)
+    for pid, _, _ in left:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    if left:
+        pytest.fail("judged local Prefect server processes were left running by this test session (killed now): "
+                    + "; ".join(f"pid {pid} (PREFECT_HOME {home}): {command}" for pid, home, command in left),
+                    pytrace=False)
 
 
 @pytest.fixture(scope="session")

@@ -720,23 +720,41 @@ app.add_typer(server_app, name="server")
 
 
 @server_app.command("start")
-def server_start() -> None:
+def server_start(
+    idle_minutes: Annotated[float | None, typer.Option(
+        "--idle-minutes", help="Stop the server after this many minutes without a judged command using it (0: never; "
+        "default: JUDGED_SERVER_IDLE_MINUTES, else 30). Applies when this starts the server.")] = None,
+) -> None:
     """Start the local Prefect server now (warehouse commands start it when they first need it)."""
     from judged.flows.pipeline.progress import Feedback
-    from judged.flows.pipeline.server import ServerError, ensure_server, running_server
+    from judged.flows.pipeline.server import (
+        ServerError, chosen_idle_minutes, ensure_server, idle_text, running_server, touch_last_used,
+    )
 
     try:
-        state = running_server() or ensure_server(Feedback())
+        wanted = chosen_idle_minutes(idle_minutes)
+    except ServerError as error:
+        raise fail(str(error), EXIT_USAGE) from None
+    try:
+        state = running_server()
+        if state is None:
+            state = ensure_server(Feedback(), idle_minutes=wanted)
+        else:
+            touch_last_used()
     except ServerError as error:
         raise fail(str(error), EXIT_INPUT) from None
-    print(f"running: {state.url} (pid {state.pid}, since {state.started_at}); log: {state.log}")
+    print(f"running: {state.url} (pid {state.pid}, since {state.started_at}); {idle_text(state.idle_minutes)}; "
+          f"log: {state.log}")
+    if idle_minutes is not None and state.idle_minutes != wanted:
+        print(f"judged: the server already runs with its own idle limit ({state.idle_minutes:g} min); "
+              "`judged server stop` first to start it with another", file=sys.stderr)
 
 
 @server_app.command("status")
 def server_status() -> None:
     """Whether the local Prefect server runs, where, and which API warehouse commands use (exit 3: not running)."""
     from judged.flows.pipeline.server import (
-        MODE_VARIABLE, LOG_FILE, ServerError, chosen_mode, prefect_home, running_server, server_folder,
+        MODE_VARIABLE, LOG_FILE, ServerError, chosen_mode, idle_text, prefect_home, running_server, server_folder,
     )
 
     try:
@@ -755,6 +773,8 @@ def server_status() -> None:
         raise typer.Exit(EXIT_NOT_RUNNING)
     print(f"local Prefect server: running on {state.url} (pid {state.pid}, since {state.started_at}); "
           f"log {state.log}; database under {state.prefect_home}")
+    print(f"idle stop: {idle_text(state.idle_minutes)}" + (
+        f" (watchdog pid {state.watchdog_pid})" if state.watchdog_pid is not None else ""))
 
 
 @server_app.command("stop")

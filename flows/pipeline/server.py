@@ -6,11 +6,20 @@ Prefect's temporary per-process server), and finding, starting, checking and sto
 is a separate process (`python -m prefect server start`, bound to 127.0.0.1) reached over HTTP; its state file, log
 and lock live in `<PREFECT_HOME>/judged-server/`, its SQLite database is Prefect's own (`<PREFECT_HOME>/prefect.db`).
 Prefect is imported only when a command runs a flow (`orchestration`), so the commands that run none start fast.
+
+Idle stop: the server stops by itself once no judged command has used it for its declared idle time (default
+`DEFAULT_IDLE_MINUTES`; 0 = never; JUDGED_SERVER_IDLE_MINUTES or `judged server start --idle-minutes`), recorded in
+the state file. A command that uses the server holds a shared lock on `in-use.lock` while it runs and touches
+`last_used` when it starts and ends; a small watchdog process started beside the server (`python -m
+judged.flows.pipeline.server watch ...`, its pid in the state file) stops the server when `last_used` is older than
+the idle time and no command holds the lock, and ends itself when the server ends.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
+import math
 import os
 import signal
 import socket
@@ -46,6 +55,15 @@ STOP_TIMEOUT_SECONDS = 20.0
 HEALTH_TIMEOUT_SECONDS = 2.0
 # A server the user configured may be remote or busy: it gets longer to answer before the command gives up on it.
 CONFIGURED_HEALTH_TIMEOUT_SECONDS = 5.0
+# Idle stop: minutes without a judged command using the server after which its watchdog stops it (0 = never).
+IDLE_VARIABLE = "JUDGED_SERVER_IDLE_MINUTES"
+DEFAULT_IDLE_MINUTES = 30.0
+MAX_IDLE_MINUTES = 7 * 24 * 60.0  # a week: longer is "never" (0)
+LAST_USED_FILE = "last_used"
+IN_USE_LOCK = "in-use.lock"
+# How often the watchdog looks: a tenth of the idle time, within these bounds.
+WATCH_MIN_SECONDS = 0.2
+WATCH_MAX_SECONDS = 15.0
 
 
 class ServerError(InputError):
@@ -65,6 +83,41 @@ class ServerState:
     started_at: str
     log: str
     prefect_home: str
+    # Added with the idle stop; a state file written before it reads as a server that never stops by itself.
+    idle_minutes: float = 0.0
+    watchdog_pid: int | None = None
+
+
+def idle_text(minutes: float) -> str:
+    """The idle limit as `judged server status` shows it."""
+    if minutes <= 0:
+        return "never stops by itself (idle limit 0)"
+    shown = f"{minutes:g} min" if minutes >= 1 else f"{minutes * 60:g} s"
+    return f"stops after {shown} without a judged command using it"
+
+
+def check_idle_minutes(minutes: float, origin: str) -> float:
+    """An idle limit in minutes from 0 (never) to MAX_IDLE_MINUTES; ServerError naming `origin` otherwise."""
+    if not math.isfinite(minutes) or not 0 <= minutes <= MAX_IDLE_MINUTES:
+        raise ServerError(f"{origin} must be a number of minutes from 0 (never stop) to {MAX_IDLE_MINUTES:g}, "
+                          f"not {minutes!r}")
+    return minutes
+
+
+def chosen_idle_minutes(given: float | None = None) -> float:
+    """The idle limit for a server started now: `given` (`--idle-minutes`), else JUDGED_SERVER_IDLE_MINUTES, else
+    DEFAULT_IDLE_MINUTES. Fractions are allowed (tests use a few seconds)."""
+    if given is not None:
+        return check_idle_minutes(given, "--idle-minutes")
+    text = os.environ.get(IDLE_VARIABLE, "").strip()
+    if not text:
+        return DEFAULT_IDLE_MINUTES
+    try:
+        minutes = float(text)
+    except ValueError:
+        raise ServerError(f"{IDLE_VARIABLE}={text!r} must be a number of minutes from 0 (never stop) to "
+                          f"{MAX_IDLE_MINUTES:g}") from None
+    return check_idle_minutes(minutes, f"{IDLE_VARIABLE}={text!r}")
 
 
 def prefect_home() -> Path:
@@ -140,6 +193,37 @@ def running_server(home: Path | None = None) -> ServerState | None:
     return state
 
 
+def touch_last_used(home: Path | None = None) -> None:
+    """Record that a judged command uses the server now (the watchdog's idle clock restarts)."""
+    folder = server_folder(home)
+    try:
+        (folder / LAST_USED_FILE).touch()
+    except OSError:
+        pass  # no folder (no server of ours) or not writable: nothing to keep alive
+
+
+def last_used(folder: Path) -> float | None:
+    try:
+        return (folder / LAST_USED_FILE).stat().st_mtime
+    except OSError:
+        return None
+
+
+@contextmanager
+def in_use(home: Path | None = None) -> Iterator[None]:
+    """Held around a command's use of the server (a shared lock, which its process's end releases however it ends):
+    the watchdog never stops a server while a command uses it, however long the command runs."""
+    folder = server_folder(home)
+    folder.mkdir(parents=True, exist_ok=True)
+    with (folder / IN_USE_LOCK).open("ab") as handle:
+        fcntl.flock(handle, fcntl.LOCK_SH)  # waits while the watchdog is stopping the server
+        touch_last_used(home)
+        try:
+            yield
+        finally:
+            touch_last_used(home)
+
+
 def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind((HOST, 0))
@@ -169,11 +253,14 @@ def _start_lock(folder: Path, feedback: Feedback) -> Iterator[BinaryIO]:
         lock.close()
 
 
-def ensure_server(feedback: Feedback, home: Path | None = None) -> ServerState:
+def ensure_server(feedback: Feedback, home: Path | None = None, idle_minutes: float | None = None) -> ServerState:
     """The running local server, started now (in the background, detached from this process) if there is none,
-    and a dead or unresponsive one replaced. Raises ServerError when it does not come up."""
+    and a dead or unresponsive one replaced; its idle clock restarts. A server started now stops after
+    `chosen_idle_minutes(idle_minutes)` without use. Raises ServerError when it does not come up."""
+    idle = chosen_idle_minutes(idle_minutes)
     state = running_server(home)
     if state is not None:
+        touch_last_used(home)
         return state
     folder = server_folder(home)
     folder.mkdir(parents=True, exist_ok=True)
@@ -181,16 +268,18 @@ def ensure_server(feedback: Feedback, home: Path | None = None) -> ServerState:
         recorded = read_state(home)
         if recorded is not None and process_alive(recorded.pid):
             if _wait_healthy(recorded, UNRESPONSIVE_SECONDS):
+                touch_last_used(home)
                 return recorded  # started meanwhile by another command, or only slow to answer
             feedback.say(f"judged: the local Prefect server (pid {recorded.pid}) does not answer; replacing it")
             _terminate(recorded.pid)
+            _stop_watchdog(recorded)
         elif recorded is not None:
             feedback.say(f"judged: the local Prefect server (pid {recorded.pid}) is gone; starting a new one")
         (folder / STATE_FILE).unlink(missing_ok=True)
-        return _start(folder, feedback)
+        return _start(folder, feedback, idle)
 
 
-def _start(folder: Path, feedback: Feedback) -> ServerState:
+def _start(folder: Path, feedback: Feedback, idle_minutes: float = 0.0) -> ServerState:
     home = folder.parent
     port = _free_port()
     url = f"http://{HOST}:{port}/api"
@@ -210,23 +299,112 @@ def _start(folder: Path, feedback: Feedback) -> ServerState:
             stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT, env=environment,
             start_new_session=True, close_fds=True,
         )
-    state = ServerState(process.pid, port, url, now_text(), str(log), str(home))
+    (folder / LAST_USED_FILE).touch()
+    state = ServerState(process.pid, port, url, now_text(), str(log), str(home), idle_minutes)
+    if idle_minutes > 0:
+        state = ServerState(**(asdict(state) | {"watchdog_pid": _start_watchdog(folder, state)}))
     _write_state(folder, state)
     expected = "first use, ~15-30 s" if first_use else "~5-10 s"
     with feedback.waiting(f"starting a local Prefect server ({expected})..."):
         deadline = time.monotonic() + STARTUP_TIMEOUT_SECONDS
         while not healthy(url):
             if process.poll() is not None:
+                _stop_watchdog(state)
                 (folder / STATE_FILE).unlink(missing_ok=True)
                 raise ServerError(f"exited with code {process.returncode} while starting; its log: {log}")
             if time.monotonic() > deadline:
                 _terminate(process.pid)
+                _stop_watchdog(state)
                 (folder / STATE_FILE).unlink(missing_ok=True)
                 raise ServerError(f"did not answer on {url} within {STARTUP_TIMEOUT_SECONDS:.0f} s; its log: {log}")
             time.sleep(0.25)
-    feedback.say(f"judged: started a local Prefect server on {url} (pid {process.pid}); later commands reuse it. "
-                 f"Log: {log}; stop it with `judged server stop`")
+    (folder / LAST_USED_FILE).touch()  # the idle clock starts when it answers
+    idle = f"it stops after {idle_minutes:g} min unused" if idle_minutes > 0 else "it runs until stopped"
+    feedback.say(f"judged: started a local Prefect server on {url} (pid {process.pid}); later commands reuse it; "
+                 f"{idle}. Log: {log}; stop it with `judged server stop`")
     return state
+
+
+def _start_watchdog(folder: Path, state: ServerState) -> int:
+    """Start the idle watchdog beside the server: its own session (Ctrl+C in this command does not reach it), its
+    output to the server's log."""
+    with Path(state.log).open("ab") as output:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "judged.flows.pipeline.server", "watch", str(folder), str(state.pid),
+             repr(state.idle_minutes)],
+            stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT, start_new_session=True,
+            close_fds=True,
+        )
+    return process.pid
+
+
+def _watchdog_alive(pid: int) -> bool:
+    cmdline = Path(f"/proc/{pid}/cmdline")
+    try:
+        words = cmdline.read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return b"judged.flows.pipeline.server" in words and b"watch" in words
+
+
+def _stop_watchdog(state: ServerState) -> None:
+    """End the server's watchdog (by the pid the state file recorded, when it is still our watchdog)."""
+    if state.watchdog_pid is not None and _watchdog_alive(state.watchdog_pid):
+        try:
+            os.kill(state.watchdog_pid, signal.SIGTERM)
+        except (ProcessLookupError, PermissionError):
+            return
+        deadline = time.monotonic() + STOP_TIMEOUT_SECONDS
+        while time.monotonic() < deadline and _exists(state.watchdog_pid):
+            time.sleep(0.05)
+
+
+def watch(folder: Path, server_pid: int, idle_minutes: float) -> int:
+    """The watchdog's loop: stop the server `server_pid` once it has been unused for `idle_minutes` (`last_used`
+    older than that, no command holding the in-use lock, none starting a server); end when the server ends or the
+    state file names another server."""
+    idle_seconds = idle_minutes * 60
+    pause = min(WATCH_MAX_SECONDS, max(WATCH_MIN_SECONDS, idle_seconds / 10))
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    while True:
+        time.sleep(pause)
+        state = read_state(folder.parent)
+        if state is None or state.pid != server_pid or not process_alive(server_pid):
+            return 0  # stopped, replaced or dead: nothing left to watch
+        used = last_used(folder)
+        if used is not None and time.time() - used < idle_seconds:
+            continue
+        starting = hold_start_lock(folder)
+        if starting is None:
+            continue  # a command is starting or stopping a server: look again later
+        with starting, (folder / IN_USE_LOCK).open("ab") as users:
+            try:
+                fcntl.flock(users, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue  # a command uses it now
+            used = last_used(folder)
+            state = read_state(folder.parent)
+            if used is not None and time.time() - used < idle_seconds:
+                continue  # used just before the lock was free
+            if state is None or state.pid != server_pid:
+                return 0
+            with Path(state.log).open("a") as log:
+                log.write(f"--- judged stops the Prefect server (pid {server_pid}): unused for {idle_minutes:g} min "
+                          f"({now_text()})\n")
+            _terminate(server_pid)
+            (folder / STATE_FILE).unlink(missing_ok=True)
+            return 0
+
+
+def hold_start_lock(folder: Path) -> BinaryIO | None:
+    """The start lock when it is free now, else None (without importing the warehouse: the watchdog stays small)."""
+    handle = (folder / LOCK_FILE).open("ab")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.close()
+        return None
+    return handle
 
 
 def _wait_healthy(state: ServerState, seconds: float) -> bool:
@@ -287,6 +465,8 @@ def stop_server(feedback: Feedback, home: Path | None = None) -> ServerState | N
         if state is not None and was_running:
             with feedback.waiting(f"stopping the local Prefect server (pid {state.pid})..."):
                 _terminate(state.pid)
+        if state is not None:
+            _stop_watchdog(state)
         (folder / STATE_FILE).unlink(missing_ok=True)
     return state if was_running else None
 
@@ -342,6 +522,13 @@ def orchestration(feedback: Feedback, doing: str) -> Iterator[None]:
         ):
             yield
         return
-    state = ensure_server(feedback)
-    with using_api(state.url), feedback.following_flow_logs(doing):
-        yield
+    with in_use():
+        state = ensure_server(feedback)
+        with using_api(state.url), feedback.following_flow_logs(doing):
+            yield
+
+
+if __name__ == "__main__":  # the watchdog: python -m judged.flows.pipeline.server watch <folder> <pid> <minutes>
+    if len(sys.argv) != 5 or sys.argv[1] != "watch":
+        sys.exit("usage: python -m judged.flows.pipeline.server watch <server folder> <server pid> <idle minutes>")
+    sys.exit(watch(Path(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])))

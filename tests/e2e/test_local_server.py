@@ -10,12 +10,13 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from judged.flows.pipeline.server import process_alive, read_state
+from judged.flows.pipeline.server import in_use, process_alive, read_state
 from tests.conftest import REPO, SAMPLE
 
 # Starting a server is what these tests check: their commands do not get the session's server.
@@ -31,7 +32,7 @@ def new_user(tmp_path: Path) -> Iterator[tuple[Path, dict[str, str]]]:
     """A fresh Prefect home and the environment of a user who configured nothing; stops what was started."""
     home = tmp_path / "prefect-home"
     environment = {name: value for name, value in os.environ.items()
-                   if name not in ("PREFECT_API_URL", "JUDGED_PREFECT_SERVER")}
+                   if name not in ("PREFECT_API_URL", "JUDGED_PREFECT_SERVER", "JUDGED_SERVER_IDLE_MINUTES")}
     environment |= {"PREFECT_HOME": str(home), "COLUMNS": "200"}
     try:
         yield home, environment
@@ -68,6 +69,8 @@ def test_two_commands_share_one_server_with_the_temporary_servers_results(
     assert "judged server stop" in first.stderr
     started = read_state(home)
     assert started is not None and started.url.startswith("http://127.0.0.1:")
+    assert started.idle_minutes == 30 and started.watchdog_pid is not None  # the default idle stop
+    assert "it stops after 30 min unused" in first.stderr
     assert Path(started.log).is_file() and Path(started.log).parent == home / "judged-server"
 
     second = evaluate(tmp_path / "second", env)
@@ -89,6 +92,7 @@ def test_two_commands_share_one_server_with_the_temporary_servers_results(
     assert stopped.returncode == 0 and f"stopped the local Prefect server (pid {started.pid}" in stopped.stdout
     assert read_state(home) is None
     assert not process_alive(started.pid)  # gone (at most a zombie, if nothing reaps the detached process)
+    assert ended(started.watchdog_pid)  # its watchdog went with it
     assert judged("server", "status", env=env, cwd=tmp_path).returncode == 3
 
 
@@ -135,3 +139,96 @@ def test_an_unknown_mode_is_refused(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert done.stderr.strip() == ("judged: error: the local Prefect server: JUDGED_PREFECT_SERVER='shared' must be "
                                    "one of local, temporary")
+
+
+def ended(pid: int | None) -> bool:
+    """Whether the process is gone (or a zombie its new parent has not reaped yet)."""
+    try:
+        return "\nState:\tZ" in Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return True
+
+
+def wait_until(condition: object, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():  # type: ignore[operator]
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def test_an_idle_server_stops_by_itself_but_not_while_a_command_uses_it(
+    new_user: tuple[Path, dict[str, str]], tmp_path: Path
+) -> None:
+    """Issue 27 #12: a server with a tiny idle limit (3 s; fractions of a minute are allowed) stops by itself once no
+    command has used it for that long, never while a command holds it, and status shows the limit."""
+    home, env = new_user
+    env = env | {"JUDGED_SERVER_IDLE_MINUTES": "0.05"}
+    with in_use(home):  # a command using it from the start: the first start takes longer than 3 s
+        started = judged("server", "start", env=env, cwd=tmp_path)
+        assert started.returncode == 0, started.stderr
+        state = read_state(home)
+        assert state is not None and state.idle_minutes == 0.05 and state.watchdog_pid is not None
+        status = judged("server", "status", env=env, cwd=tmp_path)
+        assert status.returncode == 0
+        assert f"idle stop: stops after 3 s without a judged command using it (watchdog pid {state.watchdog_pid})" \
+            in status.stdout
+        time.sleep(5)  # past the idle limit, but in use
+        assert read_state(home) == state and process_alive(state.pid)
+    assert wait_until(lambda: read_state(home) is None and not process_alive(state.pid), 60)
+    assert wait_until(lambda: ended(state.watchdog_pid), 30)  # the watchdog ends with the server
+    assert "unused for 0.05 min" in Path(state.log).read_text()
+    assert judged("server", "status", env=env, cwd=tmp_path).returncode == 3
+
+
+def test_idle_limit_zero_never_stops(new_user: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
+    home, env = new_user
+    started = judged("server", "start", "--idle-minutes", "0", env=env | {"JUDGED_SERVER_IDLE_MINUTES": "0.01"},
+                     cwd=tmp_path)
+    assert started.returncode == 0, started.stderr
+    assert "never stops by itself (idle limit 0)" in started.stdout
+    state = read_state(home)
+    assert state is not None and state.idle_minutes == 0 and state.watchdog_pid is None  # nothing watches it
+    time.sleep(3)
+    assert read_state(home) == state and process_alive(state.pid)
+    status = judged("server", "status", env=env, cwd=tmp_path)
+    assert "idle stop: never stops by itself (idle limit 0)" in status.stdout
+
+
+@pytest.mark.parametrize(("setting", "argument", "named"), [
+    ("abc", None, "JUDGED_SERVER_IDLE_MINUTES='abc'"),
+    ("inf", None, "JUDGED_SERVER_IDLE_MINUTES='inf'"),
+    (None, "-1", "--idle-minutes"),
+    (None, "nan", "--idle-minutes"),
+    (None, "1e9", "--idle-minutes"),
+])
+def test_a_bad_idle_limit_is_refused_before_anything_starts(
+    new_user: tuple[Path, dict[str, str]], tmp_path: Path, setting: str | None, argument: str | None, named: str
+) -> None:
+    home, env = new_user
+    if setting is not None:
+        env = env | {"JUDGED_SERVER_IDLE_MINUTES": setting}
+    done = judged("server", "start", *(["--idle-minutes", argument] if argument else []), env=env, cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.startswith(f"judged: error: the local Prefect server: {named}")
+    assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
+    assert read_state(home) is None and not (home / "judged-server").exists()
+
+
+def test_the_session_end_check_finds_a_server_left_under_a_session_home(tmp_path: Path) -> None:
+    """tests/conftest.py's session-end check: a judged local server process (here a stand-in with its command line)
+    whose PREFECT_HOME is under the session's folders is found; one of another home is not."""
+    from tests.conftest import local_servers_under
+
+    stand_in = [sys.executable, "-c", "import time; time.sleep(60)", "prefect", "server", "start"]
+    inside = subprocess.Popen(stand_in, env=os.environ | {"PREFECT_HOME": str(tmp_path / "a" / "home")})
+    elsewhere = subprocess.Popen(stand_in, env=os.environ | {"PREFECT_HOME": str(tmp_path / "b")})
+    try:
+        assert wait_until(lambda: [pid for pid, _, _ in local_servers_under([tmp_path / "a"])] == [inside.pid], 10)
+        assert [home for _, home, _ in local_servers_under([tmp_path / "a"])] == [str(tmp_path / "a" / "home")]
+    finally:
+        for process in (inside, elsewhere):
+            process.kill()
+            process.wait()
+    assert local_servers_under([tmp_path]) == []

@@ -1,7 +1,9 @@
-"""Fault injection: each writer (ingest-run, ingest-judgments, evaluate, nightly) is killed with SIGKILL at a
+"""Fault injection: each writer (ingest-run, ingest-judgments, evaluate, nightly, and the newer commands: compare
+storing a comparison, report, worklist, ingest-judgments --extends and --extends --revise) is killed with SIGKILL at a
 random point, the warehouse is checked (every view answers, no partial table), the write is run again, and at the end
 the warehouse's content equals that of a clean warehouse that ran the same writes without faults. Analysts query
-the warehouse in a loop all along (0 errors allowed), and every nightly file has exactly one `nightly` row.
+the warehouse in a loop all along (0 errors allowed), and every nightly file has exactly one `nightly` row. A file
+written outside the warehouse (report's and worklist's --out) is absent or whole after a kill, never a part.
 
 Short by default (one kill per writer, for CI). The long run, whose figures are in the README, also runs ten rounds
 of two nightly processes started together on one inbox:
@@ -9,9 +11,9 @@ of two nightly processes started together on one inbox:
     JUDGED_FAULTS=long .venv/bin/python -m pytest -s tests/reliability/test_faults.py
 
 (30 kills per writer; `JUDGED_FAULTS=N` for N kills per writer; `JUDGED_FAULTS_WRITERS=evaluate,nightly` for some
-writers only, e.g. to run them in parallel processes.) The killed writers are the Prefect flows
-themselves, each in a child process that talks to the session's one test server (`prefect_harness`) rather than
-starting a temporary server of its own: the flows' code paths are what is killed, at the cost of a child's start-up.
+writers only, e.g. to run them in parallel processes; the newer ones: compare,report,worklist,extends,revise.) The
+killed writers are the Prefect flows themselves (the newer ones: their commands, in process), each in a child process
+that talks to the session's one test server (`prefect_harness`) rather than starting a temporary server of its own: the flows' code paths are what is killed, at the cost of a child's start-up.
 Each child says when its imports are done; the kill comes at a uniformly random time within the flow's duration
 as measured on a clean run of the same writer (trial 0, in this process).
 """
@@ -31,12 +33,15 @@ from pathlib import Path
 
 import pytest
 
-from judged.flows.pipeline.flows import ingest_judgments, ingest_run
+from judged.flows.pipeline.flows import evaluate_flow, ingest_judgments, ingest_run
 from judged.flows.pipeline.nightly import CLAIMED
 from judged.flows.store.sql import open_readonly
 from judged.flows.store.warehouse import STAGING, Store
+from judged.schemas.spec import PRESETS
 from tests.conftest import REPO
-from tests.reliability.faults import QRELS, RUN, WRITERS, content, make_inbox, problems, write
+from tests.reliability.faults import (
+    CLI_WRITERS, OUTPUTS, QRELS, RUN, SECOND_RUN, WRITERS, content, make_inbox, output_problems, problems, write,
+)
 
 
 def writers() -> list[str]:
@@ -52,11 +57,13 @@ def kills_per_writer() -> int:
 CHILD = """
 import json, sys, time
 from pathlib import Path
-from tests.reliability.faults import write
-writer, warehouse, trial, judgment_set_id, run_id, inbox = json.loads(sys.argv[1])
+from tests.reliability.faults import CLI_WRITERS, write
+writer, warehouse, trial, judgment_set_id, run_id, inbox, *evaluations = json.loads(sys.argv[1])
+if writer in CLI_WRITERS:  # what the command imports, before the clock starts
+    import typer.testing, judged.flows.cli.app, judged.flows.pipeline.flows, judged.flows.pipeline.compare
 print("ready", flush=True)
 started = time.perf_counter()
-write(writer, Path(warehouse), trial, judgment_set_id, run_id, Path(inbox))
+write(writer, Path(warehouse), trial, judgment_set_id, run_id, Path(inbox), *evaluations)
 print(time.perf_counter() - started, flush=True)
 """
 
@@ -73,7 +80,9 @@ class Analysts:
     def run(self) -> None:
         connection = open_readonly(Store(self.warehouse))
         query = ("SELECT (SELECT count(*) FROM run_rows), (SELECT count(*) FROM judgments), "
-                 "(SELECT count(*) FROM per_query), (SELECT count(*) FROM summary), (SELECT count(*) FROM nightly)")
+                 "(SELECT count(*) FROM per_query), (SELECT count(*) FROM summary), (SELECT count(*) FROM nightly), "
+                 "(SELECT count(*) FROM comparisons), (SELECT count(*) FROM comparison_per_query), "
+                 "(SELECT count(*) FROM worklists), (SELECT count(*) FROM judgment_lineage)")
         try:
             while not self.stop.is_set():
                 try:
@@ -103,8 +112,14 @@ def test_killed_writers_leave_a_warehouse_equal_to_a_clean_one(prefect_harness: 
     env = os.environ | {"PREFECT_API_URL": prefect_harness}
     faulted, clean = tmp_path / "faulted", tmp_path / "clean"
     base = {}
+    evaluations: dict[Path, list[str]] = {faulted: [], clean: []}
     for root in (faulted, clean):
         base = {"judgments": ingest_judgments(str(QRELS), str(root)).id, "run": ingest_run(str(RUN), str(root)).id}
+        if set(writers()) & set(CLI_WRITERS):  # two evaluations, which the comparison writers compare
+            second = ingest_run(str(SECOND_RUN), str(root)).id
+            spec = PRESETS["trec_eval"].with_options(cutoffs=(10, 15))
+            reports = evaluate_flow(base["judgments"], [base["run"], second], spec.canonical_json(), str(root))
+            evaluations[root] = [report.evaluation_id for report in reports]
 
     analysts = Analysts(faulted)
     thread = threading.Thread(target=analysts.run, daemon=True)
@@ -120,11 +135,15 @@ def test_killed_writers_leave_a_warehouse_equal_to_a_clean_one(prefect_harness: 
                 if writer == "nightly":
                     nightly_files += make_inbox(inboxes[faulted], trial)
                     make_inbox(inboxes[clean], trial)
-                args = [writer, str(faulted), trial, base["judgments"], base["run"], str(inboxes[faulted])]
+                args = [writer, str(faulted), trial, base["judgments"], base["run"], str(inboxes[faulted]),
+                        *evaluations[faulted]]
                 if trial == 0:  # a clean run, in this process, timed
                     started = time.perf_counter()
-                    write(writer, faulted, trial, base["judgments"], base["run"], inboxes[faulted])
+                    write(writer, faulted, trial, base["judgments"], base["run"], inboxes[faulted],
+                          evaluations[faulted])
                     durations.append(time.perf_counter() - started)
+                    found = output_problems(writer, inboxes[faulted], False, faulted, trial)
+                    assert found == [], f"{writer} trial {trial}, a clean run: {found}"
                 else:
                     child = _start_child(args, env)
                     try:
@@ -133,14 +152,17 @@ def test_killed_writers_leave_a_warehouse_equal_to_a_clean_one(prefect_harness: 
                     finally:
                         child.send_signal(signal.SIGKILL)
                         child.communicate(timeout=60)
-                    found = problems(faulted)
+                    found = problems(faulted) + output_problems(writer, inboxes[faulted], True, faulted, trial)
                     assert found == [], f"{writer} trial {trial}, after the kill: {found}"
+                    if writer in OUTPUTS:  # checked whole (or absent): the rerun writes its own
+                        (inboxes[faulted] / OUTPUTS[writer]).unlink(missing_ok=True)
                     # The rerun, in this process: it must succeed whatever the kill left.
-                    write(writer, faulted, trial, base["judgments"], base["run"], inboxes[faulted])
-                    found = problems(faulted)
+                    write(writer, faulted, trial, base["judgments"], base["run"], inboxes[faulted],
+                          evaluations[faulted])
+                    found = problems(faulted) + output_problems(writer, inboxes[faulted], False, faulted, trial)
                     assert found == [], f"{writer} trial {trial}, after the rerun: {found}"
-                write(writer, clean, trial, base["judgments"], base["run"], inboxes[clean])
-            figures[writer] = {"kills": kills}
+                write(writer, clean, trial, base["judgments"], base["run"], inboxes[clean], evaluations[clean])
+            figures[writer] = {"kills": kills, "clean_seconds": round(durations[0], 1)}
     finally:
         analysts.stop.set()
         thread.join(timeout=60)
