@@ -141,14 +141,19 @@ def conclusion_sentences(evaluations: Sequence[ComparedEvaluation], comparison: 
         settings = comparison.settings
         alpha = 1 - settings.confidence_level
         significant = comparison.pairs.filter(pl.col("p_adjusted") < alpha)
-        described = [f"{r['run']} {'above' if r['mean_difference'] > 0 else 'below'} {comparison.baseline} on "
-                     f"{measure_at(r['measure'], r['cutoff'])} ({r['mean_difference']:+.4f}, p adjusted "
-                     f"{p_value(r['p_adjusted'])})" for r in significant.iter_rows(named=True)]
+        grouped: dict[tuple[str, str], list[str]] = {}  # (run, above or below): its significant measures
+        for r in significant.iter_rows(named=True):
+            grouped.setdefault((r["run"], "above" if r["mean_difference"] > 0 else "below"), []).append(
+                f"{measure_at(r['measure'], r['cutoff'])} ({r['mean_difference']:+.4f}, p adjusted "
+                f"{p_value(r['p_adjusted'])})")
+        described = [f"{run} {side} {comparison.baseline} on "
+                     f"{_names(items[:4] + ([f'{len(items) - 4} more'] if len(items) > 4 else []))}"
+                     for (run, side), items in grouped.items()]
         total = comparison.pairs.height
         if described:
-            shown = described[:6] + ([f"{len(described) - 6} more in the table below"] if len(described) > 6 else [])
-            sentences.append(f"{len(described)} of {total} differences from the baseline {comparison.baseline} are "
-                             f"significant after {settings.correction} correction at {alpha:g}: {_names(shown)}.")
+            sentences.append(f"{significant.height} of {total} differences from the baseline {comparison.baseline} "
+                             f"are significant after {settings.correction} correction at {alpha:g}: "
+                             f"{'; '.join(described)}.")
         else:
             sentences.append(f"None of the {total} differences from the baseline {comparison.baseline} is "
                              f"significant after {settings.correction} correction at {alpha:g}.")
