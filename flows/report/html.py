@@ -191,8 +191,8 @@ def measure_plot(evaluations: Sequence[ComparedEvaluation], comparison: Comparis
                  cutoff: int | None) -> str:
     """One figure for one measure and cutoff: each run's value as a dot with its interval over the unjudged
     documents as a whisker; with a comparison, each run's mean difference from the baseline with its bootstrap CI,
-    and per run the per-query differences (query ids on the axis, whiskers from the per-query intervals, outcome
-    by colour, hatching and legend text)."""
+    and per run the per-query differences (query ids on the axis, whiskers from the two runs' per-query intervals,
+    outcome (robustness, from the comparison) by colour, hatching and legend text)."""
     label = measure_at(measure, cutoff)
     runs = [] if comparison is None else [r for r in comparison.pairs.filter(
         (pl.col("measure") == measure) & pl.col("cutoff").eq_missing(cutoff))["run"].to_list()]
@@ -215,6 +215,7 @@ def measure_plot(evaluations: Sequence[ComparedEvaluation], comparison: Comparis
                 linestyle="none")
         text = f"{row['value']:.4f}" + ("" if low is None or high is None else f"  [{low:.4f}, {high:.4f}]")
         ax.annotate(text, (row["value"], index), xytext=(0, 7), textcoords="offset points", ha="center", fontsize=7)
+    ax.margins(x=0.08)
     ax.set_yticks(range(len(evaluations)), [e.run_name for e in evaluations])
     ax.set_ylim(len(evaluations) - 0.4, -0.6)
     ax.set_title(f"{label} per run: dot = value, whisker = interval over the unjudged documents", fontsize=10,
@@ -238,6 +239,7 @@ def measure_plot(evaluations: Sequence[ComparedEvaluation], comparison: Comparis
                         (row["mean_difference"], index), xytext=(0, 7), textcoords="offset points", ha="center",
                         fontsize=7)
         ax.axvline(0, color="#1f2328", linewidth=0.8, linestyle="--")
+        ax.margins(x=0.1)
         ax.set_yticks(range(pairs.height), [f"{r} − {comparison.baseline}" for r in pairs["run"]])
         ax.set_ylim(pairs.height - 0.4, -0.6)
         ax.set_title(f"{label}: mean difference run − baseline with its "
@@ -278,7 +280,7 @@ def _query_differences(axes: Sequence, comparison: ComparisonResult, runs: list[
         ax.set_xticks(list(positions), pairs["query_id"].to_list(), rotation=90, fontsize=6)
         ax.set_ylabel(f"{run}\n− {comparison.baseline}", fontsize=8)
         ax.set_title(f"{measure_at(measure, cutoff)}, {run} − {comparison.baseline} per query ({len(differences)} "
-                     "queries, sorted): bar = difference, whisker = its range over the unjudged documents",
+                     "queries, sorted): bar = difference, whisker = run interval − baseline interval",
                      fontsize=9, loc="left")
         ax.grid(alpha=0.3, axis="y")
         legend = ROBUSTNESS_LABELS if known else {k: k for k in SIGN_COLOURS}
