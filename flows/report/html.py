@@ -272,9 +272,11 @@ def _query_differences(axes: Sequence, comparison: ComparisonResult, runs: list[
         if pairs.height and pairs["run_value_min"].null_count() < pairs.height:
             low = (pairs["run_value_min"] - pairs["baseline_value_max"]).to_list()
             high = (pairs["run_value_max"] - pairs["baseline_value_min"]).to_list()
-            for x, lo, hi in zip(positions, low, high, strict=True):
-                if lo is not None and hi is not None:
-                    ax.plot([x, x], [lo, hi], color="#1f2328", linewidth=0.8)
+            whiskers = [(x, lo, hi) for x, lo, hi in zip(positions, low, high, strict=True)
+                        if lo is not None and hi is not None]
+            if whiskers:
+                xs, los, his = zip(*whiskers, strict=True)
+                ax.vlines(xs, los, his, color="#1f2328", linewidth=0.8)
         ax.axhline(0, color="#1f2328", linewidth=0.8)
         ax.set_xlim(-0.5, max(len(differences), 1) - 0.5)
         ax.set_xticks(list(positions), pairs["query_id"].to_list(), rotation=90, fontsize=6)
