@@ -147,7 +147,9 @@ def test_nightly_writes_a_report_and_stores_the_comparison(stored: dict, tmp_pat
                               "AND started_at = (SELECT max(started_at) FROM nightly)")
     report = warehouse / "reports" / f"{night['flow_run_id']}.html"
     text = report.read_text()
-    assert "id='difference-plot'><svg" in text and "p_bm25" in text and "pash_r3" in text
+    # the per-query differences are drawn in the measure's plot, under the report's opening conclusions
+    assert "id='measure-plot-nDCG-10' data-measure='nDCG@10'><svg" in text and "p_bm25" in text and "pash_r3" in text
+    assert "<ul id='conclusions'" in text and "Highest scoring run: pash_r3 on nDCG@10" in text
     compared = sql(warehouse, "SELECT r.run_names FROM comparison_records r "
                               "WHERE json_extract_string(r.provenance_json, '$.flow_run_id') = "
                               f"'{night['flow_run_id']}'")

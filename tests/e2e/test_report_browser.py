@@ -1,5 +1,7 @@
 """`judged report` as a person sees it: the HTML file on the bundled TREC DL 2020 sample is self-contained (no
-network, no script), holds its three plots as SVG with drawn paths, and renders in headless Chromium (Debian's
+network, no script), opens with three to five sentences of conclusions, holds one plot per measure and cutoff
+(values with intervals, difference CIs, per-query differences) and the coverage and distribution plots as SVG with
+drawn paths, and renders in headless Chromium (Debian's
 `chromium`, installed by .ci/setup when it can be) without errors to a PNG that is not blank.
 
 Skips with the reason when chromium is not installed. Chromium runs in its own session and is killed with it, so
@@ -25,7 +27,8 @@ from tests.conftest import SAMPLE
 
 QRELS = SAMPLE / "qrels.dl20-passage.txt"
 RUNS = [SAMPLE / "runs" / f"input.{name}.gz" for name in ("p_bm25", "pash_r3", "DoRA_Large")]
-PLOTS = ("difference-plot", "coverage-plot", "distribution-plot")
+MEASURE_PLOTS = tuple(f"measure-plot-nDCG-{k}" for k in (10, 100, 1000))  # every measure and cutoff it holds
+PLOTS = (*MEASURE_PLOTS, "coverage-plot", "distribution-plot")
 
 
 @cache
@@ -43,16 +46,42 @@ def report_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return report(str(tmp_path_factory.mktemp("report")))
 
 
-def test_report_is_self_contained_with_three_drawn_plots(report_file: Path) -> None:
+def test_report_is_self_contained_with_every_plot_drawn(report_file: Path) -> None:
     text = report_file.read_text()
     assert "<script" not in text and "<link" not in text and "<img" not in text
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:|//)""", text)  # nothing fetched
     for plot in PLOTS:
-        block = text.split(f"id='{plot}'>", 1)[1].split("</div>", 1)[0]
+        block = re.split(f"id='{plot}'[^>]*>", text, maxsplit=1)[1].split("</div>", 1)[0]
         assert block.startswith("<svg") and block.count("<path") >= 10, plot
     for heading in ("Summary", "Significance", "Provenance", "Unjudged coverage by cutoff"):
         assert heading in text
     assert "trec-dl-2020-passage version nist-final" in text and "pash_r3" in text
+    assert text.count("class='plot measure-plot'") == len(MEASURE_PLOTS)  # no plot of a measure the report lacks
+
+
+def conclusions(page: str) -> list[str]:
+    """The report's opening sentences (from its HTML, or from chromium's DOM)."""
+    block = re.search(r"""<ul id=["']conclusions["'][^>]*>(.*?)</ul>""", page, re.S)
+    assert block, "the report has no conclusions"
+    return [re.sub(r"<[^>]+>", "", item).strip() for item in re.findall(r"<li>(.*?)</li>", block.group(1), re.S)]
+
+
+def expected_conclusions(text: str) -> None:
+    sentences = conclusions(text)
+    assert 3 <= len(sentences) <= 5, sentences
+    assert sentences[0] == ("Highest scoring run: pash_r3 on nDCG@10 (0.8031), nDCG@100 (0.6719) and "
+                            "nDCG@1000 (0.7034)."), sentences[0]
+    assert sentences[1].startswith("6 of 6 differences from the baseline p_bm25 are significant after holm "
+                                   "correction at 0.05: pash_r3 above p_bm25 on nDCG@10 (+0.3235, p adjusted "
+                                   "0.0060), nDCG@100 "), sentences[1]
+    assert "; DoRA_Large below p_bm25 on nDCG@10 (-0.4382, p adjusted 0.0060)" in sentences[1]
+    assert sentences[2].startswith("The unjudged documents cannot change which run is best on nDCG@10 (pash_r3)")
+    assert sentences[3].startswith("The unjudged documents could change which run is best on nDCG@100 (pash_r3) "
+                                   "and nDCG@1000 (pash_r3)")
+
+
+def test_report_opens_with_its_conclusions(report_file: Path) -> None:
+    expected_conclusions(report_file.read_text())
 
 
 def _chromium(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -82,7 +111,8 @@ def test_chromium_renders_the_report_without_errors(report_file: Path, tmp_path:
     assert dom.returncode == 0, dom.stderr[-2000:]
     for plot in PLOTS:
         assert f'id="{plot}"' in dom.stdout
-    assert dom.stdout.count("<svg") >= 3 and "<path" in dom.stdout
+    assert dom.stdout.count("<svg") >= len(PLOTS) and "<path" in dom.stdout
+    expected_conclusions(dom.stdout)
     page_errors = [line for line in dom.stderr.splitlines()
                    if "CONSOLE" in line or "Failed to load" in line or "ERR_" in line and "report.html" in line]
     assert page_errors == []
