@@ -140,14 +140,6 @@ def check_basis(evaluations: Sequence[ComparedEvaluation]) -> None:
     """Refuse evaluations that differ in judgment set or spec, naming what differs in each."""
     if len(evaluations) < 2:
         raise IncomparableError(f"a comparison needs at least two evaluations, got {len(evaluations)}")
-    identifiers = [e.evaluation_id for e in evaluations]
-    repeated = sorted({e.run_name for e in evaluations if identifiers.count(e.evaluation_id) > 1})
-    if repeated:
-        raise IncomparableError(
-            f"{', '.join(repeated)}: one evaluation (one run on one judgment set under one spec) is given twice, and "
-            "a run is compared with other runs, not with itself (after --rebase, evaluations of one run on two "
-            "judgment versions are one evaluation)"
-        )
     judgment_sets = {e.judgment_set_id for e in evaluations}
     if len(judgment_sets) > 1:
         which = "; ".join(f"{e.run_name}: {e.judgments_label} ({e.judgment_set_id})" for e in evaluations)
@@ -166,6 +158,14 @@ def check_basis(evaluations: Sequence[ComparedEvaluation]) -> None:
         raise IncomparableError(
             f"the evaluations were computed by different method versions ({which}); compare them on one basis with "
             "--rebase (evaluates every run again under the current method)"
+        )
+    identifiers = [e.evaluation_id for e in evaluations]
+    repeated = sorted({e.run_name for e in evaluations if identifiers.count(e.evaluation_id) > 1})
+    if repeated:
+        raise IncomparableError(
+            f"{', '.join(repeated)}: one evaluation (one run on one judgment set under one spec) is given twice, and "
+            "a run is compared with other runs, not with itself (after --rebase, evaluations of one run on two "
+            "judgment versions are one evaluation)"
         )
 
 
