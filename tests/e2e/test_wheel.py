@@ -106,7 +106,10 @@ def test_installed_package_runs_the_demo_outside_the_checkout(installed: tuple[P
     site = Path(_run([bin_folder / "python", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                      root, environment).strip())
     assert not {"schemas", "transforms", "flows", "data"} & {path.name for path in site.iterdir()}
-    where = _run([bin_folder / "python", "-c", "import judged.flows.cli.app as c; print(c.__file__)"], root, environment)
+    # (the module: `import judged.flows.cli.app as c` binds the package's `app`, the Typer application, not the module)
+    where = _run([bin_folder / "python", "-c",
+                  "import sys, judged.flows.cli.app; print(sys.modules['judged.flows.cli.app'].__file__)"],
+                 root, environment)
     assert Path(where.strip()).is_relative_to(site)  # not the checkout
 
     output = _run([bin_folder / "judged", "demo", "--warehouse", root / "warehouse", "--inbox", root / "inbox"],
