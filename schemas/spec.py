@@ -186,6 +186,15 @@ class EvaluationSpec(BaseModel):
             data = {**data, "cutoffs": tuple(dict.fromkeys(cutoffs))}
         return data
 
+    @model_validator(mode="after")
+    def _ndcg_measures_are_cutoffs(self) -> EvaluationSpec:
+        # Declared measures that are exactly nDCG at some cutoffs are the cutoffs form: one method, one spec, so one
+        # canonical JSON, hash, label and evaluation id whichever way it was asked for (the cutoffs are already the
+        # measures' own, in canonical order). Before this, `measures=["nDCG@10"]` had a hash of its own.
+        if self.measures and all(isinstance(m, NDCG) for m in self.measures):
+            object.__setattr__(self, "measures", ())
+        return self
+
     @field_validator("measures")
     @classmethod
     def _distinct_measures(cls, measures: tuple[MeasureBase, ...]) -> tuple[MeasureBase, ...]:

@@ -48,7 +48,8 @@ def test_every_input_form_gives_the_seed_values(form: str) -> None:
     assert ev.per_query["value"].to_list() == pytest.approx(SEED_NDCG, abs=1e-15)
     assert ev.summary["value"].to_list() == pytest.approx(SEED_NDCG, abs=1e-15)
     assert ev.per_query["status"].to_list() == ["scored"] * 3
-    assert ev.label == "nDCG@1,nDCG@2,nDCG@3[trec_eval:gain=linear]"
+    # nDCG at some cutoffs is the cutoffs form, however it was asked for: one method, one label.
+    assert ev.label == "nDCG@1,2,3[trec_eval:gain=linear]"
     assert ev.provenance.evaluation_id == ev.evaluation_id
     assert ev.provenance.spec_hash == ev.spec.spec_hash
     assert judged.EvaluationSpec.from_canonical_json(json.dumps(ev.provenance.spec)) == ev.spec
@@ -235,3 +236,11 @@ def test_allow_empty_evaluates_an_empty_run_as_missing() -> None:
         judged.evaluate(SEED_QRELS, empty, cutoffs=(1,))
     ev = judged.evaluate(SEED_QRELS, empty, cutoffs=(1,), allow_empty=True)
     assert ev.per_query["status"].to_list() == ["missing_from_run"]
+
+
+def test_one_method_has_one_evaluation_id_however_it_was_asked_for() -> None:
+    by_cutoffs = judged.evaluate(SEED_QRELS, SEED_RUN, cutoffs=(2,))
+    by_measures = judged.evaluate(SEED_QRELS, SEED_RUN, measures=["nDCG@2"])
+    assert by_cutoffs.label == by_measures.label
+    assert by_cutoffs.evaluation_id == by_measures.evaluation_id
+    assert by_cutoffs.spec.spec_hash == by_measures.spec.spec_hash

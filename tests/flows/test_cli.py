@@ -148,6 +148,15 @@ def test_evaluation_id_is_stable_and_follows_the_spec() -> None:
     assert other["spec_hash"] != first["spec_hash"]
 
 
+def test_cutoffs_and_the_same_ndcg_measures_give_one_evaluation_id() -> None:
+    def run(*option: str) -> dict:
+        return json_of(judged("evaluate", SEED_QRELS, SEED_RUN, "--format", "json", *option))["evaluations"][0]
+
+    by_cutoffs, by_measures = run("--cutoffs", "2,3"), run("--measures", "nDCG@3,nDCG@2")
+    for key in ("evaluation_id", "spec_hash", "spec", "label", "summary", "per_query"):
+        assert by_cutoffs[key] == by_measures[key], key
+
+
 def parse_trec_lines(stdout: str) -> list[tuple[str, str, str]]:
     rows = []
     for line in stdout.splitlines():

@@ -472,3 +472,23 @@ def test_build_spec_overrides_a_preset() -> None:
     spec = build_spec("trec_eval", cutoffs=(10,), ties=None, gain_map=MAP_2020)
     # None keeps the preset's value; a gain map alone implies gain='map'.
     assert spec == PRESETS["trec_eval"].with_options(cutoffs=(10,), gain="map", gain_map=MAP_2020)
+
+
+@pytest.mark.parametrize("preset_name", sorted(PRESETS))
+@pytest.mark.parametrize(("measures", "cutoffs"), [
+    (["nDCG@10"], (10,)),
+    (["nDCG@10", "nDCG@100", "nDCG"], (10, 100, None)),
+    (["nDCG", "nDCG@100", "nDCG@10"], (10, 100, None)),  # the order asked for is not part of the method
+])
+def test_ndcg_measures_are_the_cutoffs_form(preset_name: str, measures: list[str], cutoffs: tuple) -> None:
+    """nDCG at some cutoffs is one method however it is asked for: one spec, canonical JSON, hash and label."""
+    by_measures = build_spec(preset_name, measures=measures)
+    by_cutoffs = build_spec(preset_name, cutoffs=cutoffs)
+    assert by_measures == by_cutoffs
+    assert by_measures.canonical_json() == by_cutoffs.canonical_json()
+    assert by_measures.spec_hash == by_cutoffs.spec_hash
+    assert by_measures.full_label() == by_cutoffs.full_label()
+    assert preset(preset_name).with_options(measures=by_measures.measure_list()) == by_cutoffs
+    # A list with any other measure keeps its declared form.
+    mixed = build_spec(preset_name, measures=[*measures, "AP"], ties="docid_desc")
+    assert mixed.measures and "measures" in mixed.canonical_payload()
