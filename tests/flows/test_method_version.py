@@ -145,7 +145,10 @@ def seed_compared(method_version: str, name: str) -> ComparedEvaluation:
     from judged.flows.store.readers import load_table
 
     result = evaluate(load_table(SEED_RUN, "run"), load_table(SEED_QRELS, "judgments"), SPEC)
-    return replace(from_result(result, "j", "seed", {}), method_version=method_version, run_name=name)
+    # two runs named apart: one evaluation id each (a comparison refuses one evaluation given twice)
+    compared = from_result(result, "j", "seed", {})
+    return replace(compared, method_version=method_version, run_name=name,
+                   evaluation_id=f"{compared.evaluation_id[:-len(name)]}{name}")
 
 
 def test_a_comparison_refuses_evaluations_of_different_method_versions() -> None:
