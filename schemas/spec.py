@@ -190,7 +190,7 @@ class EvaluationSpec(BaseModel):
     def _ndcg_measures_are_cutoffs(self) -> EvaluationSpec:
         # Declared measures that are exactly nDCG at some cutoffs are the cutoffs form: one method, one spec, so one
         # canonical JSON, hash, label and evaluation id whichever way it was asked for (the cutoffs are already the
-        # measures' own, in canonical order). Before this, `measures=["nDCG@10"]` had a hash of its own.
+        # measures' own, in canonical order).
         if self.measures and all(isinstance(m, NDCG) for m in self.measures):
             object.__setattr__(self, "measures", ())
         return self
