@@ -356,7 +356,8 @@ def test_an_empty_run_ingested_alone_leaves_the_warehouse_unchanged(seeded_wareh
     ["ingest-run", str(SEED_RUN), "--warehouse", "{warehouse}"],
     ["ingest-judgments", str(SEED_QRELS), "--warehouse", "{warehouse}"],
     ["nightly", "--inbox", "{tmp}/inbox", "--judgments", str(SEED_QRELS), "--warehouse", "{warehouse}"],
-    ["compare", str(SEED_QRELS), str(SEED_RUN), str(SEED_RUN), "--warehouse", "{warehouse}"],
+    ["compare", str(SEED_QRELS), str(SEED_RUN),
+     str(REPO / "data" / "trec-dl-2020-sample" / "runs" / "input.p_bm25.gz"), "--warehouse", "{warehouse}"],
 ], ids=["evaluate", "ingest-run", "ingest-judgments", "nightly", "compare"])
 def test_an_unreachable_prefect_api_url_is_one_line_naming_it(
     seeded_warehouse: Path, tmp_path: Path, arguments: list[str]
