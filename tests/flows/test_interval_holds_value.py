@@ -55,7 +55,9 @@ def test_the_reference_dl_runs_hold_every_value_in_their_intervals(shared: Path)
 
 
 @pytest.mark.slow  # every measure's intervals on each example
-@settings(deadline=None)
+# Each example evaluates every measure of a random run (~0.3 s): an eighth of the profile's count keeps CI's share
+# of it near the other property tests' (the brute-force checks of each interval method run the full count).
+@settings(max_examples=max(1, settings.default.max_examples // 8), deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), weighted=st.booleans(), condensed=st.booleans())
 def test_random_lists_hold_every_value_in_their_intervals(seed: int, weighted: bool, condensed: bool) -> None:
     rng = random.Random(seed)
