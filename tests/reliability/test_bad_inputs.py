@@ -22,7 +22,7 @@ from typer.testing import CliRunner
 
 from judged.flows.cli.app import app
 from tests.conftest import REPO
-from tests.helpers import tree_listing
+from tests.helpers import assert_refused as _assert_refused, tree_listing
 
 runner = CliRunner()
 SEED_QRELS = REPO / "data" / "seed" / "qrels.txt"
@@ -305,17 +305,6 @@ def test_through_a_real_process(arguments: list[str], code: int, message: str) -
     assert done.returncode == code
     assert done.stderr.startswith("judged: error: ") and message in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr + done.stdout
-
-
-def _assert_refused(result, code: int, message: str, names: str | None = None) -> None:  # type: ignore[no-untyped-def]
-    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
-    assert result.exit_code == code, result.output
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("judged: error: "), result.stderr
-    assert message in lines[0], lines[0]
-    if names is not None:
-        assert names in lines[0]
-    assert "Traceback" not in result.output
 
 
 @pytest.mark.parametrize("make, message", [case[1:] for case in BAD_QRELS if "empty" in case[0] or "0-row" in case[0]],

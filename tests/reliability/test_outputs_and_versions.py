@@ -16,7 +16,7 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from judged.flows.cli.app import app
-from tests.helpers import tree_listing
+from tests.helpers import assert_refused as refused, tree_listing
 
 QRELS = "".join(f"q{q} 0 d{d} {(q + d) % 4}\n" for q in range(1, 5) for d in range(1, 6))
 RUNS = {
@@ -31,15 +31,6 @@ def judged(*arguments: object) -> Result:
     return CliRunner().invoke(app, [str(a) for a in arguments])
 
 
-def refused(result: Result, code: int, message: str, names: str | None = None) -> None:
-    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
-    assert result.exit_code == code, result.output
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("judged: error: "), result.stderr
-    assert message in lines[0], lines[0]
-    if names is not None:
-        assert names in lines[0], lines[0]
-    assert "Traceback" not in result.output
 
 
 @pytest.fixture(scope="module")
