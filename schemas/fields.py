@@ -28,6 +28,7 @@ INTERVAL_KINDS: tuple[str, ...] = ("exact", "bound")
 """How a per-query interval was found: `exact` (the extremes over every assignment), `bound` (an interval that
 provably contains them: a very long list, or a top-k read whose unread rows may hold unjudged documents)."""
 ROBUSTNESS: tuple[str, ...] = ("robust_win", "robust_loss", "robust_tie", "unresolved")
+DECIDED_DIRECTIONS: tuple[str, ...] = ("run", "baseline")
 """Whether the sign of a per-query difference survives the missing judgments: the run's lowest possible value above
 the baseline's highest (`robust_win`), its highest below the baseline's lowest (`robust_loss`), both values fixed
 and equal whatever the missing judgments are (`robust_tie`, every bound within the tie tolerance), or overlapping
@@ -204,6 +205,21 @@ FIELDS: dict[str, Field] = _registry(
     Field("run_value_max", pl.Float64(), "the run's interval over unjudged documents: upper end"),
     Field("robustness", pl.Enum(list(ROBUSTNESS)), "robust win, loss or tie whatever the missing judgments, or "
                                                    "unresolved"),
+    Field("difference_min", pl.Float64(), "the smallest run - baseline over every grading of the unjudged documents "
+                                          "either run retrieved, one grading for both runs"),
+    Field("difference_max", pl.Float64(), "the largest run - baseline over those gradings"),
+    Field("difference_kind", pl.Enum(list(INTERVAL_KINDS)), "exact (nDCG's paired interval), or bound: contains "
+                                                            "the exact difference interval"),
+    Field("mean_difference_min", pl.Float64(), "the smallest aggregate difference over one grading of every "
+                                               "query's unjudged documents"),
+    Field("mean_difference_max", pl.Float64(), "the largest aggregate difference over one such grading"),
+    Field("decided", pl.Boolean(), "the aggregate difference interval excludes 0: no grading of the unjudged "
+                                   "documents reverses the order"),
+    Field("unjudged_documents", pl.Int64(), "unjudged documents in the two runs' lists, summed over the paired "
+                                            "sample's queries (nDCG: null where no grading is shared)"),
+    Field("open_queries", pl.Int64(), "queries whose difference the unjudged documents can still move"),
+    Field("decided_direction", pl.Enum(list(DECIDED_DIRECTIONS)), "which is better whatever the unjudged documents "
+                                                                  "are: run or baseline; null when undecided"),
     # -- judging: versions that grow and worklists
     Field("n_added", pl.Int64(), "pairs the parent had no (resolved) grade for"),
     Field("n_revised", pl.Int64(), "pairs whose grade changed (--revise)"),

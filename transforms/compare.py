@@ -72,11 +72,9 @@ def paired_per_query(
     runs: Sequence[tuple[str, pl.LazyFrame]],
     baseline: str,
     query_set: ComparisonQuerySet,
-    tie_tolerance: float,
 ) -> pl.LazyFrame:
     """Per measure, cutoff and query of the paired sample (queries with a value in every run), the baseline against
-    each other run: both values, the difference (run - baseline), both intervals, and whether the sign of the
-    difference survives the missing judgments (`robustness`, null without intervals). Each frame needs `measure`
+    each other run: both values, the difference (run - baseline) and both per-run intervals. Each frame needs `measure`
     (see `with_measure`), `cutoff`, `query_id`, `status` and `value`."""
     names = [name for name, _ in runs]
     if len(set(names)) != len(names):
@@ -95,31 +93,32 @@ def paired_per_query(
         *keys, "run", pl.col("value").alias("run_value"),
         pl.col("value_min").alias("run_value_min"), pl.col("value_max").alias("run_value_max"),
     )
-    bounds = ["run_value_min", "run_value_max", "baseline_value_min", "baseline_value_max"]
-    robustness = (
-        pl.when(pl.col("run_value_min").is_null() | pl.col("baseline_value_max").is_null())
-        .then(pl.lit(None, pl.String))
-        .when(pl.col("run_value_min") > pl.col("baseline_value_max") + tie_tolerance)
-        .then(pl.lit("robust_win"))
-        .when(pl.col("run_value_max") < pl.col("baseline_value_min") - tie_tolerance)
-        .then(pl.lit("robust_loss"))
-        .when(
-            pl.max_horizontal(bounds) - pl.min_horizontal(bounds) <= tie_tolerance
-        )
-        .then(pl.lit("robust_tie"))
-        .otherwise(pl.lit("unresolved"))
-    )
     run_order = pl.DataFrame({"run": names, "run_order": list(range(len(names)))}).lazy()
     return (
         others.join(base, on=keys, how="inner", nulls_equal=True)
         .join(run_order, on="run", how="left")
-        .with_columns(difference=pl.col("run_value") - pl.col("baseline_value"), robustness=robustness)
+        .with_columns(difference=pl.col("run_value") - pl.col("baseline_value"))
         .sort("run_order", "measure", "cutoff", "query_id", nulls_last=True)
         .select(
             "baseline", "run", "measure", "cutoff", "query_id", "baseline_value", "run_value", "difference",
-            "baseline_value_min", "baseline_value_max", "run_value_min", "run_value_max", "robustness",
+            "baseline_value_min", "baseline_value_max", "run_value_min", "run_value_max",
         )
     )
+
+
+def with_robustness(paired: pl.LazyFrame, tie_tolerance: float) -> pl.LazyFrame:
+    """Whether the sign of each query's difference survives the missing judgments, from its difference interval
+    (`transforms.paired_intervals.with_difference_intervals`): a robust win or loss when the interval lies beyond
+    the tie tolerance on one side, a robust tie when it lies within it, unresolved otherwise; null without one."""
+    low, high = pl.col("difference_min"), pl.col("difference_max")
+    robustness = (
+        pl.when(low.is_null()).then(pl.lit(None, pl.String))
+        .when(low > tie_tolerance).then(pl.lit("robust_win"))
+        .when(high < -tie_tolerance).then(pl.lit("robust_loss"))
+        .when((low >= -tie_tolerance) & (high <= tie_tolerance)).then(pl.lit("robust_tie"))
+        .otherwise(pl.lit("unresolved"))
+    )
+    return paired.with_columns(robustness=robustness)
 
 
 def sample_matrix(runs: Sequence[tuple[str, pl.LazyFrame]], query_set: ComparisonQuerySet) -> pl.LazyFrame:

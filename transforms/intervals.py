@@ -64,7 +64,7 @@ INTERVAL_KIND = pl.Enum(list(INTERVAL_KINDS))
 # -- the kernel: one query, one cutoff ----------------------------------------------------------------------------
 
 
-def _discount_prefix(length: int, cutoff: int | None) -> np.ndarray:
+def discount_prefix(length: int, cutoff: int | None) -> np.ndarray:
     """D[p] = sum of the discounts of ideal positions 1..p (0 beyond the cutoff), D[0] = 0."""
     positions = np.arange(1, length + 1, dtype=np.float64)
     discounts = 1.0 / np.log2(positions + 1.0)
@@ -95,7 +95,7 @@ class _World:
         self.assignable = np.isin(all_levels, levels)
         self.above = np.array([(judged_positive > g).sum() for g in all_levels], dtype=np.int64)
         self.at_or_above = np.array([(judged_positive >= g).sum() for g in all_levels], dtype=np.int64)
-        self.discounts = _discount_prefix(len(judged_positive) + self.slots, cutoff)
+        self.discounts = discount_prefix(len(judged_positive) + self.slots, cutoff)
         self.judged_ideal = float(judged_positive.size and self._ideal_of_counts(np.zeros(len(all_levels), np.int64)))
         # Under no_relevant='zero' with no judged gain, the ratio is taken over assignments with some positive gain.
         self.need_positive = self.judged_ideal <= 0 and zero_if_no_ideal
@@ -207,9 +207,10 @@ class _World:
     def bound(self, sign: float, assignable: np.ndarray) -> float:
         """A value every assignment's ratio lies beyond (<= for the maximum, >= for the minimum): the best
         numerator over whichever ideal extreme makes it larger (smaller)."""
-        total_weight = float(self.weights.sum())
         top, bottom = float(assignable.max()), float(assignable.min())
-        numerator = self.fixed + (top if sign > 0 else bottom) * total_weight
+        # Each slot's best (worst) credit on its own: its weight may be negative (a paired difference's).
+        credits = np.stack([top * self.weights, bottom * self.weights])
+        numerator = self.fixed + float((credits.max(axis=0) if sign > 0 else credits.min(axis=0)).sum())
         positive = assignable[assignable > 0]
         lowest_ideal = self.judged_ideal if self.judged_ideal > 0 else float(positive.min() if positive.size else 0)
         highest_ideal = self.ideal_with_every_slot_at(top)
@@ -229,7 +230,8 @@ def ndcg_interval(
 ) -> tuple[float, float, bool] | None:
     """(min, max, exact) of `(fixed + sum_i a_i w_i) / IDCG(judged_ideal + a)` over every `a_i` in `levels`.
 
-    `weights` are the unjudged slots' weights (0 for a slot below the cutoff that can only raise the ideal),
+    `weights` are the unjudged slots' weights (0 for a slot below the cutoff that can only raise the ideal; a
+    paired difference's may be negative: transforms/paired_intervals.py),
     `judged_ideal` the gains of the judged ideal universe, `levels` the gains a slot may take. None when no
     assignment gives a positive ideal and `zero_if_no_ideal` is false (the value is null); with it true such
     assignments score 0. Up to `enumeration_limit` multisets of grades are enumerated, beyond it the programme runs
@@ -247,8 +249,8 @@ def ndcg_interval(
     need_positive = judged.size == 0  # the ideal is positive only if some slot gets a positive gain
     if need_positive and not (levels_array > 0).any():
         return 0.0, 0.0, True  # no grade can make the ideal positive: every assignment scores 0
-    below = int((weights_array <= 0).sum())
-    if not need_positive and below and levels_array.min() >= 0 and fixed >= 0:
+    below = int((weights_array == 0).sum())
+    if not need_positive and below and levels_array.min() >= 0 and fixed >= 0 and weights_array.min() >= 0:
         # Every numerator is >= 0 here, so a slot below the cutoff (weight 0, ideal only) takes the highest gain in
         # the minimum and the lowest in the maximum: it becomes a judged document of that gain, and only the
         # credited slots are left to optimise.
@@ -259,7 +261,7 @@ def ndcg_interval(
     else:
         low_side = high_side = (weights_array, judged)
     args = (float(fixed), levels_array, cutoff, zero_if_no_ideal, enumeration_limit)
-    if low_side is high_side and _multisets(len(weights_array), len(levels_array)) <= enumeration_limit:
+    if low_side is high_side and multisets(len(weights_array), len(levels_array)) <= enumeration_limit:
         (low, high), low_exact, high_exact = _enumerated_ends(*low_side, float(fixed), levels_array, cutoff), True, True
     else:
         low, low_exact = _extreme(-1.0, *low_side, *args)
@@ -269,7 +271,7 @@ def ndcg_interval(
     return min(low, high), max(low, high), low_exact and high_exact
 
 
-def _multisets(slots: int, levels: int) -> int:
+def multisets(slots: int, levels: int) -> int:
     return math.comb(slots + levels - 1, levels - 1)
 
 
@@ -293,7 +295,7 @@ def _extreme(
     """The largest (sign 1) or smallest (sign -1) value and whether it is exact: by enumerating the multisets of
     levels when there are at most `enumeration_limit` (vectorised, cheap for the usual top 10), else by the
     programme (`_World.extreme`), else a bound (`_World.bound`)."""
-    if _multisets(len(weights), len(levels)) <= enumeration_limit:
+    if multisets(len(weights), len(levels)) <= enumeration_limit:
         return _enumerated_extreme(sign, weights, judged, fixed, levels, cutoff), True
     world = _World(fixed, weights, judged, levels, cutoff, zero_if_no_ideal)
     if world.slots <= EXACT_SLOTS_MAX:
@@ -302,7 +304,7 @@ def _extreme(
             end = 0.0 if end is None else (max if sign > 0 else min)(end, 0.0)  # an ideal of 0 scores 0
         return end, True
     end = world.bound(sign, levels)
-    if (levels >= 0).all() and fixed >= 0:
+    if (levels >= 0).all() and fixed >= 0 and (weights >= 0).all():
         end = min(max(end, 0.0), 1.0)  # every gain non-negative: nDCG lies in [0, 1] (no ranking beats the ideal)
     return end, False
 
@@ -329,11 +331,11 @@ def _enumerated_ends(
     level_set = {float(g) for g in levels}
     all_levels = np.array(sorted(level_set | {float(g) for g in judged}, reverse=True))
     assignable = [i for i, g in enumerate(all_levels) if g in level_set]
-    counts = np.zeros((_multisets(len(weights), len(levels)), len(all_levels)), dtype=np.int64)
+    counts = np.zeros((multisets(len(weights), len(levels)), len(all_levels)), dtype=np.int64)
     counts[:, assignable] = _count_vectors(len(weights), len(levels))
     used_after = np.cumsum(counts, axis=1)
     used_before = used_after - counts
-    discounts = _discount_prefix(len(judged) + len(weights), cutoff)
+    discounts = discount_prefix(len(judged) + len(weights), cutoff)
     above = (judged[None, :] > all_levels[:, None]).sum(axis=1)
     at_or_above = (judged[None, :] >= all_levels[:, None]).sum(axis=1)
     positive = np.where(all_levels > 0, all_levels, 0.0)
@@ -373,7 +375,7 @@ def world_rows(rows: pl.LazyFrame, spec: EvaluationSpec, gain: pl.Expr, keys: li
     )
 
 
-def _weight(cutoff: int | None, ties: str, keys: list[str]) -> pl.Expr:
+def position_weight(cutoff: int | None, ties: str, keys: list[str]) -> pl.Expr:
     within = pl.lit(True) if cutoff is None else pl.col("world_position") <= cutoff
     discount = pl.when(within).then(_discount(pl.col("world_position"))).otherwise(0.0)
     if ties == "average":
@@ -444,7 +446,7 @@ def interval_worlds(
     unseen = unseen_rows(ranked, judgments, keys)
     per_cutoff = []
     for cutoff in spec.cutoffs:
-        weighted = world.with_columns(weight=_weight(cutoff, spec.ties, keys))  # window columns keep the order
+        weighted = world.with_columns(weight=position_weight(cutoff, spec.ties, keys))  # window columns keep the order
         unjudged = pl.col("relevance").is_null()
         credited_slot = unjudged & (pl.col("weight") > 0)
         per_query = weighted.group_by(keys).agg(
@@ -500,7 +502,7 @@ ENUMERATED_BATCH_CELLS = 4_000_000
 
 def intervals_of_worlds(worlds: pl.Series, zero_if_no_ideal: bool) -> pl.Series:
     """`interval_of_world` of every row of `worlds` (a struct Series of `WORLD_INPUTS`), as an `INTERVAL_STRUCT`
-    Series: the usual worlds batched (`_enumerated_ends_batch`), the others one by one."""
+    Series: the usual worlds batched (`enumerated_ends_batch`), the others one by one."""
     frame = worlds.struct.unnest()
     n = frame.height
     value_min, value_max = np.full(n, np.nan), np.full(n, np.nan)
@@ -542,7 +544,7 @@ def _batched_rows(frame: pl.DataFrame, levels: np.ndarray) -> np.ndarray:
         & (pl.col("fixed") >= 0)
     ).to_series().fill_null(False).to_numpy()
     slots = frame["weights"].list.len().to_numpy()
-    enumerable = np.array([_multisets(n, levels.size) <= ENUMERATED_MULTISETS_MAX for n in range(slots.max() + 1)])
+    enumerable = np.array([multisets(n, levels.size) <= ENUMERATED_MULTISETS_MAX for n in range(slots.max() + 1)])
     return usual & enumerable[slots]
 
 
@@ -562,19 +564,10 @@ def _world_ends_batch(
     fewest = np.minimum(below + frame["unseen_unjudged_min"].to_numpy(), cap)
     most = np.minimum(below + unseen, cap)
     all_levels = levels[::-1]  # highest first, as `_enumerated_ends` orders them
-    judged = (
-        frame.select(pl.col("judged_ideal").list.eval(pl.element().filter(pl.element() > 0)))
-        .with_row_index("world")
-        .explode("judged_ideal")
-        .drop_nulls()
-    )
-    column = len(levels) - 1 - np.searchsorted(levels, judged["judged_ideal"].to_numpy())
-    at_level = np.bincount(
-        judged["world"].to_numpy().astype(np.int64) * len(levels) + column, minlength=frame.height * len(levels)
-    ).reshape(frame.height, len(levels))
-    weights = frame["weights"].list.to_array(slots).to_numpy() if slots else np.zeros((frame.height, 0))
+    at_level = judged_at_levels(frame, levels)
+    weights = slot_matrix(frame, slots)
     fixed = frame["fixed"].to_numpy()
-    discounts = _discount_prefix(int(n_judged.max(initial=0) + slots + most.max(initial=0)), cutoff)
+    discounts = discount_prefix(int(n_judged.max(initial=0) + slots + most.max(initial=0)), cutoff)
 
     def end(sign: float, below_k: np.ndarray) -> np.ndarray:
         """`ndcg_interval`'s smallest (sign -1) or largest (sign 1) value of the list with `below_k` unjudged
@@ -583,7 +576,7 @@ def _world_ends_batch(
         side, gain_column = at_level.copy(), (0 if sign < 0 else -1)
         if all_levels[gain_column] > 0:
             side[:, gain_column] += below_k
-        return _enumerated_ends_batch(weights, side, fixed, all_levels, discounts, sign, cutoff)
+        return enumerated_ends_batch(weights, side, fixed, all_levels, discounts, sign, cutoff)
 
     same_below = bool(np.array_equal(fewest, most))
     low_most, high_most = end(-1.0, most), end(1.0, most)
@@ -594,6 +587,26 @@ def _world_ends_batch(
     value_min = np.minimum(low_most, high_most)
     value_max = np.maximum(low_fewest, high_fewest)
     return value_min, value_max, fewest == most
+
+
+def judged_at_levels(frame: pl.DataFrame, levels: np.ndarray) -> np.ndarray:
+    """Per world (row of `frame`), how many judged documents of its `judged_ideal` lie at each level of `levels`
+    (ascending; every positive judged gain one of them), as a worlds x levels matrix, highest level first."""
+    judged = (
+        frame.select(pl.col("judged_ideal").list.eval(pl.element().filter(pl.element() > 0)))
+        .with_row_index("world")
+        .explode("judged_ideal")
+        .drop_nulls()
+    )
+    column = len(levels) - 1 - np.searchsorted(levels, judged["judged_ideal"].to_numpy())
+    return np.bincount(
+        judged["world"].to_numpy().astype(np.int64) * len(levels) + column, minlength=frame.height * len(levels)
+    ).reshape(frame.height, len(levels))
+
+
+def slot_matrix(frame: pl.DataFrame, slots: int) -> np.ndarray:
+    """The `weights` lists of worlds with `slots` slots each, as a worlds x slots matrix."""
+    return frame["weights"].list.to_array(slots).to_numpy() if slots else np.zeros((frame.height, 0))
 
 
 def _distinct_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -608,7 +621,7 @@ def _distinct_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return rows[first], inverse.reshape(-1)
 
 
-def _enumerated_ends_batch(
+def enumerated_ends_batch(
     weights: np.ndarray,
     judged_at_level: np.ndarray,
     fixed: np.ndarray,

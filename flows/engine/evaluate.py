@@ -27,6 +27,7 @@ from judged.schemas.spec import EvaluationSpec
 from judged.transforms.duplicates import duplicate_pairs, keep_one_per_pair, may_have_duplicates, raise_on_duplicates
 from judged.transforms.errors import InputError
 from judged.transforms.layout import head_positions, head_rows
+from judged.transforms.judging import ranked_and_judged
 from judged.transforms.measures import per_query_measures
 from judged.transforms.measures.ndcg import gains_beyond_float64, grades_outside_gain_map
 from judged.transforms.ranking import QUERY, candidate_rows, first_rows_needed, stretch_starts
@@ -343,16 +344,55 @@ def evaluate_read(plan: Plan, part: Part, engine: EngineType = "auto") -> tuple[
         if isinstance(batched, pl.DataFrame):
             return batched, warnings, read
         read = PartRead(Read.SCANNED_WHOLE, batched.why)
-    # The candidates' group-by also tells whether the run may repeat a document: no separate pass over the run.
-    candidates = collect_candidates(run.scan, spec, candidates_engine, read.bounds)
-    run_suspected = not run.duplicate_free and bool(candidates["docs_may_repeat"].any())
-    run_rows, run_warnings = without_duplicates(run, spec.run_duplicates, run_suspected)
-    if run_warnings:  # rows were dropped: the candidates come from what is left
-        candidates = collect_candidates(run_rows, spec, candidates_engine)
-    check_inputs(run, run_rows, judgments, judgment_rows, spec)
+    candidates, run_warnings = checked_candidates(run, judgments, judgment_rows, spec, candidates_engine, read.bounds)
     per_query = per_query_measures(candidates.lazy(), judgment_rows, spec, plan.interval_grades, plan.intervals)
     per_query = per_query.collect(engine=candidates_engine)
     return per_query, warnings + run_warnings, read
+
+
+def checked_candidates(
+    run: LoadedTable,
+    judgments: LoadedTable,
+    judgment_rows: pl.LazyFrame,
+    spec: EvaluationSpec,
+    engine: EngineType,
+    bounds: tuple[tuple[int, int], ...] = (),
+) -> tuple[pl.DataFrame, list[str]]:
+    """The run's candidate rows (`transforms.ranking.candidate_rows`) after its duplicates policy, with the inputs
+    checked against the spec, and the policy's warnings."""
+    # The candidates' group-by also tells whether the run may repeat a document: no separate pass over the run.
+    candidates = collect_candidates(run.scan, spec, engine, bounds)
+    run_suspected = not run.duplicate_free and bool(candidates["docs_may_repeat"].any())
+    run_rows, run_warnings = without_duplicates(run, spec.run_duplicates, run_suspected)
+    if run_warnings:  # rows were dropped: the candidates come from what is left
+        candidates = collect_candidates(run_rows, spec, engine)
+    check_inputs(run, run_rows, judgments, judgment_rows, spec)
+    return candidates, run_warnings
+
+
+def whole_judgment_rows(judgments: Table, spec: EvaluationSpec) -> pl.LazyFrame:
+    """The whole judgment set's rows after its duplicates policy."""
+    return judgment_rows_of_part(judgments.load(), spec)
+
+
+def ranked_rows(run: Table, judgments: Table, spec: EvaluationSpec) -> pl.LazyFrame:
+    """The run's ranked-and-judged candidate rows (`transforms.judging.ranked_and_judged`: each query's first rows
+    the spec reads, with `n_retrieved`), every part of its plan read whole, held in memory: what the paired
+    difference intervals of a comparison read (transforms/paired_intervals.py)."""
+    planned = plan(run, judgments, spec)
+    frames = []
+    for part in planned.parts:
+        part_run, part_judgments = planned.inputs(part)
+        rows = judgment_rows_of_part(part_judgments, spec)
+        candidates, _ = checked_candidates(part_run, part_judgments, rows, spec, "streaming")
+        frames.append(ranked_and_judged(candidates.lazy(), rows, spec).collect())
+    return pl.concat(frames).lazy()
+
+
+def judgment_rows_of_part(judgments: LoadedTable, spec: EvaluationSpec) -> pl.LazyFrame:
+    suspected = may_repeat_documents(judgments, DEFAULT_LIMITS.streamed_candidate_part_rows)
+    rows, _ = without_duplicates(judgments, spec.judgment_duplicates, suspected)
+    return rows
 
 
 def candidate_bounds(rows: pl.LazyFrame, n_rows: int, part_rows: int) -> tuple[tuple[int, int], ...] | None:

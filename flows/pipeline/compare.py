@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 
-from judged.flows.engine.evaluate import EvaluationResult
+from judged.flows.engine.evaluate import EvaluationResult, grade_scale, ranked_rows, whole_judgment_rows
+from judged.flows.store.readers import Table
 from judged.flows.report.wording import distinct_names
 from judged.flows.store.kinds import COMPARISON, COMPARISON_PER_QUERY_FILES, COMPARISONS_FILES, JUDGMENT_SET, RUN
 from judged.flows.store.warehouse import SINGLE_PART, Store, now_utc, write_parquet_atomically
@@ -26,6 +27,9 @@ from judged.schemas.comparison import ComparisonSettings, comparison_id
 from judged.flows.engine.versions import implementation_commit, implementation_version, library_versions
 from judged.schemas.provenance import METHOD_VERSION, canonical_json, is_older_method
 from judged.schemas.spec import EvaluationSpec
+from judged.transforms.paired_intervals import (
+    decided_direction, difference_intervals, mean_difference_interval, with_difference_intervals,
+)
 from judged.transforms.compare import (
     adjusted_p_values,
     bootstrap_interval,
@@ -37,6 +41,7 @@ from judged.transforms.compare import (
     sample_matrix,
     wins_ties_losses,
     with_measure,
+    with_robustness,
 )
 from judged.transforms.errors import InputError
 
@@ -63,6 +68,8 @@ class ComparedEvaluation:
     summary: pl.DataFrame
     provenance: dict
     method_version: str = METHOD_VERSION  # a stored evaluation's may be older (schemas/provenance.py)
+    inputs: tuple[Table, Table] | None = field(default=None, repr=False)
+    """The run and the judgment set evaluated, from which the paired difference intervals read the ranked lists."""
 
 
 @dataclass(frozen=True)
@@ -107,12 +114,15 @@ def _version(package: str) -> str:
         return "not installed"
 
 
-def from_result(result: EvaluationResult, judgments_id: str, judgments_label: str, inputs: dict) -> ComparedEvaluation:
-    """An evaluation made directly (not stored) as a comparison takes it."""
+def from_result(
+    result: EvaluationResult, judgments_id: str, judgments_label: str, inputs: dict,
+    tables: tuple[Table, Table] | None = None,
+) -> ComparedEvaluation:
+    """An evaluation made directly (not stored) as a comparison takes it; `tables`: its run and judgments."""
     return ComparedEvaluation(
         run_name=result.run_name, evaluation_id=result.evaluation_id, spec=result.spec,
         judgment_set_id=judgments_id, judgments_label=judgments_label, per_query=result.per_query,
-        summary=result.summary, provenance=inputs,
+        summary=result.summary, provenance=inputs, inputs=tables,
     )
 
 
@@ -129,6 +139,7 @@ def from_warehouse(warehouse: Store, evaluation_id: str) -> ComparedEvaluation:
         provenance={"run": provenance.get("run"), "judgments": provenance.get("judgments"),
                     "spec_hash": record["spec_hash"], "label": record["label"]},
         method_version=record["method_version"],
+        inputs=(warehouse.stored(RUN, record["run_id"]), warehouse.stored(JUDGMENT_SET, record["judgment_set_id"])),
     )
 
 
@@ -234,12 +245,15 @@ def compare_evaluations(
     base_name, reason = choose_baseline(warehouse, names, baseline, listed)
     base_index = names.index(base_name)
     frames = [(name, with_measure(e.per_query.lazy(), e.spec)) for name, e in zip(names, evaluations, strict=True)]
-    paired = paired_per_query(frames, base_name, settings.query_set, settings.tie_tolerance).collect()
+    paired = paired_per_query(frames, base_name, settings.query_set)
+    intervals = paired_difference_rows(evaluations, names, base_name)
+    paired = with_robustness(with_difference_intervals(paired, intervals), settings.tie_tolerance).collect()
     has_intervals = paired["robustness"].null_count() < paired.height
     tukey = _tukey_p_values(frames, base_name, settings) if len(frames) > 2 else {}
     keys = frames[base_index][1].select("measure", "cutoff").unique().sort("cutoff", "measure", nulls_last=True)
     measures = keys.collect().rows()
     ids = {name: e.evaluation_id for name, e in zip(names, evaluations, strict=True)}
+    first_spec = evaluations[0].spec
     groups = {key: frame for key, frame in paired.group_by(["run", "measure", "cutoff"])}
     rows = []
     for name in names:
@@ -250,7 +264,7 @@ def compare_evaluations(
             rows.append({
                 "baseline": base_name, "run": name, "baseline_evaluation_id": ids[base_name],
                 "run_evaluation_id": ids[name], "measure": measure, "cutoff": cutoff,
-                **_pair_statistics(group, settings, has_intervals),
+                **_pair_statistics(group, settings, has_intervals, first_spec),
                 "p_tukey_hsd": tukey.get((name, measure, cutoff)),
             })
     adjusted = adjusted_p_values([row["p_randomization"] for row in rows], settings.correction)
@@ -280,8 +294,43 @@ def compare_evaluations(
     return ComparisonResult(identifier, base_name, settings, tuple(evaluations), pairs, per_query, notes)
 
 
-def _pair_statistics(group: pl.DataFrame, settings: ComparisonSettings, has_intervals: bool) -> dict[str, object]:
+def paired_difference_rows(
+    evaluations: Sequence[ComparedEvaluation], names: Sequence[str], base_name: str
+) -> pl.LazyFrame | None:
+    """nDCG's paired difference intervals of the baseline against each other run (`difference_intervals`), from
+    the runs' ranked lists and the one judgment set; None where no world is shared (another ideal than `judged`,
+    no nDCG measure) or an evaluation's inputs are not at hand: the per-run intervals then bound the difference."""
+    spec = evaluations[0].spec
+    ndcg_cutoffs = tuple(m.cutoff for m in spec.measure_list() if m.name == "nDCG")
+    if spec.ideal != "judged" or not ndcg_cutoffs or any(e.inputs is None for e in evaluations):
+        return None
+    judgments = evaluations[0].inputs[1]
+    ranked = pl.concat([
+        ranked_rows(e.inputs[0], judgments, spec).with_columns(run=pl.lit(name))
+        for name, e in zip(names, evaluations, strict=True)
+    ], how="diagonal_relaxed")
+    pairs = pl.LazyFrame({"baseline": base_name, "run": [name for name in names if name != base_name]})
+    ndcg_spec = spec.model_copy(update={"cutoffs": ndcg_cutoffs})
+    return difference_intervals(ranked, whole_judgment_rows(judgments, spec), ndcg_spec, pairs, grade_scale(judgments))
+
+
+def _query_weights(group: pl.DataFrame, spec: EvaluationSpec) -> np.ndarray:
+    """Each query's weight under the spec's aggregation (1 under a plain mean, or where none is declared)."""
+    if spec.aggregation != "weighted_mean":
+        return np.ones(group.height)
+    declared = dict(spec.query_weights)
+    return np.array([declared.get(q, 1.0) for q in group["query_id"].to_list()], dtype=np.float64)
+
+
+def _pair_statistics(
+    group: pl.DataFrame, settings: ComparisonSettings, has_intervals: bool, spec: EvaluationSpec
+) -> dict[str, object]:
     differences = group["difference"].to_numpy().astype(np.float64)
+    low, high = mean_difference_interval(
+        group["difference_min"].to_numpy().astype(np.float64), group["difference_max"].to_numpy().astype(np.float64),
+        _query_weights(group, spec),
+    )
+    direction = decided_direction(low, high)
     t_test = paired_t_test(differences)
     randomization = randomization_test(differences, settings.permutations, settings.seed)
     ci_low, ci_high = bootstrap_interval(
@@ -300,6 +349,10 @@ def _pair_statistics(group: pl.DataFrame, settings: ComparisonSettings, has_inte
         "effect_size": cohens_d_z(differences),
         "wins": wins, "ties": ties, "losses": losses,
         "unresolved": int((group["robustness"] == "unresolved").sum()) if has_intervals else None,
+        "mean_difference_min": low, "mean_difference_max": high,
+        "decided": None if low is None else direction is not None, "decided_direction": direction,
+        "unjudged_documents": None if group["n_unjudged"].null_count() else int(group["n_unjudged"].sum()),
+        "open_queries": None if low is None else int((group["difference_max"] > group["difference_min"]).sum()),
     }
 
 
@@ -370,7 +423,8 @@ def evaluate_files(
                           "metadata": judgments.metadata.model_dump(mode="json")},
             "spec_hash": spec.spec_hash, "label": spec.full_label(),
         }
-        evaluations.append(from_result(result, judgments.table_id, label, inputs))
+        evaluations.append(from_result(result, judgments.table_id, label, inputs,
+                                       (stored if run.is_dir() else table, judgments)))
     return evaluations
 
 

@@ -11,6 +11,7 @@ import pytest
 from scipy import stats
 
 from judged.schemas.spec import build_spec
+from judged.transforms.paired_intervals import with_difference_intervals
 from judged.transforms.compare import (
     adjusted_p_values,
     bootstrap_interval,
@@ -20,6 +21,7 @@ from judged.transforms.compare import (
     randomization_test,
     randomised_tukey_hsd,
     sample_matrix,
+    with_robustness,
     wins_ties_losses,
     with_measure,
 )
@@ -150,12 +152,13 @@ def test_paired_table_common_and_judged_query_sets() -> None:
                                  ("q3", 10, "missing_from_run", None), ("q9", 10, "no_judgments", None)]), spec)
     b = with_measure(_per_query([("q1", 10, "scored", 0.7), ("q2", 10, "scored", 0.1),
                                  ("q3", 10, "scored", 0.4), ("q8", 10, "no_judgments", None)]), spec)
-    common = paired_per_query([("a", a), ("b", b)], "a", "common", 1e-9).collect()
+    common = paired_per_query([("a", a), ("b", b)], "a", "common").collect()
     assert common["query_id"].to_list() == ["q1", "q2"]
     assert common["difference"].to_list() == pytest.approx([0.2, -0.1])
     assert common["measure"].to_list() == [spec.label(10)] * 2
-    assert common["robustness"].null_count() == 2  # no intervals: unknown, never guessed
-    judged = paired_per_query([("a", a), ("b", b)], "a", "judged", 1e-9).collect()
+    robust = with_robustness(with_difference_intervals(common.lazy(), None), 1e-9).collect()
+    assert robust["robustness"].null_count() == 2  # no intervals: unknown, never guessed
+    judged = paired_per_query([("a", a), ("b", b)], "a", "judged").collect()
     assert judged["query_id"].to_list() == ["q1", "q2", "q3"]
     assert judged.filter(pl.col("query_id") == "q3")["baseline_value"].item() == 0.0  # missing: scored 0 (-c)
     matrix = sample_matrix([("a", a), ("b", b)], "common").collect()
@@ -175,7 +178,9 @@ def test_paired_table_robustness_from_intervals() -> None:
                   ("q5", 0.7, 0.7, 0.7)])
     run = frame([("q1", 0.6, 0.5, 0.6), ("q2", 0.4, 0.3, 0.45), ("q3", 0.55, 0.55, 0.9), ("q4", 0.7, 0.7, 0.7),
                  ("q5", 0.7, 0.7, 0.75)])
-    table = paired_per_query([("base", base), ("run", run)], "base", "common", 1e-9).collect()
+    paired = paired_per_query([("base", base), ("run", run)], "base", "common")
+    table = with_robustness(with_difference_intervals(paired, None), 1e-9).collect()
+    # The per-run intervals bound the difference: [run min - base max, run max - base min].
     # q1: run's min 0.5 > base's max 0.4; q2: run's max 0.45 < base's min 0.5; q3: [0.55, 0.9] meets [0.4, 0.6];
     # q4: both fixed at 0.7 whatever the missing judgments; q5: equal values, but the run could reach 0.75
     assert table["robustness"].cast(pl.String).to_list() == [

@@ -1,0 +1,369 @@
+"""Paired difference intervals over unjudged documents (SPEC section 7): the smallest and largest value of
+nDCG@k(run) - nDCG@k(baseline) over every assignment of grades to the unjudged documents either run retrieved,
+both runs seeing the same assignment.
+
+Belongs here: the pure computation of `difference_min`, `difference_max` and `difference_kind` per pair of runs,
+query and cutoff, from the runs' ranked-and-judged rows, its kernel, the per-run bound used where one world cannot
+be shared, and the mean-difference interval of a pair. No I/O.
+
+One world. With the ideal over the judged documents (`ideal='judged'`), both runs share the ideal DCG of the judged
+universe plus the assigned grades, so per query the difference is `(F + sum_d a_d v_d) / IDCG(a)`: `F` is the
+difference of the judged documents' credits, `a_d` the gain given to unjudged document `d` and `v_d = w_run(d) -
+w_baseline(d)` the difference of its weights (its discount within k in each run, 0 outside; under `ties='average'`
+its tie group's discounts shared equally). A document both runs weigh alike (`v_d = 0`: the same position in both
+top k, or below k in both) only raises the ideal; call it ideal-only. This is the per-run problem of
+transforms/intervals.py with weights of either sign, and its kernel (`ndcg_interval`: enumeration by
+rearrangement, or the exact programme) solves it, given what the ideal-only documents get:
+
+- the ideal grows with every gain, and for a fixed numerator the ratio moves away from 0 as the ideal shrinks;
+- so the largest difference gives the ideal-only documents the bottom gain when it is >= 0 and the top gain when
+  it is < 0, and the smallest the top gain when >= 0 and the bottom gain when < 0;
+- hence both ends are ends of two problems without ideal-only slots: ideal-only documents judged at the bottom
+  gain (the fewest of them) and at the top gain (the most of them). Each end is the extreme of the two.
+
+At most k ideal-only documents can enter an ideal cut at k, so at most k are counted. A run read only to its first
+rows (a top-k read) hides how many unjudged documents lie below: the count is then between a fewest and a most
+(`ideal_only_fewest`, `ideal_only_most`) and the row is a `bound` unless they agree (capped at k, they usually do).
+
+With the ideal over each run's retrieved documents (`ideal='retrieved'`) the two runs have different ideals and
+no world is shared in that way: the difference is bounded by the per-run intervals, `[run_min - baseline_max,
+run_max - baseline_min]` (`bound`), as it is for every measure but nDCG. The bound contains the exact interval,
+since any assignment gives each run a value inside its own interval.
+
+Queries are independent, so the interval of the mean difference over one assignment for every query is the
+weighted mean of the per-query ends, under the spec's aggregation and query weights. A pair is decided when that
+interval excludes 0 (beyond the tie tolerance of the comparison).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import polars as pl
+
+from judged.schemas.fields import QUERY
+from judged.schemas.spec import EvaluationSpec
+from judged.transforms.intervals import (
+    ENUMERATED_MULTISETS_MAX, INTERVAL_KIND, assignable_grades, discount_prefix, enumerated_ends_batch,
+    judged_at_levels, multisets, ndcg_interval, position_weight, slot_matrix, unseen_rows, world_rows,
+)
+from judged.transforms.ranking import ordered_sum
+
+PAIR_KEYS = ["baseline", "run", QUERY, "cutoff"]
+DIFFERENCE_STRUCT = pl.Struct(
+    {"difference_min": pl.Float64(), "difference_max": pl.Float64(), "difference_kind": pl.String()}
+)
+DIFFERENCE_INPUTS = (
+    "cutoff", "fixed", "weights", "ideal_only_fewest", "ideal_only_most", "judged_ideal", "levels"
+)
+
+
+# -- the kernel: one pair, one query, one cutoff --------------------------------------------------------------------
+
+
+def difference_interval(
+    fixed: float,
+    weights: Sequence[float],
+    judged_ideal: Sequence[float],
+    levels: Sequence[float],
+    cutoff: int | None,
+    zero_if_no_ideal: bool,
+    ideal_only_fewest: int = 0,
+    ideal_only_most: int = 0,
+) -> tuple[float, float, bool] | None:
+    """(min, max, exact) of `(fixed + sum_i a_i weights_i) / IDCG(judged_ideal + a + ideal-only gains)` over every
+    gain of `levels` for each credited slot (`weights`, nonzero, of either sign) and for each of the ideal-only
+    documents, whose number is between `ideal_only_fewest` and `ideal_only_most` (capped by the caller). None when
+    the value is null (no judged relevant document and `zero_if_no_ideal` false)."""
+    levels_array = np.unique(np.asarray(levels, dtype=np.float64))
+    judged = np.asarray(judged_ideal, dtype=np.float64)
+    judged = judged[judged > 0]
+    exact_count = ideal_only_fewest == ideal_only_most
+    if judged.size == 0:
+        if not zero_if_no_ideal:
+            return None
+        # The ideal may stay 0 (scored 0): the ideal-only documents are slots of weight 0 in the kernel.
+        ends = [
+            ndcg_interval(fixed, [*weights, *[0.0] * count], judged, levels_array, cutoff, True)
+            for count in sorted({ideal_only_fewest, ideal_only_most})
+        ]
+        if any(end is None for end in ends):
+            return None
+        return min(e[0] for e in ends), max(e[1] for e in ends), all(e[2] for e in ends) and exact_count
+    if levels_array.size == 0:
+        if len(weights) or ideal_only_most:
+            return None
+        levels_array = np.zeros(1)
+    top, bottom = float(levels_array.max()), float(levels_array.min())
+    at_bottom = ndcg_interval(
+        fixed, weights, np.concatenate([judged, np.full(ideal_only_fewest, bottom)]), levels_array, cutoff, False
+    )
+    at_top = ndcg_interval(
+        fixed, weights, np.concatenate([judged, np.full(ideal_only_most, top)]), levels_array, cutoff, False
+    )
+    if at_bottom is None or at_top is None:
+        return None
+    return min(at_bottom[0], at_top[0]), max(at_bottom[1], at_top[1]), at_bottom[2] and at_top[2] and exact_count
+
+
+def differences_of_worlds(worlds: pl.Series, zero_if_no_ideal: bool) -> pl.Series:
+    """`difference_interval` of every row of `worlds` (a struct Series of `DIFFERENCE_INPUTS`), as a
+    `DIFFERENCE_STRUCT` Series: the usual worlds batched (`_difference_ends_batch`), the others one by one."""
+    frame = worlds.struct.unnest()
+    n = frame.height
+    low, high = np.full(n, np.nan), np.full(n, np.nan)
+    kind = np.full(n, None, dtype=object)
+    batched = np.zeros(n, dtype=bool)
+    levels = np.unique(np.asarray(frame["levels"][0], dtype=np.float64)) if n else np.zeros(0)
+    if n and levels.size and levels.min() >= 0 and frame["levels"].n_unique() == 1:
+        batched = _batchable(frame, levels)
+        groups = frame.filter(pl.Series(batched)).select("cutoff", slots=pl.col("weights").list.len())
+        for cutoff, slots in groups.unique(maintain_order=True).iter_rows():
+            same_cutoff = frame["cutoff"].is_null() if cutoff is None else frame["cutoff"] == cutoff
+            in_group = batched & (same_cutoff & (frame["weights"].list.len() == slots)).fill_null(False).to_numpy()
+            ends = _difference_ends_batch(frame.filter(pl.Series(in_group)), levels, cutoff, slots)
+            low[in_group], high[in_group] = ends[0], ends[1]
+            kind[in_group] = np.where(ends[2], "exact", "bound")
+    for index in np.flatnonzero(~batched):
+        row = frame.row(int(index), named=True)
+        end = difference_interval(
+            row["fixed"], row["weights"], row["judged_ideal"], row["levels"], row["cutoff"], zero_if_no_ideal,
+            row["ideal_only_fewest"], row["ideal_only_most"],
+        )
+        if end is not None:
+            low[index], high[index], kind[index] = end[0], end[1], "exact" if end[2] else "bound"
+    return pl.DataFrame({
+        "difference_min": pl.Series(low, dtype=pl.Float64, nan_to_null=True),
+        "difference_max": pl.Series(high, dtype=pl.Float64, nan_to_null=True),
+        "difference_kind": pl.Series(kind.tolist(), dtype=pl.String),
+    }).to_struct(worlds.name)
+
+
+def _batchable(frame: pl.DataFrame, levels: np.ndarray) -> np.ndarray:
+    """The worlds `_difference_ends_batch` computes: a judged gain above 0 (the ideal is positive), every judged
+    gain one of the scale's, and few enough multisets of grades over the credited slots to enumerate."""
+    scale = pl.Series(levels.tolist(), dtype=pl.Float64)
+    positive = pl.element().filter(pl.element() > 0)
+    usual = frame.select(
+        (pl.col("judged_ideal").list.max() > 0)
+        & pl.col("judged_ideal").list.eval(positive.is_in(scale.implode()).all()).list.first()
+    ).to_series().fill_null(False).to_numpy()
+    slots = frame["weights"].list.len().to_numpy()
+    enumerable = np.array([multisets(n, levels.size) <= ENUMERATED_MULTISETS_MAX for n in range(slots.max() + 1)])
+    return usual & enumerable[slots]
+
+
+def _difference_ends_batch(
+    frame: pl.DataFrame, levels: np.ndarray, cutoff: int | None, slots: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`difference_interval` of worlds of one cutoff with `slots` credited slots each (rows of `_batchable`), by
+    the per-run intervals' batched enumeration (`transforms.intervals.enumerated_ends_batch`), the same operations
+    as one world at a time: (difference_min, difference_max, exact) arrays."""
+    all_levels = levels[::-1]  # highest first
+    at_level = judged_at_levels(frame, levels)
+    fewest, most = frame["ideal_only_fewest"].to_numpy(), frame["ideal_only_most"].to_numpy()
+    weights, fixed = slot_matrix(frame, slots), frame["fixed"].to_numpy()
+    discounts = discount_prefix(int(at_level.sum(axis=1).max(initial=0) + slots + most.max(initial=0)), cutoff)
+    at_bottom, at_top = at_level.copy(), at_level.copy()
+    if all_levels[-1] > 0:  # a gain of 0 stays out of the ideal
+        at_bottom[:, -1] += fewest
+    at_top[:, 0] += most
+
+    def end(sign: float, side: np.ndarray) -> np.ndarray:
+        return enumerated_ends_batch(weights, side, fixed, all_levels, discounts, sign, cutoff)
+
+    low = np.minimum(end(-1.0, at_bottom), end(-1.0, at_top))
+    high = np.maximum(end(1.0, at_bottom), end(1.0, at_top))
+    return low, high, fewest == most
+
+
+# -- the columnar side -------------------------------------------------------------------------------------------------
+
+
+def pair_worlds(
+    ranked: pl.LazyFrame,
+    judgments: pl.LazyFrame,
+    spec: EvaluationSpec,
+    pairs: pl.LazyFrame,
+    grades: Sequence[int] | None = None,
+) -> pl.LazyFrame:
+    """One row per pair (`pairs`: `baseline`, `run`), judged query and nDCG cutoff of the spec where either run
+    retrieved an unjudged document: what `difference_interval` needs (`fixed`, the credited slots' `weights` with
+    their `docs`, the ideal-only documents seen (`ideal_only_docs`), `ideal_only_fewest`, `ideal_only_most`,
+    `judged_ideal`, `levels`). `ranked` holds every run's ranked-and-judged rows (as `ndcg_intervals` takes them)
+    with a `run` column naming the run. Only under `ideal='judged'` (see the module docstring)."""
+    from judged.transforms.measures.ndcg import gain_of
+
+    if spec.ideal != "judged":
+        raise ValueError("paired worlds share one ideal: only under ideal='judged'")
+    keys = ["run", QUERY]
+    world = world_rows(ranked, spec, gain_of(spec), keys)
+    levels = assignable_grades(judgments, grades, spec).select(levels=gain_of(spec).implode())
+    judged_ideal = (
+        judgments.filter(pl.col("relevance").is_not_null())
+        .group_by(QUERY)
+        .agg(judged_ideal=gain_of(spec).filter(gain_of(spec) > 0))
+    )
+    unseen = unseen_rows(ranked, judgments, keys)
+    unjudged = pl.col("relevance").is_null()
+    per_cutoff = []
+    for cutoff in spec.cutoffs:
+        weighted = world.with_columns(weight=position_weight(cutoff, spec.ties, keys), cutoff=pl.lit(cutoff, pl.Int32))
+        # Judged queries only (the inner join with `unseen_rows`): a query without judgments is never scored.
+        credit = weighted.group_by([*keys, "cutoff"]).agg(
+            credit=ordered_sum((pl.col("world_gain") * pl.col("weight")).filter(~unjudged)).fill_null(0.0)
+        ).join(unseen, on=keys, how="inner")
+        docs = weighted.filter(unjudged).select(*keys, "cutoff", "doc_id", "weight", "rank")
+        per_cutoff.append((credit, docs))
+    credit = pl.concat([c for c, _ in per_cutoff])
+    docs = pl.concat([d for _, d in per_cutoff])
+    side_keys = [QUERY, "cutoff"]
+
+    def side(role: str) -> pl.LazyFrame:
+        return pairs.join(docs.rename({"run": role, "weight": f"{role}_weight", "rank": f"{role}_rank"}), on=role)
+
+    union = side("baseline").join(
+        side("run"), on=[*PAIR_KEYS, "doc_id"], how="full", coalesce=True, nulls_equal=True
+    ).with_columns(
+        difference_weight=pl.col("run_weight").fill_null(0.0) - pl.col("baseline_weight").fill_null(0.0),
+        best_rank=pl.min_horizontal("run_rank", "baseline_rank"),
+    ).sort([*PAIR_KEYS, "best_rank", "doc_id"])
+    credited = pl.col("difference_weight") != 0
+    per_pair_docs = union.group_by(PAIR_KEYS).agg(
+        weights=pl.col("difference_weight").filter(credited),
+        docs=pl.col("doc_id").filter(credited),
+        ideal_only_docs=pl.col("doc_id").filter(~credited),
+        # Unjudged documents one run read and the other did not: the other's unread rows may hold them.
+        only_baseline=pl.col("run_weight").is_null().sum().cast(pl.Int64),
+        only_run=pl.col("baseline_weight").is_null().sum().cast(pl.Int64),
+    )
+
+    def credit_side(role: str) -> pl.LazyFrame:
+        renamed = {"run": role, "credit": f"{role}_credit", "unseen": f"{role}_unseen",
+                   "unseen_unjudged_min": f"{role}_unseen_min"}
+        return pairs.join(credit.rename(renamed), on=role)
+
+    per_pair = credit_side("baseline").join(
+        credit_side("run"), on=PAIR_KEYS, how="full", coalesce=True, nulls_equal=True
+    )
+    seen = pl.col("ideal_only_docs").list.len().fill_null(0)
+    # The unread rows' unjudged documents not already among the pair's read ones (at least), and all of them (at most).
+    hidden_fewest = pl.max_horizontal(
+        pl.lit(0, pl.Int64),
+        pl.col("baseline_unseen_min").fill_null(0) - pl.col("only_run").fill_null(0),
+        pl.col("run_unseen_min").fill_null(0) - pl.col("only_baseline").fill_null(0),
+    )
+    hidden_most = pl.col("baseline_unseen").fill_null(0) + pl.col("run_unseen").fill_null(0)
+    cap = pl.col("cutoff").cast(pl.Int64).fill_null(np.iinfo(np.int64).max)
+    return (
+        per_pair.join(per_pair_docs, on=PAIR_KEYS, how="left", nulls_equal=True)
+        .with_columns(
+            fixed=pl.col("run_credit").fill_null(0.0) - pl.col("baseline_credit").fill_null(0.0),
+            weights=pl.col("weights").fill_null(pl.lit([], pl.List(pl.Float64))),
+            docs=pl.col("docs").fill_null(pl.lit([], pl.List(pl.String))),
+            ideal_only_docs=pl.col("ideal_only_docs").fill_null(pl.lit([], pl.List(pl.String))),
+            ideal_only_fewest=pl.min_horizontal(seen + hidden_fewest, cap),
+            ideal_only_most=pl.min_horizontal(seen + hidden_most, cap),
+        )
+        .filter((pl.col("weights").list.len() > 0) | (pl.col("ideal_only_most") > 0))
+        .join(judged_ideal, on=QUERY, how="left")
+        .join(levels, how="cross")
+        .with_columns(pl.col("judged_ideal").fill_null(pl.lit([], pl.List(pl.Float64))))
+        .select(*PAIR_KEYS, *[c for c in DIFFERENCE_INPUTS if c != "cutoff"], "docs", "ideal_only_docs")
+        .sort(PAIR_KEYS, nulls_last=True)
+    )
+
+
+def difference_intervals(
+    ranked: pl.LazyFrame,
+    judgments: pl.LazyFrame,
+    spec: EvaluationSpec,
+    pairs: pl.LazyFrame,
+    grades: Sequence[int] | None = None,
+) -> pl.LazyFrame:
+    """`difference_min`, `difference_max` and `difference_kind` of nDCG per pair, judged query and cutoff where
+    either run retrieved an unjudged document (arguments as for `pair_worlds`), with `n_unjudged`, the unjudged
+    documents of the two lists read; the caller keeps the difference itself, exact, where there is no row
+    (`with_difference_intervals`)."""
+    zero_if_no_ideal = spec.no_relevant == "zero"
+    return (
+        pair_worlds(ranked, judgments, spec, pairs, grades)
+        .with_columns(
+            difference=pl.struct(DIFFERENCE_INPUTS).map_batches(
+                lambda batch: differences_of_worlds(batch, zero_if_no_ideal), return_dtype=DIFFERENCE_STRUCT
+            )
+        )
+        .unnest("difference")
+        .select(
+            *PAIR_KEYS, "difference_min", "difference_max", pl.col("difference_kind").cast(INTERVAL_KIND),
+            n_unjudged=(pl.col("docs").list.len() + pl.col("ideal_only_docs").list.len()).cast(pl.Int64),
+        )
+    )
+
+
+def with_difference_intervals(
+    paired: pl.LazyFrame, intervals: pl.LazyFrame | None, families: Sequence[str] = ("nDCG",)
+) -> pl.LazyFrame:
+    """The paired per-query rows (`transforms.compare.paired_per_query`) with `difference_min`, `difference_max`
+    and `difference_kind`: from `intervals` (one world, `difference_intervals`) on the rows of the measure
+    `families` it covers, the difference itself (exact) where it has no row; elsewhere the bound from the per-run
+    intervals (exact only when both have width 0), null without them. Widened to hold the difference, which is
+    computed by other floating operations (as `transforms.intervals.with_intervals` does). `n_unjudged`: the
+    unjudged documents of the two lists read, where one world is shared (null elsewhere)."""
+    difference = pl.col("difference")
+    family = pl.col("measure").str.extract(r"^([^@(\[]+)", 1)
+    covered = family.is_in(list(families)) if intervals is not None else pl.lit(False)
+    if intervals is None:
+        intervals = pl.LazyFrame(schema={
+            **{k: t for k, t in zip(PAIR_KEYS, [pl.String, pl.String, pl.String, pl.Int32], strict=True)},
+            "difference_min": pl.Float64, "difference_max": pl.Float64, "difference_kind": INTERVAL_KIND,
+            "n_unjudged": pl.Int64,
+        })
+    joined = paired.join(
+        intervals.rename({"difference_min": "_low", "difference_max": "_high", "difference_kind": "_kind"}),
+        on=PAIR_KEYS, how="left", nulls_equal=True, maintain_order="left",
+    )
+    run_low, run_high = pl.col("run_value_min"), pl.col("run_value_max")
+    base_low, base_high = pl.col("baseline_value_min"), pl.col("baseline_value_max")
+    has_run_bounds = run_low.is_not_null() & base_high.is_not_null()
+    zero_width = (run_high == run_low) & (base_high == base_low)
+    low = (
+        pl.when(covered & pl.col("_kind").is_not_null()).then(pl.min_horizontal("_low", difference))
+        .when(covered).then(difference)
+        .when(has_run_bounds).then(pl.min_horizontal(run_low - base_high, difference))
+    )
+    high = (
+        pl.when(covered & pl.col("_kind").is_not_null()).then(pl.max_horizontal("_high", difference))
+        .when(covered).then(difference)
+        .when(has_run_bounds).then(pl.max_horizontal(run_high - base_low, difference))
+    )
+    kind = (
+        pl.when(covered & pl.col("_kind").is_not_null()).then(pl.col("_kind").cast(pl.String))
+        .when(covered).then(pl.lit("exact"))
+        .when(has_run_bounds & zero_width).then(pl.lit("exact"))
+        .when(has_run_bounds).then(pl.lit("bound"))
+    )
+    return joined.with_columns(
+        difference_min=low, difference_max=high, difference_kind=kind.cast(INTERVAL_KIND),
+        n_unjudged=pl.when(covered).then(pl.col("n_unjudged").fill_null(0)),
+    ).drop("_low", "_high", "_kind")
+
+
+def mean_difference_interval(
+    low: np.ndarray, high: np.ndarray, weights: np.ndarray
+) -> tuple[float | None, float | None]:
+    """The interval of the aggregate difference: the `weights`-weighted mean of the per-query ends (one grading of
+    every query's unjudged documents: queries are independent, so each end is reached query by query). None when
+    there is no query or a query has no interval."""
+    if low.size == 0 or np.isnan(low).any() or np.isnan(high).any() or weights.sum() <= 0:
+        return None, None
+    total = float(weights.sum())
+    return float((low * weights).sum() / total), float((high * weights).sum() / total)
+
+
+def decided_direction(low: float | None, high: float | None) -> str | None:
+    """`run` when the aggregate difference interval lies above 0, `baseline` when below, else None (undecided)."""
+    if low is None or high is None:
+        return None
+    return "run" if low > 0 else "baseline" if high < 0 else None
