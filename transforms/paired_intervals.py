@@ -187,12 +187,14 @@ def pair_worlds(
     spec: EvaluationSpec,
     pairs: pl.LazyFrame,
     grades: Sequence[int] | None = None,
+    every_query: bool = False,
 ) -> pl.LazyFrame:
     """One row per pair (`pairs`: `baseline`, `run`), judged query and nDCG cutoff of the spec where either run
     retrieved an unjudged document: what `difference_interval` needs (`fixed`, the credited slots' `weights` with
     their `docs`, the ideal-only documents seen (`ideal_only_docs`), `ideal_only_fewest`, `ideal_only_most`,
     `judged_ideal`, `levels`). `ranked` holds every run's ranked-and-judged rows (as `ndcg_intervals` takes them)
-    with a `run` column naming the run. Only under `ideal='judged'` (see the module docstring)."""
+    with a `run` column naming the run. Only under `ideal='judged'` (see the module docstring). `every_query`: also
+    the queries where neither run retrieved an unjudged document (their difference is fixed)."""
     from judged.transforms.measures.ndcg import gain_of
 
     if spec.ideal != "judged":
@@ -266,7 +268,7 @@ def pair_worlds(
             ideal_only_fewest=pl.min_horizontal(seen + hidden_fewest, cap),
             ideal_only_most=pl.min_horizontal(seen + hidden_most, cap),
         )
-        .filter((pl.col("weights").list.len() > 0) | (pl.col("ideal_only_most") > 0))
+        .filter(pl.lit(every_query) | (pl.col("weights").list.len() > 0) | (pl.col("ideal_only_most") > 0))
         .join(judged_ideal, on=QUERY, how="left")
         .join(levels, how="cross")
         .with_columns(pl.col("judged_ideal").fill_null(pl.lit([], pl.List(pl.Float64))))

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 import polars as pl
 
 from judged.schemas.fields import QUERY
@@ -136,3 +137,179 @@ def smoothed_prior(counts: pl.DataFrame, grades: Sequence[int]) -> list[tuple[in
     seen = {int(grade): int(n) for grade, n in counts.iter_rows()}
     total = sum(seen.get(g, 0) + 1 for g in grades)
     return [(g, (seen.get(g, 0) + 1) / total) for g in sorted(set(grades))]
+
+
+# -- the pairs objective ---------------------------------------------------------------------------------------------
+
+
+def pair_states(
+    ranked: pl.LazyFrame,
+    judgments: pl.LazyFrame,
+    spec: EvaluationSpec,
+    grades: Sequence[int],
+    pairs: pl.LazyFrame,
+    query_weights: pl.LazyFrame | None = None,
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Where each pair of runs stands at the spec's one cutoff k, over the judged queries with a value (a query a
+    run did not retrieve scores 0 there, trec_eval -c): per pair, query and cutoff the paired difference interval
+    and its world (`transforms.paired_intervals.pair_worlds`, with `width` and the query's `weight`); and per pair
+    the interval of the aggregate difference (`mean_difference_min`, `mean_difference_max`), `decided` and
+    `decided_direction`. `ranked` as for `pair_worlds` (a `run` column); `pairs`: `baseline`, `run`."""
+    from judged.transforms.paired_intervals import DIFFERENCE_INPUTS, DIFFERENCE_STRUCT, differences_of_worlds, pair_worlds
+
+    zero_if_no_ideal = spec.no_relevant == "zero"
+    weights = _weights_of(judgments, spec, query_weights)
+    worlds = (
+        pair_worlds(ranked, judgments, spec, pairs, grades, every_query=True)
+        .with_columns(
+            difference=pl.struct(DIFFERENCE_INPUTS).map_batches(
+                lambda batch: differences_of_worlds(batch, zero_if_no_ideal), return_dtype=DIFFERENCE_STRUCT
+            )
+        )
+        .unnest("difference")
+        .filter(pl.col("difference_min").is_not_null())
+        .join(weights, on=QUERY, how="inner")
+        .with_columns(width=pl.col("difference_max") - pl.col("difference_min"))
+        .collect()
+    )
+    total = weights.select(pl.col("weight").sum()).collect().item() or 0.0
+    per_pair = (
+        pairs.collect()
+        .join(
+            worlds.group_by("baseline", "run").agg(
+                low=(pl.col("difference_min") * pl.col("weight")).sum(),
+                high=(pl.col("difference_max") * pl.col("weight")).sum(),
+            ),
+            on=["baseline", "run"], how="left",
+        )
+        .with_columns(
+            mean_difference_min=pl.col("low").fill_null(0.0) / total if total else None,
+            mean_difference_max=pl.col("high").fill_null(0.0) / total if total else None,
+        )
+        .with_columns(
+            decided_direction=pl.when(pl.col("mean_difference_min") > 0).then(pl.lit("run"))
+            .when(pl.col("mean_difference_max") < 0).then(pl.lit("baseline")),
+        )
+        .with_columns(decided=pl.col("decided_direction").is_not_null())
+        .drop("low", "high")
+    )
+    return worlds, per_pair
+
+
+def _weights_of(judgments: pl.LazyFrame, spec: EvaluationSpec, query_weights: pl.LazyFrame | None) -> pl.LazyFrame:
+    """`query_id`, `weight` of the judged queries that have a value: some judged relevant document, or every judged
+    query under `no_relevant='zero'` (weight 1 where none is declared)."""
+    from judged.transforms.measures.ndcg import gain_of
+
+    resolved = judgments.filter(pl.col("relevance").is_not_null())
+    queries = resolved.group_by(QUERY).agg(relevant=(gain_of(spec) > 0).any())
+    if spec.no_relevant != "zero":
+        queries = queries.filter(pl.col("relevant"))
+    declared = query_weights if query_weights is not None else pl.LazyFrame(
+        schema={QUERY: pl.String, "weight": pl.Float64}
+    )
+    return queries.select(QUERY).join(declared, on=QUERY, how="left").with_columns(pl.col("weight").fill_null(1.0))
+
+
+def pairs_worklist(
+    ranked: pl.LazyFrame,
+    judgments: pl.LazyFrame,
+    spec: EvaluationSpec,
+    grades: Sequence[int],
+    pairs: pl.LazyFrame,
+    budget: int,
+    query_weights: pl.LazyFrame | None = None,
+    relative: bool = False,
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The `budget` unjudged pairs whose judging removes the most width from the difference intervals of the pairs
+    of runs still undecided (contract `WORKLIST`; `evaluations` names the runs of those pairs), and the pairs'
+    state (`pair_states`) with `could_decide`: whether judging the listed documents could decide the pair at best.
+
+    Priority rule (Minimal Test Collections, Carterette, Allan & Sitaraman, SIGIR 2006, for graded nDCG). For an
+    undecided pair p and query q with difference interval of width W_pq, a document d the two runs weigh
+    differently (`v_d = w_run(d) - w_baseline(d) != 0`) moves the numerator of the difference by at most
+    `(g_max - g_min) |v_d|`, so judging it removes `r_pqd = min(W_pq, (g_max - g_min) |v_d| / IDCG_q)` of the
+    width, IDCG_q being the ideal DCG@k of the judged documents (the smallest the ideal can be; the smallest
+    positive gain when there is none). What the numerator does not explain, `max(0, W_pq - sum_d r_pqd)`, is the
+    shared ideal's, and each document only the ideal sees (`v_d = 0`) gets an equal share of it. The priority of
+    (q, d) is `sum over undecided p of (lambda_q / Lambda) r_pqd`, divided by each pair's aggregate width W_p with
+    `relative`: the width the judgment removes from the aggregate difference intervals, lambda_q being the query's
+    weight and Lambda their sum. Ties are broken by the best rank, then query_id and doc_id."""
+    if budget <= 0:
+        raise ValueError(f"the budget must be a positive number of judgments, not {budget}")
+    if len(spec.cutoffs) != 1 or spec.cutoffs[0] is None:
+        raise ValueError("a worklist needs exactly one numeric cutoff k")
+    from judged.transforms.intervals import discount_prefix
+
+    worlds, per_pair = pair_states(ranked, judgments, spec, grades, pairs, query_weights)
+    total = float(worlds.select(pl.col("weight")).to_series().sum()) if worlds.height else 0.0
+    undecided = per_pair.filter(~pl.col("decided")).with_columns(
+        pair_width=pl.col("mean_difference_max") - pl.col("mean_difference_min")
+    )
+    levels = worlds["levels"][0].to_list() if worlds.height else [0.0]
+    spread = max(levels) - min(levels) if levels else 0.0
+    k = spec.cutoffs[0]
+    discounts = np.diff(discount_prefix(k, k))
+    smallest_gain = min([g for g in levels if g > 0], default=1.0)
+    open_worlds = worlds.join(undecided.select("baseline", "run", "pair_width"), on=["baseline", "run"]).filter(
+        pl.col("width") > 0
+    ).with_columns(
+        ideal=pl.col("judged_ideal").map_elements(
+            lambda gains: float(np.sort(np.asarray(gains))[::-1][:k] @ discounts[: min(k, len(gains))])
+            if len(gains) else smallest_gain,
+            return_dtype=pl.Float64,
+        ),
+    )
+    scale = pl.col("weight") / total / (pl.col("pair_width") if relative else pl.lit(1.0))
+    credited = (
+        open_worlds.select("baseline", "run", QUERY, "width", "ideal", "weight", "pair_width", "docs", "weights")
+        .explode("docs", "weights")
+        .drop_nulls("docs")
+        .with_columns(removed=pl.min_horizontal(pl.col("width"), spread * pl.col("weights").abs() / pl.col("ideal")))
+    )
+    explained = credited.group_by("baseline", "run", QUERY).agg(explained=pl.col("removed").sum())
+    ideal_only = (
+        open_worlds.join(explained, on=["baseline", "run", QUERY], how="left")
+        .select("baseline", "run", QUERY, "weight", "pair_width", "ideal_only_docs",
+                share=(pl.col("width") - pl.col("explained").fill_null(0.0)).clip(lower_bound=0.0)
+                / pl.col("ideal_only_docs").list.len())
+        .explode("ideal_only_docs")
+        .drop_nulls("ideal_only_docs")
+        .rename({"ideal_only_docs": "docs", "share": "removed"})
+    )
+    per_document = pl.concat([
+        credited.select("baseline", "run", QUERY, "docs", "removed", "weight", "pair_width"),
+        ideal_only.select("baseline", "run", QUERY, "docs", "removed", "weight", "pair_width"),
+    ]).with_columns(priority=pl.col("removed") * scale).rename({"docs": "doc_id"})
+    ranks = ranked.group_by("run", QUERY, "doc_id").agg(rank=pl.col("rank").min()).collect()
+    listed = (
+        per_document.join(ranks.rename({"run": "baseline", "rank": "baseline_rank"}),
+                          on=["baseline", QUERY, "doc_id"], how="left")
+        .join(ranks.rename({"rank": "run_rank"}), on=["run", QUERY, "doc_id"], how="left")
+        .group_by(QUERY, "doc_id")
+        .agg(
+            priority=pl.col("priority").sum(),
+            width_removed=pl.col("removed").sum(),
+            best_rank=pl.min_horizontal(pl.col("baseline_rank").min(), pl.col("run_rank").min()).cast(pl.Int64),
+            evaluations=pl.concat([pl.col("baseline"), pl.col("run")]).unique().sort(),
+        )
+        .with_columns(n_evaluations=pl.col("evaluations").list.len().cast(pl.Int64))
+        .sort(["priority", "best_rank", QUERY, "doc_id"], descending=[True, False, False, False], nulls_last=True)
+        .head(budget)
+        .with_columns(position=pl.int_range(1, pl.len() + 1, dtype=pl.Int64))
+        .select(list(WORKLIST))
+        .cast(WORKLIST)
+    )
+    # At best, the listed judgments remove their width from each undecided pair's aggregate interval, which then
+    # lies on one side of 0 if what is left is narrower than the larger side.
+    removed_per_pair = per_document.join(listed.select(QUERY, "doc_id"), on=[QUERY, "doc_id"]).group_by(
+        "baseline", "run"
+    ).agg(removed=(pl.col("removed") * pl.col("weight") / total).sum())
+    could = undecided.join(removed_per_pair, on=["baseline", "run"], how="left").with_columns(
+        could_decide=(pl.col("pair_width") - pl.col("removed").fill_null(0.0))
+        < pl.max_horizontal(pl.col("mean_difference_max"), -pl.col("mean_difference_min"))
+    ).select("baseline", "run", "could_decide")
+    states = per_pair.join(could, on=["baseline", "run"], how="left").with_columns(
+        pl.col("could_decide").fill_null(pl.col("decided"))
+    )
+    return listed, states
