@@ -352,24 +352,35 @@ def worklist(
                                         metavar="INTEGER")] = "500",
     topics: Annotated[Path | None, typer.Option(help="query_id<TAB>text lines: the query text goes in each row.")] = None,
     out: Annotated[Path | None, typer.Option(help="Write the assessor file here (default: print it).")] = None,
-    output_format: Annotated[str, typer.Option("--format", help="qrels (grade column empty) or csv.")] = "qrels",
+    output_format: Annotated[str, typer.Option("--format", help="qrels (grade column empty), csv, or json (the "
+                                                                "rows and the pairs' state).")] = "qrels",
+    objective: Annotated[str | None, typer.Option(
+        help="pairs: narrow the paired difference intervals of the pairs of runs still undecided (default with two "
+             "or more runs); width: narrow each run's own nDCG@k interval.", show_default="pairs")] = None,
+    pairs: Annotated[str | None, typer.Option(
+        help="Under --objective pairs, only these pairs: BASELINE:RUN,... (run names as listed).")] = None,
+    relative: Annotated[bool, typer.Option(
+        help="Under --objective pairs, divide each pair's share by its current width (small gaps first).")] = False,
     force: ForceOption = False,
     *,
     spec_options: SpecOptions,
 ) -> None:
-    """Rank unjudged (query, document) pairs by how much judging each is expected to narrow the nDCG@k intervals of
-    the runs that retrieved it in their top k; store the worklist (view `worklists`) and write the assessor file.
-    The query weights (e.g. log frequency) weigh each query's share of the priority."""
+    """Rank unjudged (query, document) pairs by how much judging each is expected to settle: by default the width it
+    removes from the paired nDCG@k difference intervals of the pairs of runs not yet decided (whatever the unjudged
+    documents are), else (--objective width) from the runs' own intervals; store the worklist (view `worklists`)
+    and write the assessor file. The query weights (e.g. log frequency) weigh each query's share of the priority."""
     from judged.flows.pipeline.judging import assessor_file, make_worklist
     from judged.flows.store.outputs import check_output_target, write_output_file
     from judged.flows.store.warehouse import Store
 
-    if output_format not in ("qrels", "csv"):
-        raise fail(f"--format must be qrels or csv, not {output_format!r}", EXIT_USAGE)
+    if output_format not in ("qrels", "csv", "json"):
+        raise fail(f"--format must be qrels, csv or json, not {output_format!r}", EXIT_USAGE)
+    if relative and objective == "width":
+        raise fail("--relative weighs the pairs of the pairs objective: leave out --objective width", EXIT_USAGE)
     if budget.strip().lstrip("-").isdigit() and int(budget) <= 0:
         raise fail(f"--budget must be a positive number of judgments, not {budget}", EXIT_USAGE)
     try:
-        pairs = BUDGET.parse(budget, "--budget")
+        budget_pairs = BUDGET.parse(budget, "--budget")
     except SpecError as error:
         raise failure(error) from None
     given = spec_options.given()
@@ -391,11 +402,12 @@ def worklist(
         elif force:
             raise UsageError("--force", "--force replaces the --out file: give --out too")
         store = Store(warehouse)
-        report = make_worklist(store, judgments, spec, pairs, evaluations or [], runs or [], weights, topics)
+        report = make_worklist(store, judgments, spec, budget_pairs, evaluations or [], runs or [], weights, topics,
+                               objective, pairs, relative)
         store.refresh_catalog()
     except InputError as error:
         raise failure(error) from None
-    text = assessor_file(report.rows, output_format)
+    text = assessor_file(report, output_format)
     if out is None:
         sys.stdout.write(text)
     else:
@@ -404,8 +416,11 @@ def worklist(
         except InputError as error:
             raise failure(error) from None
     state = "stored" if report.created else "already stored"
-    print(f"worklist {report.worklist_id} ({state}): {counted(report.rows.height, 'pair')} for judgment set "
-          f"{report.judgment_set_id}", file=sys.stderr)
+    print(f"worklist {report.worklist_id} ({state}, objective {report.objective}): "
+          f"{counted(report.rows.height, 'pair')} for judgment set {report.judgment_set_id}", file=sys.stderr)
+    for line in (report.pairs_line(), *report.notes):
+        if line:
+            print(line, file=sys.stderr)
 
 
 @app.command("ingest-run")

@@ -8,13 +8,14 @@ ranking itself is transforms/worklist.py; these are plain functions (the flows i
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
 
-from judged.flows.engine.evaluate import grade_scale
+from judged.flows.engine.evaluate import grade_scale, ranked_rows
 from judged.flows.store.hashing import known_hashes
 from judged.flows.store.readers import LoadedTable, load_table
 from judged.flows.engine.versions import implementation_version
@@ -27,7 +28,7 @@ from judged.schemas.spec import EvaluationSpec
 from judged.transforms.errors import InputError, UsageError
 from judged.transforms.judging import attach_judgments
 from judged.transforms.ranking import candidate_rows, rank_run
-from judged.transforms.worklist import grade_counts, judging_worklist, smoothed_prior
+from judged.transforms.worklist import grade_counts, judging_worklist, pairs_worklist, smoothed_prior
 
 
 # -- judgment versions that grow ----------------------------------------------------------------------------------
@@ -242,6 +243,35 @@ class WorklistReport:
     judgment_set_id: str
     rows: pl.DataFrame
     created: bool
+    objective: str = "width"
+    pairs: pl.DataFrame | None = None
+    """Under the pairs objective: each pair's state (`transforms.worklist.pair_states`, with `could_decide`)."""
+    notes: tuple[str, ...] = ()
+
+    def pairs_line(self) -> str | None:
+        """How many pairs are decided now, and how many the listed judgments could decide at best."""
+        if self.pairs is None:
+            return None
+        decided, could = int(self.pairs["decided"].sum()), int(self.pairs["could_decide"].sum())
+        return (f"{decided} of {counted(self.pairs.height, 'pair')} of runs decided now; judging the listed "
+                f"documents could decide at most {could - decided} more")
+
+
+OBJECTIVES = ("pairs", "width")
+
+
+def parse_pairs(text: str, names: list[str]) -> list[tuple[str, str]]:
+    """`A:B,C:D` -> [(A, B), (C, D)]: the baseline, then the run, each one of `names`."""
+    pairs = []
+    for item in text.split(","):
+        baseline, colon, run = item.strip().partition(":")
+        if not colon or not baseline or not run or baseline == run:
+            raise UsageError("--pairs", f"{item.strip()!r}: expected BASELINE:RUN, two different runs")
+        for name in (baseline, run):
+            if name not in names:
+                raise UsageError("--pairs", f"{name!r} is none of the runs ranked: {', '.join(names)}")
+        pairs.append((baseline, run))
+    return list(dict.fromkeys(pairs))
 
 
 def make_worklist(
@@ -253,25 +283,58 @@ def make_worklist(
     runs: list[str],
     query_weights: tuple[tuple[str, float], ...] = (),
     topics: Path | None = None,
+    objective: str | None = None,
+    pairs: str | None = None,
+    relative: bool = False,
 ) -> WorklistReport:
-    """Rank the unjudged pairs of the chosen runs' top k (the spec's one cutoff) and store the worklist."""
+    """Rank the unjudged pairs of the chosen runs' top k (the spec's one cutoff) and store the worklist.
+    `objective`: `pairs` (the default with two or more runs: the undecided pairs of runs, all of them or those
+    `pairs` lists as `A:B,...`) or `width` (the per-run intervals); under `pairs`, when every pair is decided the
+    worklist falls back to `width` and says so."""
     if budget <= 0:
         raise InputError("--budget", f"the budget must be a positive number of judgments, not {budget}")
+    if objective is not None and objective not in OBJECTIVES:
+        raise UsageError("--objective", f"{objective!r}: expected pairs or width")
     judgment_set_id = resolve_parent(warehouse, judgments_reference)
     judgments = warehouse.load_stored(JUDGMENT_SET, judgment_set_id)
     run_ids = chosen_runs(warehouse, evaluations, runs)
-    heads = []
-    for name, run_id in sorted(run_ids.items()):
-        rows = warehouse.load_stored(RUN, run_id).scan
-        heads.append(rank_run(candidate_rows(rows, spec), spec).with_columns(evaluation=pl.lit(name)))
+    names = sorted(run_ids)
+    if objective is None:
+        objective = "pairs" if len(names) >= 2 else "width"
+    if objective == "pairs" and len(names) < 2:
+        raise UsageError("--objective", "the pairs objective needs two or more runs")
+    if pairs is not None and objective != "pairs":
+        raise UsageError("--pairs", "--pairs chooses the pairs of the pairs objective: leave out --objective width")
+    chosen_pairs = parse_pairs(pairs, names) if pairs is not None else list(itertools.combinations(names, 2))
     judgment_rows = judgments.frame.lazy()
-    ranked = attach_judgments(pl.concat(heads), judgment_rows)
     grades = grade_scale(judgments)
-    prior = smoothed_prior(grade_counts(judgment_rows).collect(), grades)
     weights = pl.LazyFrame(list(query_weights), schema={"query_id": pl.String, "weight": pl.Float64}, orient="row")
-    listed = judging_worklist(ranked, judgment_rows, spec, grades, prior, budget, weights if query_weights else None)
-    rows = listed.collect()
+    states, notes = None, ()
+    if objective == "pairs":
+        stored_judgments = warehouse.stored(JUDGMENT_SET, judgment_set_id)
+        ranked = pl.concat([
+            ranked_rows(warehouse.stored(RUN, run_ids[name]), stored_judgments, spec).with_columns(run=pl.lit(name))
+            for name in names
+        ], how="diagonal_relaxed")
+        pair_frame = pl.LazyFrame(chosen_pairs, schema=["baseline", "run"], orient="row")
+        rows, states = pairs_worklist(ranked, judgment_rows, spec, grades, pair_frame, budget,
+                                      weights if query_weights else None, relative)
+        if bool(states["decided"].all()):
+            notes = (f"every one of the {counted(states.height, 'pair')} of runs is decided: the worklist falls "
+                     "back to the width objective (per-run intervals)",)
+    if objective == "width" or notes:
+        heads = []
+        for name, run_id in sorted(run_ids.items()):
+            rows = warehouse.load_stored(RUN, run_id).scan
+            heads.append(rank_run(candidate_rows(rows, spec), spec).with_columns(evaluation=pl.lit(name)))
+        ranked = attach_judgments(pl.concat(heads), judgment_rows)
+        prior = smoothed_prior(grade_counts(judgment_rows).collect(), grades)
+        listed = judging_worklist(ranked, judgment_rows, spec, grades, prior, budget,
+                                  weights if query_weights else None)
+        rows = listed.collect()
     provenance = {
+        "objective": objective,
+        **({"pairs": [list(pair) for pair in chosen_pairs], "relative": relative} if objective == "pairs" else {}),
         "judgment_set_id": judgment_set_id,
         "runs": dict(sorted(run_ids.items())),
         "evaluations": sorted(evaluations),
@@ -305,12 +368,32 @@ def make_worklist(
     )
     if not created:
         stored = pl.read_parquet(path)
-    return WorklistReport(worklist_id, judgment_set_id, stored, created)
+    return WorklistReport(worklist_id, judgment_set_id, stored, created, objective, states, notes)
 
 
-def assessor_file(rows: pl.DataFrame, output_format: str) -> str:
+def assessor_file(report: WorklistReport, output_format: str) -> str:
     """The worklist for assessors: TREC qrels lines with the grade left empty (`query_id 0 doc_id `), or CSV with
-    an empty `grade` column, in worklist order."""
+    an empty `grade` column, in worklist order; or one JSON object with the rows and, under the pairs objective,
+    how many pairs are decided now and could be decided by the listed judgments at best, and each pair's state."""
+    rows = report.rows
+    if output_format == "json":
+        states = report.pairs
+        return json.dumps({
+            "worklist_id": report.worklist_id,
+            "judgment_set_id": report.judgment_set_id,
+            "objective": report.objective,
+            "notes": list(report.notes),
+            **({} if states is None else {
+                "pairs": states.height,
+                "pairs_decided": int(states["decided"].sum()),
+                "pairs_could_decide": int(states["could_decide"].sum()),
+                "pair_states": states.to_dicts(),
+            }),
+            "rows": rows.select(
+                "position", "query_id", "doc_id", "priority", "width_removed", "best_rank", "evaluations",
+                "n_evaluations",
+            ).to_dicts(),
+        }, indent=1, default=str) + "\n"
     if output_format == "qrels":
         return "".join(f"{q} 0 {d} \n" for q, d in zip(rows["query_id"], rows["doc_id"], strict=True))
     table = rows.select(
