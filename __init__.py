@@ -3,7 +3,8 @@
 The installed package `judged` is this file; its subpackages are the repository's folders `schemas/` (table
 contracts, the spec, provenance), `transforms/` (pure LazyFrame functions) and `flows/` (I/O, Prefect flows, the
 CLI). Importing `judged` loads nothing heavy: the command line starts from `judged.flows.cli` and must stay quick,
-so the Python API (`judged.evaluate`, `judged.Warehouse`, in `judged.flows.api`) is loaded on first use.
+so the Python API (`judged.evaluate`, `judged.compare`, `judged.worklist`, `judged.Warehouse`, in
+`judged.flows.api`) is loaded on first use.
 
 The API refuses what the command line refuses, with the same messages: `judged.evaluate(qrels, run, ...,
 allow_empty=False)` raises on an input without rows unless `allow_empty=True` (the CLI's `--allow-empty`) and on a
@@ -17,13 +18,16 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from judged.flows.api import Evaluation, Warehouse, evaluate
+    from judged.flows.api import Comparison, Evaluation, Warehouse, compare, evaluate, worklist
     from judged.schemas.spec import EvaluationSpec, SpecError
     from judged.transforms.errors import InputError
 
 # Public name -> the module that defines it, imported when the name is first used.
 _LAZY = {
     "evaluate": "judged.flows.api",
+    "compare": "judged.flows.api",
+    "worklist": "judged.flows.api",
+    "Comparison": "judged.flows.api",
     "Evaluation": "judged.flows.api",
     "Warehouse": "judged.flows.api",
     "EvaluationSpec": "judged.schemas.spec",

@@ -35,7 +35,7 @@ from judged.schemas.provenance import (
 )
 from judged.schemas.spec import EvaluationSpec, SpecError, build_spec
 from judged.schemas.tables import PER_QUERY, STORED_PER_QUERY
-from judged.transforms.errors import InputError
+from judged.transforms.errors import InputError, UsageError
 from judged.transforms.parse import in_contract, raise_first_problem
 
 # The form of an evaluation id (schemas/provenance.py `derive_id`: hexadecimal digits).
@@ -396,3 +396,139 @@ class Warehouse:
         if not self._store.has_evaluation(evaluation_id):
             raise InputError(str(self.root), f"no evaluation with id {evaluation_id} in the warehouse")
         return "WHERE evaluation_id = ?", [evaluation_id]
+
+
+# -- comparisons and worklists ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)  # holds frames
+class Comparison:
+    """Runs compared on one judgment set under one spec: the baseline against each other run."""
+
+    comparison_id: str
+    baseline: str
+    pairs: pl.DataFrame
+    """One row per pair, measure and cutoff (the view `comparisons`' fields): the statistics, and whether the pair
+    is `decided` whatever the unjudged documents are (`mean_difference_min`, `mean_difference_max`,
+    `decided_direction`)."""
+    per_query: pl.DataFrame
+    """One row per pair, measure, cutoff and query: both values, the difference and its interval over the unjudged
+    documents (`difference_min`, `difference_max`, `difference_kind`, `robustness`)."""
+    summary: pl.DataFrame
+    """Per measure and cutoff: `pairs` and `pairs_decided`."""
+    notes: tuple[str, ...]
+
+
+def _spec_of(measures: Any, preset: Any, spec: EvaluationSpec | None, options: dict[str, Any]) -> EvaluationSpec:
+    if spec is None:
+        _check_spec_arguments(measures, preset)
+        return build_spec(preset, measures=measures, **options)
+    if not isinstance(spec, EvaluationSpec):
+        raise SpecError(f"spec must be an EvaluationSpec (judged.EvaluationSpec(...)), not a {type(spec).__name__}")
+    if measures is not None or options or preset != "judged":
+        raise SpecError("give either spec= or a preset with measures and options, not both")
+    return spec
+
+
+def _run_tables(runs: Any, allow_empty: bool) -> dict[str, LoadedTable | Any]:
+    """Runs given as a dict {name: run} or a list of runs (named by their tag), each as the engine's table."""
+    if isinstance(runs, Mapping):
+        given = named_runs(runs)
+    elif isinstance(runs, list | tuple):
+        given = {"": run for run in runs} if len(runs) == 1 else {str(i): run for i, run in enumerate(runs)}
+    else:
+        raise SpecError(f"runs must be a dict {{name: run}} or a list of runs, not a {type(runs).__name__}")
+    named = isinstance(runs, Mapping)
+    tables: dict[str, Any] = {}
+    for key, value in given.items():
+        if isinstance(value, str | os.PathLike) and Path(value).is_dir():
+            table: Any = open_stored(Path(value), RUN.name)
+        else:
+            table = load_input(value, RUN, f"run {key!r}" if named else "run", key if named else "", allow_empty)
+        name = key if named else table.name
+        if name in tables:
+            raise InputError("runs", f"two runs are named {name!r}: give them as a dict {{name: run}}")
+        tables[name] = table
+    return tables
+
+
+def compare(
+    judgments: Any,
+    runs: Any,
+    measures: str | list[str] | tuple[str, ...] | None = None,
+    preset: str = "judged",
+    baseline: str | None = None,
+    spec: EvaluationSpec | None = None,
+    allow_empty: bool = False,
+    **options: Any,
+) -> Comparison:
+    """Compare runs on one judgment set under one spec, in this process: `judged compare` without a warehouse.
+
+    `judgments` and each run take what `judged.evaluate` takes; `runs` is a dict {name: run} or a list of runs
+    (named by their run tag). The baseline is `baseline`, else the first run. The spec comes from `preset`,
+    `measures` and options as for `judged.evaluate`, or a ready `spec`."""
+    from judged.flows.pipeline.compare import compare_evaluations, from_result, judgments_label
+    from judged.schemas.comparison import ComparisonSettings
+
+    if not isinstance(allow_empty, bool):
+        raise SpecError(f"allow_empty must be True or False, not {allow_empty!r}")
+    if baseline is not None and not isinstance(baseline, str):
+        raise SpecError(f"baseline must be a run's name, not {baseline!r}")
+    chosen = _spec_of(measures, preset, spec, options)
+    judgment_table = load_input(judgments, JUDGMENT_SET, "qrels", allow_empty=allow_empty)
+    tables = _run_tables(runs, allow_empty)
+    if len(tables) < 2:
+        raise InputError("runs", f"a comparison needs at least two runs, got {len(tables)}")
+    label = judgments_label(getattr(judgment_table.metadata, "name", ""),
+                            getattr(judgment_table.metadata, "version", ""))
+    evaluations = []
+    for name, table in tables.items():
+        result = replace(evaluate_tables(table, judgment_table, chosen), run_name=name)
+        inputs = {"run": {"id": table.table_id}, "judgments": {"id": judgment_table.table_id},
+                  "spec_hash": chosen.spec_hash, "label": chosen.full_label()}
+        evaluations.append(from_result(result, judgment_table.table_id, label, inputs, (table, judgment_table)))
+    from judged.flows.pipeline.compare import IncomparableError
+
+    try:
+        result = compare_evaluations(evaluations, ComparisonSettings(), baseline)
+    except IncomparableError as error:
+        raise InputError("runs", str(error)) from None
+    return Comparison(
+        comparison_id=result.comparison_id, baseline=result.baseline, pairs=result.pairs,
+        per_query=result.per_query, summary=pl.DataFrame(result.family_summary()), notes=result.notes,
+    )
+
+
+def worklist(
+    judgments: Any,
+    runs: Any,
+    budget: int = 500,
+    cutoff: int = 10,
+    objective: str | None = "pairs",
+    preset: str = "judged",
+    pairs: str | None = None,
+    relative: bool = False,
+    **options: Any,
+) -> pl.DataFrame:
+    """Which unjudged (query, document) pairs to judge first: `judged worklist` without a warehouse. Returns one
+    row per pair to judge, `query_id`, `doc_id`, `priority` and `rank` (1 = judge first), in that order.
+
+    `objective` "pairs" narrows the paired difference intervals of the pairs of runs not yet decided (all pairs,
+    or `pairs` as "A:B,C:D"; falls back to "width" when every pair is decided), "width" each run's own nDCG@k
+    interval. Inputs as for `judged.compare`."""
+    from judged.flows.pipeline.judging import rank_for_judging
+
+    if isinstance(budget, bool) or not isinstance(budget, int) or budget <= 0:
+        raise SpecError(f"budget must be a positive number of judgments, not {budget!r}")
+    if isinstance(cutoff, bool) or not isinstance(cutoff, int) or cutoff <= 0:
+        raise SpecError(f"cutoff must be a positive rank, not {cutoff!r}")
+    if not isinstance(relative, bool):
+        raise SpecError(f"relative must be True or False, not {relative!r}")
+    spec = _spec_of(None, preset, None, {**options, "cutoffs": (cutoff,)})
+    judgment_table = load_input(judgments, JUDGMENT_SET, "qrels")
+    tables = _run_tables(runs, False)
+    try:
+        rows, _, _, _, _ = rank_for_judging(tables, judgment_table, spec, budget, objective, pairs, relative)
+    except UsageError as error:
+        raise SpecError(str(error)) from None
+    return rows.select("query_id", "doc_id", "priority", pl.col("position").alias("rank"))

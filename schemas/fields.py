@@ -19,6 +19,7 @@ import polars as pl
 QUERY = "query_id"
 DOC = "doc_id"
 PAIR = [QUERY, DOC]  # a judgment's key, and a run's when documents do not repeat
+PAIRED_QUERY = ["baseline", "run", QUERY, "cutoff"]  # a paired difference's key: two runs, a query and a cutoff
 
 STATUSES: tuple[str, ...] = ("scored", "missing_from_run", "no_relevant_judgments", "no_judgments")
 """Per-query status. `scored`: judged and retrieved with IDCG > 0. `missing_from_run`: judged, absent from the run.

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 ID_LENGTH = 32
 
-METHOD_VERSION = "2"
+METHOD_VERSION = "3"
 """The version of the method, a whole number as text: of every value a measure, an interval over unjudged documents
 or a comparison computes. It is part of every evaluation and comparison id, so a result of an older method is never
 taken for a current one. Any change to such a value (beyond floating-point rounding) must bump it: the golden-values

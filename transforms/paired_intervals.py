@@ -42,7 +42,7 @@ from collections.abc import Sequence
 import numpy as np
 import polars as pl
 
-from judged.schemas.fields import QUERY
+from judged.schemas.fields import PAIRED_QUERY, QUERY
 from judged.schemas.spec import EvaluationSpec
 from judged.transforms.intervals import (
     ENUMERATED_MULTISETS_MAX, INTERVAL_KIND, assignable_grades, discount_prefix, enumerated_ends_batch,
@@ -50,7 +50,7 @@ from judged.transforms.intervals import (
 )
 from judged.transforms.ranking import ordered_sum
 
-PAIR_KEYS = ["baseline", "run", QUERY, "cutoff"]
+PAIR_KEYS = PAIRED_QUERY
 DIFFERENCE_STRUCT = pl.Struct(
     {"difference_min": pl.Float64(), "difference_max": pl.Float64(), "difference_kind": pl.String()}
 )

@@ -82,6 +82,15 @@ class ComparisonResult:
     per_query: pl.DataFrame  # COMPARISON_PER_QUERY
     notes: tuple[str, ...]
 
+    def family_summary(self) -> list[dict]:
+        """Per measure and cutoff: how many pairs the comparison holds (`pairs`) and how many of them are decided
+        whatever the unjudged documents are (`pairs_decided`; null without difference intervals)."""
+        summary = self.pairs.group_by("measure", "cutoff", maintain_order=True).agg(
+            pairs=pl.len().cast(pl.Int64),
+            pairs_decided=pl.when(pl.col("decided").is_not_null().any()).then(pl.col("decided").sum().cast(pl.Int64)),
+        )
+        return summary.to_dicts()
+
     def provenance(self, flow_run_id: str | None = None) -> dict:
         """What the comparison was made from and by: each evaluation's identity and inputs, the settings, the
         implementation and its libraries."""

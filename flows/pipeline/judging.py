@@ -15,9 +15,9 @@ from pathlib import Path
 
 import polars as pl
 
-from judged.flows.engine.evaluate import grade_scale, ranked_rows
+from judged.flows.engine.evaluate import grade_scale, ranked_rows, whole_judgment_rows
 from judged.flows.store.hashing import known_hashes
-from judged.flows.store.readers import LoadedTable, load_table
+from judged.flows.store.readers import LoadedTable, Table, load_table
 from judged.flows.engine.versions import implementation_version
 from judged.flows.report.wording import counted, distinct_names
 from judged.flows.store.kinds import JUDGMENT_SET, LINEAGE_FILES, RUN, WORKLIST
@@ -293,45 +293,15 @@ def make_worklist(
     worklist falls back to `width` and says so."""
     if budget <= 0:
         raise InputError("--budget", f"the budget must be a positive number of judgments, not {budget}")
-    if objective is not None and objective not in OBJECTIVES:
-        raise UsageError("--objective", f"{objective!r}: expected pairs or width")
     judgment_set_id = resolve_parent(warehouse, judgments_reference)
-    judgments = warehouse.load_stored(JUDGMENT_SET, judgment_set_id)
     run_ids = chosen_runs(warehouse, evaluations, runs)
     names = sorted(run_ids)
-    if objective is None:
-        objective = "pairs" if len(names) >= 2 else "width"
-    if objective == "pairs" and len(names) < 2:
-        raise UsageError("--objective", "the pairs objective needs two or more runs")
-    if pairs is not None and objective != "pairs":
-        raise UsageError("--pairs", "--pairs chooses the pairs of the pairs objective: leave out --objective width")
-    chosen_pairs = parse_pairs(pairs, names) if pairs is not None else list(itertools.combinations(names, 2))
-    judgment_rows = judgments.frame.lazy()
-    grades = grade_scale(judgments)
+    tables = {name: warehouse.stored(RUN, run_ids[name]) for name in names}
+    judgments_table = warehouse.stored(JUDGMENT_SET, judgment_set_id)
     weights = pl.LazyFrame(list(query_weights), schema={"query_id": pl.String, "weight": pl.Float64}, orient="row")
-    states, notes = None, ()
-    if objective == "pairs":
-        stored_judgments = warehouse.stored(JUDGMENT_SET, judgment_set_id)
-        ranked = pl.concat([
-            ranked_rows(warehouse.stored(RUN, run_ids[name]), stored_judgments, spec).with_columns(run=pl.lit(name))
-            for name in names
-        ], how="diagonal_relaxed")
-        pair_frame = pl.LazyFrame(chosen_pairs, schema=["baseline", "run"], orient="row")
-        rows, states = pairs_worklist(ranked, judgment_rows, spec, grades, pair_frame, budget,
-                                      weights if query_weights else None, relative)
-        if bool(states["decided"].all()):
-            notes = (f"every one of the {counted(states.height, 'pair')} of runs is decided: the worklist falls "
-                     "back to the width objective (per-run intervals)",)
-    if objective == "width" or notes:
-        heads = []
-        for name, run_id in sorted(run_ids.items()):
-            rows = warehouse.load_stored(RUN, run_id).scan
-            heads.append(rank_run(candidate_rows(rows, spec), spec).with_columns(evaluation=pl.lit(name)))
-        ranked = attach_judgments(pl.concat(heads), judgment_rows)
-        prior = smoothed_prior(grade_counts(judgment_rows).collect(), grades)
-        listed = judging_worklist(ranked, judgment_rows, spec, grades, prior, budget,
-                                  weights if query_weights else None)
-        rows = listed.collect()
+    rows, states, notes, objective, chosen_pairs = rank_for_judging(
+        tables, judgments_table, spec, budget, objective, pairs, relative, weights if query_weights else None
+    )
     provenance = {
         "objective": objective,
         **({"pairs": [list(pair) for pair in chosen_pairs], "relative": relative} if objective == "pairs" else {}),
@@ -369,6 +339,50 @@ def make_worklist(
     if not created:
         stored = pl.read_parquet(path)
     return WorklistReport(worklist_id, judgment_set_id, stored, created, objective, states, notes)
+
+
+def rank_for_judging(
+    runs: dict[str, Table],
+    judgments: Table,
+    spec: EvaluationSpec,
+    budget: int,
+    objective: str | None = None,
+    pairs: str | None = None,
+    relative: bool = False,
+    query_weights: pl.LazyFrame | None = None,
+) -> tuple[pl.DataFrame, pl.DataFrame | None, tuple[str, ...], str, list[tuple[str, str]]]:
+    """The worklist's rows (contract `WORKLIST`) for `runs` by name, under `objective` (None: `pairs` with two or
+    more runs, else `width`), and under the pairs objective the pairs' state, the notes (a fall back to `width`
+    when every pair is decided), the objective taken and the pairs chosen (`pairs`: `A:B,...`, default all)."""
+    if objective is not None and objective not in OBJECTIVES:
+        raise UsageError("--objective", f"{objective!r}: expected pairs or width")
+    names = sorted(runs)
+    if objective is None:
+        objective = "pairs" if len(names) >= 2 else "width"
+    if objective == "pairs" and len(names) < 2:
+        raise UsageError("--objective", "the pairs objective needs two or more runs")
+    if pairs is not None and objective != "pairs":
+        raise UsageError("--pairs", "--pairs chooses the pairs of the pairs objective: leave out --objective width")
+    chosen_pairs = parse_pairs(pairs, names) if pairs is not None else list(itertools.combinations(names, 2))
+    judgment_rows = whole_judgment_rows(judgments, spec)
+    grades = grade_scale(judgments)
+    states, notes = None, ()
+    if objective == "pairs":
+        ranked = pl.concat([
+            ranked_rows(runs[name], judgments, spec).with_columns(run=pl.lit(name)) for name in names
+        ], how="diagonal_relaxed")
+        pair_frame = pl.LazyFrame(chosen_pairs, schema=["baseline", "run"], orient="row")
+        rows, states = pairs_worklist(ranked, judgment_rows, spec, grades, pair_frame, budget, query_weights, relative)
+        if bool(states["decided"].all()):
+            notes = (f"every one of the {counted(states.height, 'pair')} of runs is decided: the worklist falls "
+                     "back to the width objective (per-run intervals)",)
+    if objective == "width" or notes:
+        heads = [rank_run(candidate_rows(runs[name].load().scan, spec), spec).with_columns(evaluation=pl.lit(name))
+                 for name in names]
+        ranked = attach_judgments(pl.concat(heads), judgment_rows)
+        prior = smoothed_prior(grade_counts(judgment_rows).collect(), grades)
+        rows = judging_worklist(ranked, judgment_rows, spec, grades, prior, budget, query_weights).collect()
+    return rows, states, notes, objective, chosen_pairs
 
 
 def assessor_file(report: WorklistReport, output_format: str) -> str:

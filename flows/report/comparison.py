@@ -10,6 +10,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from judged.flows.pipeline.compare import ComparisonResult
+from judged.flows.report.wording import pair_verdict
 from judged.schemas.comparison import measure_at
 
 if TYPE_CHECKING:
@@ -34,6 +35,7 @@ def as_json(result: ComparisonResult) -> str:
             "label": result.evaluations[0].spec.full_label(),
             "settings": result.settings.model_dump(mode="json"),
             "notes": list(result.notes),
+            "summary": result.family_summary(),
             "comparisons": [{k: _clean(v) for k, v in row.items()} for row in result.pairs.iter_rows(named=True)],
             "per_query": [{k: _clean(v) for k, v in row.items()} for row in result.per_query.iter_rows(named=True)],
         },
@@ -83,6 +85,10 @@ def print_table(result: ComparisonResult, console: Console | None = None) -> Non
                 *([str(row["unresolved"])] if has_unresolved else []),
             )
         console.print(table)
+        for row in rows.iter_rows(named=True):
+            verdict = pair_verdict(row, result.baseline, measure_at(measure, cutoff))
+            if verdict is not None:
+                console.print(escape(verdict), highlight=False)
     console.print(
         escape(
             f"diff: mean per-query difference; p rand: paired randomization test ({settings.permutations} sign "

@@ -30,6 +30,7 @@ from judged.flows.pipeline.compare import (
 )
 from judged.flows.engine.versions import implementation_commit, implementation_version, library_versions
 from judged.flows.store.outputs import replace_atomically
+from judged.flows.report.wording import pair_verdict
 from judged.flows.store.warehouse import Store
 from judged.schemas.comparison import ComparisonSettings, measure_at
 
@@ -157,6 +158,14 @@ def conclusion_sentences(evaluations: Sequence[ComparedEvaluation], comparison: 
         else:
             sentences.append(f"None of the {total} differences from the baseline {comparison.baseline} is "
                              f"significant after {settings.correction} correction at {alpha:g}.")
+    if comparison is not None:
+        verdicts = [pair_verdict(r, comparison.baseline, measure_at(r["measure"], r["cutoff"]))
+                    for r in comparison.pairs.iter_rows(named=True)]
+        verdicts = [v for v in verdicts if v is not None]
+        if verdicts:
+            shown = verdicts[:10] + ([f"{len(verdicts) - 10} more pairs in the table below"] if len(verdicts) > 10 else [])
+            sentences.append("Against the unjudged documents, one grading for both runs of each pair: "
+                             + "; ".join(shown) + ".")
     if len(evaluations) > 1:
         settled, open_, unknown = [], [], []
         for label, name, top, others in best:

@@ -38,3 +38,20 @@ def distinct_names(names: list[str], ids: list[str]) -> list[str]:
     a comparison's runs and a worklist's runs are told apart when their tags are equal."""
     return [f"{name} [{identifier[:8]}]" if names.count(name) > 1 else name
             for name, identifier in zip(names, ids, strict=True)]
+
+
+def pair_verdict(row: dict, baseline: str, label: str) -> str | None:
+    """One line on whether the unjudged documents could reverse a pair's conclusion, from a comparison's pair row
+    (`decided`, `decided_direction`, `unjudged_documents`, `open_queries`); None when the pair has no difference
+    interval."""
+    if row.get("decided") is None:
+        return None
+    documents = row.get("unjudged_documents")
+    if row["decided"]:
+        better, worse = (row["run"], baseline) if row["decided_direction"] == "run" else (baseline, row["run"])
+        which = "the unjudged documents are" if documents is None else f"the {documents:,} unjudged documents are"
+        return f"{better} > {worse} on {label} whatever {which}"
+    where = counted(row["open_queries"] or 0, "query", "queries")
+    what = ("the unjudged documents" if documents is None
+            else f"{documents:,} unjudged document{'' if documents == 1 else 's'}")
+    return f"{row['run']} vs {baseline} on {label} undecided: depends on {what} in {where}"
