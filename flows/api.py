@@ -506,6 +506,7 @@ def worklist(
     cutoff: int = 10,
     objective: str | None = "pairs",
     preset: str = "judged",
+    measure: str | None = None,
     pairs: str | None = None,
     relative: bool = False,
     **options: Any,
@@ -524,7 +525,11 @@ def worklist(
         raise SpecError(f"cutoff must be a positive rank, not {cutoff!r}")
     if not isinstance(relative, bool):
         raise SpecError(f"relative must be True or False, not {relative!r}")
-    spec = _spec_of(None, preset, None, {**options, "cutoffs": (cutoff,)})
+    spec = _spec_of([measure] if measure is not None else None, preset, None,
+                    options if measure is not None else {**options, "cutoffs": (cutoff,)})
+    if measure is not None and [m.cutoff for m in spec.measure_list()] != [cutoff]:
+        raise SpecError(f"measure {measure!r}: a worklist narrows one measure at its cutoff k = {cutoff}, e.g. "
+                        f"'P@{cutoff}'")
     judgment_table = load_input(judgments, JUDGMENT_SET, "qrels")
     tables = _run_tables(runs, False)
     try:

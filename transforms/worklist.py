@@ -27,12 +27,124 @@ import polars as pl
 from judged.schemas.fields import QUERY
 from judged.schemas.spec import EvaluationSpec
 from judged.schemas.tables import WORKLIST
-from judged.transforms.intervals import interval_of_world, interval_worlds
+from judged.transforms.intervals import interval_of_world
 
 
 def grade_counts(judgments: pl.LazyFrame) -> pl.LazyFrame:
     """How many resolved judgments carry each grade (`relevance`, `n`)."""
     return judgments.filter(pl.col("relevance").is_not_null()).group_by("relevance").agg(n=pl.len())
+
+
+WHAT_IF = "\x1f"
+"""Joins an evaluation, a query, a document and a grade into one what-if query id (a byte no id holds: ids are
+printable text)."""
+
+
+def judging_worklist(
+    candidates: pl.LazyFrame,
+    judgments: pl.LazyFrame,
+    spec: EvaluationSpec,
+    grades: Sequence[int],
+    prior: Sequence[tuple[int, float]],
+    budget: int,
+    query_weights: pl.LazyFrame | None = None,
+) -> pl.LazyFrame:
+    """The `budget` unjudged pairs whose judging is expected to narrow the intervals most (contract `WORKLIST`).
+
+    `candidates`: every evaluated run's candidate rows (`transforms.ranking.candidate_rows`) with an `evaluation`
+    column naming the evaluation; the spec's one measure (any with an interval: nDCG, P, R, RR, R-Prec, AP, RBP) at
+    its one cutoff k is the measure narrowed. `prior`: (grade, probability) for each grade of `grades`.
+    `query_weights`: `query_id`, `weight` (default 1)."""
+    if budget <= 0:
+        raise ValueError(f"the budget must be a positive number of judgments, not {budget}")
+    if len(spec.cutoffs) != 1 or spec.cutoffs[0] is None:
+        raise ValueError("a worklist needs exactly one numeric cutoff k")
+    from judged.transforms.judging import attach_judgments
+    from judged.transforms.ranking import rank_run
+
+    k = spec.cutoffs[0]
+    resolved = judgments.filter(pl.col("relevance").is_not_null())
+    # Ranked within each evaluation's query: the query id is scoped by the evaluation while ranking.
+    scoped = candidates.with_columns(
+        original=pl.col(QUERY), query_id=pl.concat_str([pl.col("evaluation"), pl.col(QUERY)], separator=WHAT_IF)
+    )
+    ranked = attach_judgments(rank_run(scoped, spec).with_columns(pl.col("original").alias(QUERY)), judgments)
+    # Judged queries only: a query without judgments is never scored, so judging one document there changes nothing.
+    open_documents = (
+        ranked.filter(pl.col("relevance").is_null() & (pl.col("rank") <= k))
+        .join(resolved.select(QUERY).unique(), on=QUERY, how="semi")
+        .select("evaluation", QUERY, "doc_id", "rank")
+    )
+    if all(m.name == "nDCG" for m in spec.measure_list()):
+        removed = _ndcg_removed_widths(ranked, judgments, spec, grades, prior)
+    else:
+        removed = _what_if_removed_widths(candidates, resolved, open_documents, spec, grades, prior)
+    weights = query_weights if query_weights is not None else pl.LazyFrame(
+        schema={QUERY: pl.String, "weight": pl.Float64}
+    )
+    weighted = removed.join(weights, on=QUERY, how="left").with_columns(pl.col("weight").fill_null(1.0))
+    return (
+        weighted.sort("evaluation")
+        .group_by(QUERY, "doc_id")
+        .agg(
+            priority=(pl.col("width_removed") * pl.col("weight")).sum(),
+            width_removed=pl.col("width_removed").sum(),
+            best_rank=pl.col("rank").min().cast(pl.Int64),
+            evaluations=pl.col("evaluation").sort(),
+            n_evaluations=pl.len().cast(pl.Int64),
+        )
+        .sort(["priority", "best_rank", QUERY, "doc_id"], descending=[True, False, False, False])
+        .head(budget)
+        .with_columns(position=pl.int_range(1, pl.len() + 1, dtype=pl.Int64))
+        .select(list(WORKLIST))
+        .cast(WORKLIST)
+    )
+
+
+def _ndcg_removed_widths(
+    ranked: pl.LazyFrame,
+    judgments: pl.LazyFrame,
+    spec: EvaluationSpec,
+    grades: Sequence[int],
+    prior: Sequence[tuple[int, float]],
+) -> pl.LazyFrame:
+    """nDCG's removed widths (`evaluation`, query, `doc_id`, `rank`, `width_removed`) straight from its interval
+    kernel, one world per evaluation and query with each document judged in turn (`_removed_widths`): the same
+    widths as `_what_if_removed_widths`, which tests check, about 14 times faster (benchmarks/README.md)."""
+    from judged.transforms.intervals import interval_worlds
+    from judged.transforms.measures.ndcg import gain_of
+
+    gain_prior = (
+        pl.LazyFrame({"relevance": [g for g, _ in prior], "p": [p for _, p in prior]},
+                     schema_overrides={"relevance": pl.Int32})
+        .select(gain=gain_of(spec), p="p")
+        .group_by("gain")
+        .agg(pl.col("p").sum())
+        .select(pl.struct("gain", "p").implode().alias("prior"))
+    )
+    zero_if_no_ideal = spec.no_relevant == "zero"
+    removed_type = pl.List(pl.Struct({"doc_id": pl.String(), "rank": pl.Int64(), "width_removed": pl.Float64()}))
+    worlds = interval_worlds(ranked, judgments, spec, grades, by=["evaluation"]).filter(
+        pl.col("weights").list.len() > 0
+    )
+    inputs = ["cutoff", "fixed", "weights", "unjudged_docs", "unjudged_ranks", "unjudged_below", "unseen",
+              "unseen_unjudged_min", "judged_ideal", "levels", "prior"]
+    return (
+        worlds.join(gain_prior, how="cross")
+        .select(
+            "evaluation",
+            QUERY,
+            removed=pl.struct(inputs).map_elements(
+                lambda world: _removed_widths(
+                    world, [(item["gain"], item["p"]) for item in world["prior"]], zero_if_no_ideal
+                ),
+                return_dtype=removed_type,
+            ),
+        )
+        .explode("removed")
+        .unnest("removed")
+        .filter(pl.col("doc_id").is_not_null())
+    )
 
 
 def _removed_widths(world: dict, prior: list[tuple[float, float]], zero_if_no_ideal: bool) -> list[dict]:
@@ -60,75 +172,54 @@ def _removed_widths(world: dict, prior: list[tuple[float, float]], zero_if_no_id
     return removed
 
 
-def judging_worklist(
-    ranked: pl.LazyFrame,
-    judgments: pl.LazyFrame,
+def _what_if_removed_widths(
+    candidates: pl.LazyFrame,
+    resolved: pl.LazyFrame,
+    open_documents: pl.LazyFrame,
     spec: EvaluationSpec,
     grades: Sequence[int],
     prior: Sequence[tuple[int, float]],
-    budget: int,
-    query_weights: pl.LazyFrame | None = None,
 ) -> pl.LazyFrame:
-    """The `budget` unjudged pairs whose judging is expected to narrow the intervals most (contract `WORKLIST`).
+    """Removed widths (`evaluation`, query, `doc_id`, `rank`, `width_removed`) of any measure with an interval: each
+    "what if d were judged g" is evaluated by the engine itself (`per_query_measures`) as a query of its own (the
+    run's rows of the query; the query's judgments plus (d, g)), so every measure's interval method serves the
+    worklist and the widths are the ones an evaluation would report."""
+    from judged.transforms.measures import per_query_measures
 
-    `ranked`: the rows of every evaluated run, ranked under `spec` with their nullable grades (as for
-    `interval_worlds`), with an `evaluation` column naming the evaluation; the spec's one cutoff is k. `prior`:
-    (grade, probability) for each grade of `grades`. `query_weights`: `query_id`, `weight` (default 1)."""
-    if budget <= 0:
-        raise ValueError(f"the budget must be a positive number of judgments, not {budget}")
-    if len(spec.cutoffs) != 1 or spec.cutoffs[0] is None:
-        raise ValueError("a worklist needs exactly one numeric cutoff k")
-    from judged.transforms.measures.ndcg import gain_of
-
-    gain_prior = (
-        pl.LazyFrame({"relevance": [g for g, _ in prior], "p": [p for _, p in prior]}, schema_overrides={"relevance": pl.Int32})
-        .select(gain=gain_of(spec), p="p")
-        .group_by("gain")
-        .agg(pl.col("p").sum())
-        .select(pl.struct("gain", "p").implode().alias("prior"))
+    scale = pl.LazyFrame({"grade": [g for g, _ in prior], "p": [p for _, p in prior]},
+                         schema={"grade": pl.Int32, "p": pl.Float64})
+    # The current interval (nothing judged: empty document and grade) and one per document and grade.
+    worlds = pl.concat([
+        open_documents.select("evaluation", QUERY).unique().with_columns(
+            judged_doc=pl.lit(""), grade=pl.lit(None, pl.Int32)),
+        open_documents.join(scale, how="cross").select(
+            "evaluation", QUERY, judged_doc=pl.col("doc_id"), grade=pl.col("grade")),
+    ]).with_columns(
+        world=pl.concat_str([pl.col("evaluation"), pl.col(QUERY), pl.col("judged_doc"),
+                             pl.col("grade").cast(pl.String).fill_null("")], separator=WHAT_IF)
     )
-    zero_if_no_ideal = spec.no_relevant == "zero"
-    removed_type = pl.List(pl.Struct({"doc_id": pl.String(), "rank": pl.Int64(), "width_removed": pl.Float64()}))
-    worlds = interval_worlds(ranked, judgments, spec, grades, by=["evaluation"]).filter(
-        pl.col("weights").list.len() > 0
-    )
-    inputs = ["cutoff", "fixed", "weights", "unjudged_docs", "unjudged_ranks", "unjudged_below", "unseen",
-              "unseen_unjudged_min", "judged_ideal", "levels", "prior"]
-    per_document = (
-        worlds.join(gain_prior, how="cross")
-        .select(
-            "evaluation",
-            QUERY,
-            removed=pl.struct(inputs).map_elements(
-                lambda world: _removed_widths(
-                    world, [(item["gain"], item["p"]) for item in world["prior"]], zero_if_no_ideal
-                ),
-                return_dtype=removed_type,
-            ),
-        )
-        .explode("removed")
-        .unnest("removed")
-        .filter(pl.col("doc_id").is_not_null())
-    )
-    weights = query_weights if query_weights is not None else pl.LazyFrame(
-        schema={QUERY: pl.String, "weight": pl.Float64}
-    )
-    weighted = per_document.join(weights, on=QUERY, how="left").with_columns(pl.col("weight").fill_null(1.0))
+    world_rows = candidates.join(worlds.select("evaluation", QUERY, "world"), on=["evaluation", QUERY])
+    world_judgments = pl.concat([
+        resolved.join(worlds.select(QUERY, "world"), on=QUERY).select("world", "doc_id", "relevance"),
+        worlds.filter(pl.col("grade").is_not_null()).select(
+            "world", pl.col("judged_doc").alias("doc_id"), pl.col("grade").alias("relevance")
+        ),
+    ])
+    intervals = per_query_measures(
+        world_rows.drop(QUERY).rename({"world": QUERY}),
+        world_judgments.rename({"world": QUERY}).with_columns(pl.col("relevance").cast(pl.Int32)),
+        spec,
+        grades,
+    ).select(pl.col(QUERY).alias("world"), width=pl.col("value_max") - pl.col("value_min"))
+    widths = worlds.join(intervals.drop_nulls("width"), on="world", how="inner")
+    current = widths.filter(pl.col("grade").is_null()).select("evaluation", QUERY, current=pl.col("width"))
     return (
-        weighted.sort("evaluation")
-        .group_by(QUERY, "doc_id")
-        .agg(
-            priority=(pl.col("width_removed") * pl.col("weight")).sum(),
-            width_removed=pl.col("width_removed").sum(),
-            best_rank=pl.col("rank").min().cast(pl.Int64),
-            evaluations=pl.col("evaluation").sort(),
-            n_evaluations=pl.len().cast(pl.Int64),
-        )
-        .sort(["priority", "best_rank", QUERY, "doc_id"], descending=[True, False, False, False])
-        .head(budget)
-        .with_columns(position=pl.int_range(1, pl.len() + 1, dtype=pl.Int64))
-        .select(list(WORKLIST))
-        .cast(WORKLIST)
+        widths.filter(pl.col("grade").is_not_null())
+        .join(current, on=["evaluation", QUERY])
+        .join(scale, on="grade")
+        .group_by("evaluation", QUERY, pl.col("judged_doc").alias("doc_id"))
+        .agg(width_removed=(pl.col("p") * (pl.col("current") - pl.col("width"))).sum().clip(lower_bound=0.0))
+        .join(open_documents, on=["evaluation", QUERY, "doc_id"])
     )
 
 

@@ -457,15 +457,17 @@ def ingest_run_command(
 
 
 def _worklist_spec(spec: EvaluationSpec) -> tuple[EvaluationSpec, tuple[tuple[str, float], ...]]:
-    """The worklist's spec (nDCG at its one cutoff k, as `--cutoff k` gives it) and the query weights apart: they
-    weigh the priorities, not a mean. Exit 2 when the options name anything but one nDCG@k."""
+    """The worklist's spec (one measure with an interval at its one cutoff k: nDCG@k as `--cutoff k` gives it, or
+    one `--measures M@k`) and the query weights apart: they weigh the priorities, not a mean. Exit 2 when the
+    options name anything else."""
     measures = spec.measure_list()
     k = measures[0].cutoff if len(measures) == 1 else None
-    if k is None or measures[0] != NDCG(cutoff=k):
+    if k is None or measures[0].name == "Judged":
         named = ", ".join(measure.canonical for measure in measures)
-        raise fail(f"a worklist narrows the intervals of nDCG@k at one cutoff k, not of {named}: give one cutoff "
-                   "(--cutoff 10)", EXIT_USAGE)
-    return spec.with_options(measures=(), cutoffs=(k,), query_weights=(), aggregation="mean"), spec.query_weights
+        raise fail(f"a worklist narrows the interval of one measure at one cutoff k (nDCG@10, P@10, AP@10, ...), not "
+                   f"of {named}: give one cutoff (--cutoff 10) or one measure (--measures P@10)", EXIT_USAGE)
+    options = {"measures": (), "cutoffs": (k,)} if measures[0] == NDCG(cutoff=k) else {}
+    return spec.with_options(**options, query_weights=(), aggregation="mean"), spec.query_weights
 
 
 def _print_store_report(report: StoreReport, what: str) -> None:

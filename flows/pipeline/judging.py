@@ -26,8 +26,7 @@ from judged.schemas.fields import PAIR
 from judged.schemas.provenance import JudgmentSetMetadata
 from judged.schemas.spec import EvaluationSpec
 from judged.transforms.errors import InputError, UsageError
-from judged.transforms.judging import attach_judgments
-from judged.transforms.ranking import candidate_rows, rank_run
+from judged.transforms.ranking import candidate_rows
 from judged.transforms.worklist import grade_counts, judging_worklist, pairs_worklist, smoothed_prior
 
 
@@ -352,15 +351,19 @@ def rank_for_judging(
     query_weights: pl.LazyFrame | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame | None, tuple[str, ...], str, list[tuple[str, str]]]:
     """The worklist's rows (contract `WORKLIST`) for `runs` by name, under `objective` (None: `pairs` with two or
-    more runs, else `width`), and under the pairs objective the pairs' state, the notes (a fall back to `width`
+    more runs and nDCG, else `width`), and under the pairs objective the pairs' state, the notes (a fall back to `width`
     when every pair is decided), the objective taken and the pairs chosen (`pairs`: `A:B,...`, default all)."""
     if objective is not None and objective not in OBJECTIVES:
         raise UsageError("--objective", f"{objective!r}: expected pairs or width")
     names = sorted(runs)
+    ndcg = all(m.name == "nDCG" for m in spec.measure_list())
     if objective is None:
-        objective = "pairs" if len(names) >= 2 else "width"
+        objective = "pairs" if len(names) >= 2 and ndcg else "width"
     if objective == "pairs" and len(names) < 2:
         raise UsageError("--objective", "the pairs objective needs two or more runs")
+    if objective == "pairs" and not ndcg:
+        raise UsageError("--objective", "the pairs objective narrows nDCG@k's paired difference intervals: give "
+                                        "nDCG@k, or --objective width for another measure")
     if pairs is not None and objective != "pairs":
         raise UsageError("--pairs", "--pairs chooses the pairs of the pairs objective: leave out --objective width")
     chosen_pairs = parse_pairs(pairs, names) if pairs is not None else list(itertools.combinations(names, 2))
@@ -377,11 +380,10 @@ def rank_for_judging(
             notes = (f"every one of the {counted(states.height, 'pair')} of runs is decided: the worklist falls "
                      "back to the width objective (per-run intervals)",)
     if objective == "width" or notes:
-        heads = [rank_run(candidate_rows(runs[name].load().scan, spec), spec).with_columns(evaluation=pl.lit(name))
-                 for name in names]
-        ranked = attach_judgments(pl.concat(heads), judgment_rows)
+        candidates = pl.concat([candidate_rows(runs[name].load().scan, spec).with_columns(evaluation=pl.lit(name))
+                                for name in names])
         prior = smoothed_prior(grade_counts(judgment_rows).collect(), grades)
-        rows = judging_worklist(ranked, judgment_rows, spec, grades, prior, budget, query_weights).collect()
+        rows = judging_worklist(candidates, judgment_rows, spec, grades, prior, budget, query_weights).collect()
     return rows, states, notes, objective, chosen_pairs
 
 

@@ -119,6 +119,54 @@ def test_worklist_errors(warehouse: Path, arguments: list[str], code: int, messa
     assert tree_listing(warehouse) == before
 
 
+THREE_RUNS = [option for name in RUNS for option in ("--runs", name)]  # later tests store others
+NIST = "trec-dl-2020-passage@nist-final"  # the sample's own version: later tests add others
+
+
+def test_worklist_targets_undecided_pairs_by_default(warehouse: Path, tmp_path: Path) -> None:
+    code, stdout, stderr = judged("worklist", "--judgments", NIST, "--warehouse", warehouse, *THREE_RUNS,
+                                  "--budget", 15, "--cutoff", 10, "--preset", "trec_eval", "--format", "json")
+    assert code == 0, stderr
+    report = json.loads(stdout)
+    assert report["objective"] == "pairs" and "objective pairs" in stderr
+    # Three runs, three pairs; DoRA_Large against p_bm25 is the one the unjudged documents leave open.
+    assert report["pairs"] == 3 and report["pairs_decided"] == 2 and report["pairs_could_decide"] >= 2
+    open_pairs = [s for s in report["pair_states"] if not s["decided"]]
+    assert [(s["baseline"], s["run"]) for s in open_pairs] == [("DoRA_Large", "p_bm25")]
+    assert open_pairs[0]["mean_difference_min"] < 0 < open_pairs[0]["mean_difference_max"]
+    rows = report["rows"]
+    assert len(rows) == 15 and [r["position"] for r in rows] == list(range(1, 16))
+    assert all(set(r["evaluations"]) == {"DoRA_Large", "p_bm25"} for r in rows)  # only the open pair's documents
+    assert [r["priority"] for r in rows] == sorted((r["priority"] for r in rows), reverse=True)
+    assert "2 of 3 pairs of runs decided now" in stderr
+    # --pairs restricts the objective; a decided pair alone makes it fall back to the width objective.
+    code, stdout, stderr = judged("worklist", "--judgments", NIST, "--warehouse", warehouse, *THREE_RUNS,
+                                  "--budget", 5, "--preset", "trec_eval", "--pairs", "p_bm25:pash_r3",
+                                  "--format", "json")
+    assert code == 0, stderr
+    report = json.loads(stdout)
+    assert report["pairs"] == 1 and report["pairs_decided"] == 1
+    assert "falls back to the width objective" in report["notes"][0] and len(report["rows"]) == 5
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["--pairs", "p_bm25"], "expected BASELINE:RUN"),
+        (["--pairs", "p_bm25:nobody"], "'nobody' is none of the runs ranked"),
+        (["--objective", "depth"], "expected pairs or width"),
+        (["--objective", "width", "--pairs", "p_bm25:pash_r3"], "leave out --objective width"),
+        (["--objective", "width", "--relative"], "leave out --objective width"),
+    ],
+)
+def test_worklist_pairs_options_are_checked(warehouse: Path, arguments: list[str], message: str) -> None:
+    before = tree_listing(warehouse)
+    code, _, stderr = judged("worklist", "--judgments", NIST, "--warehouse", warehouse, *THREE_RUNS,
+                             "--budget", 5, *arguments)
+    assert code == 2 and message in stderr, stderr
+    assert tree_listing(warehouse) == before
+
+
 def test_versions_grow_with_lineage_and_the_nightly_uses_the_newest(warehouse: Path, tmp_path: Path) -> None:
     # Answer a worklist of 5 pairs (all grade 1), as assessors would.
     listed = tmp_path / "list.txt"
@@ -194,45 +242,23 @@ def test_the_loop_experiment_runs_on_the_sample(tmp_path: Path) -> None:
     assert (tmp_path / "judging_loop.png").stat().st_size > 0
 
 
-def test_worklist_targets_undecided_pairs_by_default(warehouse: Path, tmp_path: Path) -> None:
-    code, stdout, stderr = judged("worklist", "--judgments", "trec-dl-2020-passage", "--warehouse", warehouse,
-                                  "--budget", 15, "--cutoff", 10, "--preset", "trec_eval", "--format", "json")
+@pytest.mark.parametrize("measure", ["P@10", "AP@10", "RR@10", "R@10"])
+def test_width_worklist_narrows_any_measure_with_an_interval(warehouse: Path, measure: str) -> None:
+    code, stdout, stderr = judged("worklist", "--judgments", NIST, "--warehouse", warehouse, *THREE_RUNS,
+                                  "--budget", 6, "--preset", "trec_eval", "--measures", measure, "--format", "json")
     assert code == 0, stderr
     report = json.loads(stdout)
-    assert report["objective"] == "pairs" and "objective pairs" in stderr
-    # Three runs, three pairs; DoRA_Large against p_bm25 is the one the unjudged documents leave open.
-    assert report["pairs"] == 3 and report["pairs_decided"] == 2 and report["pairs_could_decide"] >= 2
-    open_pairs = [s for s in report["pair_states"] if not s["decided"]]
-    assert [(s["baseline"], s["run"]) for s in open_pairs] == [("DoRA_Large", "p_bm25")]
-    assert open_pairs[0]["mean_difference_min"] < 0 < open_pairs[0]["mean_difference_max"]
-    rows = report["rows"]
-    assert len(rows) == 15 and [r["position"] for r in rows] == list(range(1, 16))
-    assert all(set(r["evaluations"]) == {"DoRA_Large", "p_bm25"} for r in rows)  # only the open pair's documents
-    assert [r["priority"] for r in rows] == sorted((r["priority"] for r in rows), reverse=True)
-    assert "2 of 3 pairs of runs decided now" in stderr
-    # --pairs restricts the objective; a decided pair alone makes it fall back to the width objective.
-    code, stdout, stderr = judged("worklist", "--judgments", "trec-dl-2020-passage", "--warehouse", warehouse,
-                                  "--budget", 5, "--preset", "trec_eval", "--pairs", "p_bm25:pash_r3",
-                                  "--format", "json")
-    assert code == 0, stderr
-    report = json.loads(stdout)
-    assert report["pairs"] == 1 and report["pairs_decided"] == 1
-    assert "falls back to the width objective" in report["notes"][0] and len(report["rows"]) == 5
+    assert report["objective"] == "width" and len(report["rows"]) == 6
+    priorities = [r["priority"] for r in report["rows"]]
+    assert priorities == sorted(priorities, reverse=True) and priorities[0] > 0
+    if measure == "P@10":  # judging any unjudged document of a top 10 removes exactly 1/10 of P@10's width
+        assert all(r["width_removed"] == pytest.approx(0.1 * r["n_evaluations"]) for r in report["rows"])
 
 
-@pytest.mark.parametrize(
-    ("arguments", "message"),
-    [
-        (["--pairs", "p_bm25"], "expected BASELINE:RUN"),
-        (["--pairs", "p_bm25:nobody"], "'nobody' is none of the runs ranked"),
-        (["--objective", "depth"], "expected pairs or width"),
-        (["--objective", "width", "--pairs", "p_bm25:pash_r3"], "leave out --objective width"),
-        (["--objective", "width", "--relative"], "leave out --objective width"),
-    ],
-)
-def test_worklist_pairs_options_are_checked(warehouse: Path, arguments: list[str], message: str) -> None:
-    before = tree_listing(warehouse)
-    code, _, stderr = judged("worklist", "--judgments", "trec-dl-2020-passage", "--warehouse", warehouse,
-                             "--budget", 5, *arguments)
-    assert code == 2 and message in stderr, stderr
-    assert tree_listing(warehouse) == before
+def test_worklist_refuses_a_measure_without_interval_or_pairs_on_another_measure(warehouse: Path) -> None:
+    code, _, stderr = judged("worklist", "--judgments", NIST, "--warehouse", warehouse, *THREE_RUNS,
+                             "--measures", "Judged@10")
+    assert code == 2 and "a worklist narrows the interval of one measure" in stderr
+    code, _, stderr = judged("worklist", "--judgments", NIST, "--warehouse", warehouse, *THREE_RUNS,
+                             "--measures", "P@10", "--objective", "pairs")
+    assert code == 2 and "the pairs objective narrows nDCG@k" in stderr
