@@ -298,3 +298,43 @@ def test_worklist_width_of_ndcg_by_its_kernel_equals_the_engines_what_if() -> No
     assert kernel.height >= 20 and joined.height == kernel.height == what_if.height
     assert (joined["width_removed"] - joined["width_removed_what_if"]).abs().max() < 1e-12
     assert WHAT_IF not in "".join(joined["query_id"].to_list())
+
+
+def _pair_interval(runs: dict[str, list[tuple[str, float]]], judgments: list, spec: EvaluationSpec) -> dict:
+    """difference_min/max of b - a at each cutoff of the spec, from whole lists (one query `q`)."""
+    judgment_rows = judgment_frame([("q", doc, g) for doc, g in judgments])
+    ranked = [
+        ranked_and_judged(run_frame([("q", doc, s) for doc, s in rows]).with_columns(n_retrieved=pl.lit(len(rows))),
+                          judgment_rows, spec).with_columns(run=pl.lit(name))
+        for name, rows in runs.items()
+    ]
+    pairs = pl.LazyFrame({"baseline": ["a"], "run": ["b"]})
+    found = difference_intervals(pl.concat(ranked, how="diagonal_relaxed"), judgment_rows, spec, pairs, (0, 1, 2, 3))
+    return {r["cutoff"]: (r["difference_min"], r["difference_max"]) for r in found.collect().iter_rows(named=True)}
+
+
+def test_a_document_both_runs_rank_at_one_position_within_k_counts_as_one_below_k() -> None:
+    # Both runs rank unjudged u at one position within k: its grade moves both DCGs alike and cancels, so the pair's
+    # interval is the one where u lies below k in both (only raising the shared ideal). And two runs with the same
+    # top k are tied whatever the unjudged documents are.
+    rng = random.Random(3)
+    k = 5
+    spec = PRESETS["judged"].with_options(cutoffs=(k,))
+    checked = 0
+    for _ in range(60):
+        pool = [f"d{i}" for i in range(8)]
+        judgments = [(doc, rng.choice((0, 1, 2, 3))) for doc in pool if rng.random() < 0.5]
+        if not any(g > 0 for _, g in judgments):
+            judgments.append(("x", 2))
+        length = rng.randint(0, k - 1)
+        a, b = rng.sample(pool, length), rng.sample(pool, length)
+        scored = lambda docs: [(doc, float(100 - i)) for i, doc in enumerate(docs)]  # noqa: E731
+        fillers = [f"f{i}" for i in range(k - length)]  # judged 0 in both: nothing in either DCG or the ideal
+        within = _pair_interval({"a": scored(a + ["u"]), "b": scored(b + ["u"])}, judgments, spec)
+        below = _pair_interval({"a": scored(a + fillers + ["u"]), "b": scored(b + fillers + ["u"])},
+                               judgments + [(f, 0) for f in fillers], spec)
+        assert within[k] == pytest.approx(below[k], abs=1e-12)
+        same = _pair_interval({"a": scored(a + ["u"]), "b": scored(a + ["u"])}, judgments, spec)
+        assert same.get(k, (0.0, 0.0)) == (0.0, 0.0)
+        checked += 1
+    assert checked == 60
