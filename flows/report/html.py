@@ -119,8 +119,9 @@ def _names(items: Sequence[str]) -> str:
 
 def conclusion_sentences(evaluations: Sequence[ComparedEvaluation], comparison: ComparisonResult | None) -> list[str]:
     """Three to five plain sentences: the best run on each measure, the differences significant after correction,
-    and whether the unjudged documents could change each best-run conclusion (from the per-run intervals: the
-    best run's lower end against every other run's upper end)."""
+    whether the unjudged documents could change each best-run conclusion (from the per-run intervals: the best
+    run's lower end against every other run's upper end), and, for each pair of the comparison, whether it is
+    decided over one grading of the unjudged documents for both runs (the paired difference intervals)."""
     measures = _measures(evaluations[0])
     best: list[tuple[str, str, dict, list[dict]]] = []
     for measure, cutoff in measures:
@@ -158,14 +159,6 @@ def conclusion_sentences(evaluations: Sequence[ComparedEvaluation], comparison: 
         else:
             sentences.append(f"None of the {total} differences from the baseline {comparison.baseline} is "
                              f"significant after {settings.correction} correction at {alpha:g}.")
-    if comparison is not None:
-        verdicts = [pair_verdict(r, comparison.baseline, measure_at(r["measure"], r["cutoff"]))
-                    for r in comparison.pairs.iter_rows(named=True)]
-        verdicts = [v for v in verdicts if v is not None]
-        if verdicts:
-            shown = verdicts[:10] + ([f"{len(verdicts) - 10} more pairs in the table below"] if len(verdicts) > 10 else [])
-            sentences.append("Against the unjudged documents, one grading for both runs of each pair: "
-                             + "; ".join(shown) + ".")
     if len(evaluations) > 1:
         settled, open_, unknown = [], [], []
         for label, name, top, others in best:
@@ -184,7 +177,16 @@ def conclusion_sentences(evaluations: Sequence[ComparedEvaluation], comparison: 
         if unknown:
             sentences.append(f"For {_names(unknown)} there is no interval over the unjudged documents, so whether "
                              "they could change the best run is not known.")
-    elif best:
+    if comparison is not None and len(evaluations) > 1:
+        verdicts = [pair_verdict(r, comparison.baseline, measure_at(r["measure"], r["cutoff"]))
+                    for r in comparison.pairs.iter_rows(named=True)]
+        verdicts = [v for v in verdicts if v is not None]
+        if verdicts:
+            shown = verdicts[:10] + ([f"{len(verdicts) - 10} more pairs in the table below"] if len(verdicts) > 10 else [])
+            decided = int(comparison.pairs["decided"].fill_null(False).sum())
+            sentences.append(f"Over one grading of the unjudged documents for both runs of a pair, {decided} of "
+                             f"{len(verdicts)} pairs are decided: " + "; ".join(shown) + ".")
+    if len(evaluations) == 1 and best:
         label, name, top, _ = best[0]
         if top.get("value_min") is not None:
             sentences.append(f"Whatever the unjudged documents are, its {label} lies between {top['value_min']:.4f} "
@@ -200,7 +202,7 @@ def measure_plot(evaluations: Sequence[ComparedEvaluation], comparison: Comparis
                  cutoff: int | None) -> str:
     """One figure for one measure and cutoff: each run's value as a dot with its interval over the unjudged
     documents as a whisker; with a comparison, each run's mean difference from the baseline with its bootstrap CI,
-    and per run the per-query differences (query ids on the axis, whiskers from the two runs' per-query intervals,
+    and per run the per-query differences (query ids on the axis, whiskers from the paired difference intervals,
     outcome (robustness, from the comparison) by colour, hatching and legend text)."""
     label = measure_at(measure, cutoff)
     runs = [] if comparison is None else [r for r in comparison.pairs.filter(
@@ -278,9 +280,8 @@ def _query_differences(axes: Sequence, comparison: ComparisonResult, runs: list[
         bars = ax.bar(positions, differences, color=colours, width=0.8, edgecolor="#1f2328", linewidth=0.3)
         for bar, hatch in zip(bars, hatches, strict=True):
             bar.set_hatch(hatch)
-        if pairs.height and pairs["run_value_min"].null_count() < pairs.height:
-            low = (pairs["run_value_min"] - pairs["baseline_value_max"]).to_list()
-            high = (pairs["run_value_max"] - pairs["baseline_value_min"]).to_list()
+        if pairs.height and pairs["difference_min"].null_count() < pairs.height:
+            low, high = pairs["difference_min"].to_list(), pairs["difference_max"].to_list()
             whiskers = [(x, lo, hi) for x, lo, hi in zip(positions, low, high, strict=True)
                         if lo is not None and hi is not None]
             if whiskers:
@@ -291,7 +292,8 @@ def _query_differences(axes: Sequence, comparison: ComparisonResult, runs: list[
         ax.set_xticks(list(positions), pairs["query_id"].to_list(), rotation=90, fontsize=6)
         ax.set_ylabel(f"{run}\n− {comparison.baseline}", fontsize=8)
         ax.set_title(f"{measure_at(measure, cutoff)}, {run} − {comparison.baseline} per query ({len(differences)} "
-                     "queries, sorted): bar = difference, whisker = run interval − baseline interval",
+                     "queries, sorted): bar = difference, whisker = its interval over one grading of the unjudged "
+                     "documents",
                      fontsize=9, loc="left")
         ax.grid(alpha=0.3, axis="y")
         legend = ROBUSTNESS_LABELS if known else {k: k for k in SIGN_COLOURS}

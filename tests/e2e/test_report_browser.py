@@ -78,6 +78,10 @@ def expected_conclusions(text: str) -> None:
     assert sentences[2].startswith("The unjudged documents cannot change which run is best on nDCG@10 (pash_r3)")
     assert sentences[3].startswith("The unjudged documents could change which run is best on nDCG@100 (pash_r3) "
                                    "and nDCG@1000 (pash_r3)")
+    # The paired difference intervals: one grading of the unjudged documents for both runs of each pair.
+    assert sentences[4].startswith("Over one grading of the unjudged documents for both runs of a pair, 1 of 6 "
+                                   "pairs are decided: pash_r3 &gt; p_bm25 on nDCG@10 whatever the ")
+    assert "DoRA_Large vs p_bm25 on nDCG@10 undecided: depends on " in sentences[4]
 
 
 def test_report_opens_with_its_conclusions(report_file: Path) -> None:
