@@ -108,13 +108,7 @@ def evaluate(
     option or argument `SpecError` (both ValueErrors with a one-line message), never another exception."""
     if not isinstance(allow_empty, bool):
         raise SpecError(f"allow_empty must be True or False, not {allow_empty!r}")
-    if spec is None:
-        _check_spec_arguments(measures, preset)
-        spec = build_spec(preset, measures=measures, **options)
-    elif not isinstance(spec, EvaluationSpec):
-        raise SpecError(f"spec must be an EvaluationSpec (judged.EvaluationSpec(...)), not a {type(spec).__name__}")
-    elif measures is not None or options or preset != "judged":
-        raise SpecError("give either spec= or a preset with measures and options, not both")
+    spec = _spec_of(measures, preset, spec, options)
     judgments = load_input(qrels, JUDGMENT_SET, "qrels", allow_empty=allow_empty)
     runs = named_runs(run)
     evaluations = {name: _evaluate_one(judgments, value, name, spec, allow_empty) for name, value in runs.items()}
@@ -420,6 +414,7 @@ class Comparison:
 
 
 def _spec_of(measures: Any, preset: Any, spec: EvaluationSpec | None, options: dict[str, Any]) -> EvaluationSpec:
+    """The spec of an API call: a ready `spec`, or `preset` with `measures` and options (not both)."""
     if spec is None:
         _check_spec_arguments(measures, preset)
         return build_spec(preset, measures=measures, **options)

@@ -40,7 +40,7 @@ assignment that leaves the ideal at 0 scores 0, like the value.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from itertools import combinations_with_replacement
 
@@ -502,46 +502,67 @@ ENUMERATED_BATCH_CELLS = 4_000_000
 
 def intervals_of_worlds(worlds: pl.Series, zero_if_no_ideal: bool) -> pl.Series:
     """`interval_of_world` of every row of `worlds` (a struct Series of `WORLD_INPUTS`), as an `INTERVAL_STRUCT`
-    Series: the usual worlds batched (`enumerated_ends_batch`), the others one by one."""
+    Series: the usual worlds batched (`_world_ends_batch`), the others one by one."""
+
+    def one(row: dict) -> tuple[float | None, float | None, str | None]:
+        ends = interval_of_world(row, zero_if_no_ideal)
+        return ends["value_min"], ends["value_max"], ends["interval_kind"]
+
+    return worlds_in_batches(
+        worlds, ("value_min", "value_max", "interval_kind"),
+        lambda frame, levels: usual_worlds(frame, levels, nonnegative_credit=True), _world_ends_batch, one,
+    )
+
+
+def worlds_in_batches(
+    worlds: pl.Series,
+    names: tuple[str, str, str],
+    batchable: Callable[[pl.DataFrame, np.ndarray], np.ndarray],
+    batch: Callable[[pl.DataFrame, np.ndarray, int | None, int], tuple[np.ndarray, np.ndarray, np.ndarray]],
+    one: Callable[[dict], tuple[float | None, float | None, str | None]],
+) -> pl.Series:
+    """The (low, high, kind) of every world of `worlds` as a struct Series with fields `names`: the `batchable`
+    worlds (one scale of non-negative gains) through `batch`, one call per cutoff and number of credited slots,
+    the others through `one`, row by row. Shared by the per-run and the paired intervals."""
     frame = worlds.struct.unnest()
     n = frame.height
-    value_min, value_max = np.full(n, np.nan), np.full(n, np.nan)
+    low, high = np.full(n, np.nan), np.full(n, np.nan)
     kind = np.full(n, None, dtype=object)
     batched = np.zeros(n, dtype=bool)
     levels = np.unique(np.asarray(frame["levels"][0], dtype=np.float64)) if n else np.zeros(0)
     if n and levels.size and levels.min() >= 0 and frame["levels"].n_unique() == 1:
-        batched = _batched_rows(frame, levels)
+        batched = batchable(frame, levels)
         for cutoff, slots in frame.filter(pl.Series(batched)).select("cutoff", pl.col("weights").list.len()).unique(
             maintain_order=True
         ).iter_rows():
             in_group = batched & _group_mask(frame, cutoff, slots)
-            low, high, exact = _world_ends_batch(frame.filter(pl.Series(in_group)), levels, cutoff, slots)
-            value_min[in_group], value_max[in_group] = low, high
+            group_low, group_high, exact = batch(frame.filter(pl.Series(in_group)), levels, cutoff, slots)
+            low[in_group], high[in_group] = group_low, group_high
             kind[in_group] = np.where(exact, "exact", "bound")
     for index in np.flatnonzero(~batched):
-        one = interval_of_world(frame.row(int(index), named=True), zero_if_no_ideal)
-        value_min[index] = np.nan if one["value_min"] is None else one["value_min"]
-        value_max[index] = np.nan if one["value_max"] is None else one["value_max"]
-        kind[index] = one["interval_kind"]
+        row_low, row_high, kind[index] = one(frame.row(int(index), named=True))
+        low[index] = np.nan if row_low is None else row_low
+        high[index] = np.nan if row_high is None else row_high
     return pl.DataFrame(
         {
-            "value_min": pl.Series(value_min, dtype=pl.Float64, nan_to_null=True),
-            "value_max": pl.Series(value_max, dtype=pl.Float64, nan_to_null=True),
-            "interval_kind": pl.Series(kind.tolist(), dtype=pl.String),
+            names[0]: pl.Series(low, dtype=pl.Float64, nan_to_null=True),
+            names[1]: pl.Series(high, dtype=pl.Float64, nan_to_null=True),
+            names[2]: pl.Series(kind.tolist(), dtype=pl.String),
         }
     ).to_struct(worlds.name)
 
 
-def _batched_rows(frame: pl.DataFrame, levels: np.ndarray) -> np.ndarray:
-    """The worlds `_world_ends_batch` computes: a judged gain above 0 (so the ideal is positive and the slots below
-    k take the top gain in the minimum, the bottom one in the maximum: see `ndcg_interval`), every judged gain a
-    gain of the scale, a non-negative credit and few enough multisets to enumerate."""
+def usual_worlds(frame: pl.DataFrame, levels: np.ndarray, nonnegative_credit: bool) -> np.ndarray:
+    """The worlds the batched enumeration computes: a judged gain above 0 (so the ideal is positive), every judged
+    gain a gain of the scale, few enough multisets to enumerate and, with `nonnegative_credit` (the per-run
+    intervals, whose slots below k then take the top gain in the minimum and the bottom one in the maximum: see
+    `ndcg_interval`), a non-negative credit."""
     scale = pl.Series(levels.tolist(), dtype=pl.Float64)
     positive = pl.element().filter(pl.element() > 0)
     usual = frame.select(
         (pl.col("judged_ideal").list.max() > 0)
         & pl.col("judged_ideal").list.eval(positive.is_in(scale.implode()).all()).list.first()
-        & (pl.col("fixed") >= 0)
+        & ((pl.col("fixed") >= 0) | pl.lit(not nonnegative_credit))
     ).to_series().fill_null(False).to_numpy()
     slots = frame["weights"].list.len().to_numpy()
     enumerable = np.array([multisets(n, levels.size) <= ENUMERATED_MULTISETS_MAX for n in range(slots.max() + 1)])
@@ -556,7 +577,7 @@ def _group_mask(frame: pl.DataFrame, cutoff: int | None, slots: int) -> np.ndarr
 def _world_ends_batch(
     frame: pl.DataFrame, levels: np.ndarray, cutoff: int | None, slots: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """`interval_of_world` of worlds of one cutoff with `slots` credited slots each (rows of `_batched_rows`):
+    """`interval_of_world` of worlds of one cutoff with `slots` credited slots each (rows of `usual_worlds`):
     (value_min, value_max, exact) arrays."""
     n_judged = frame["judged_ideal"].list.len().to_numpy()
     below, unseen = frame["unjudged_below"].to_numpy(), frame["unseen"].to_numpy()

@@ -45,8 +45,8 @@ import polars as pl
 from judged.schemas.fields import PAIRED_QUERY, QUERY
 from judged.schemas.spec import EvaluationSpec
 from judged.transforms.intervals import (
-    ENUMERATED_MULTISETS_MAX, INTERVAL_KIND, assignable_grades, discount_prefix, enumerated_ends_batch,
-    judged_at_levels, multisets, ndcg_interval, position_weight, slot_matrix, unseen_rows, world_rows,
+    INTERVAL_KIND, assignable_grades, discount_prefix, enumerated_ends_batch, judged_at_levels, ndcg_interval,
+    position_weight, slot_matrix, unseen_rows, usual_worlds, world_rows, worlds_in_batches,
 )
 from judged.transforms.ranking import ordered_sum
 
@@ -110,54 +110,24 @@ def difference_interval(
 def differences_of_worlds(worlds: pl.Series, zero_if_no_ideal: bool) -> pl.Series:
     """`difference_interval` of every row of `worlds` (a struct Series of `DIFFERENCE_INPUTS`), as a
     `DIFFERENCE_STRUCT` Series: the usual worlds batched (`_difference_ends_batch`), the others one by one."""
-    frame = worlds.struct.unnest()
-    n = frame.height
-    low, high = np.full(n, np.nan), np.full(n, np.nan)
-    kind = np.full(n, None, dtype=object)
-    batched = np.zeros(n, dtype=bool)
-    levels = np.unique(np.asarray(frame["levels"][0], dtype=np.float64)) if n else np.zeros(0)
-    if n and levels.size and levels.min() >= 0 and frame["levels"].n_unique() == 1:
-        batched = _batchable(frame, levels)
-        groups = frame.filter(pl.Series(batched)).select("cutoff", slots=pl.col("weights").list.len())
-        for cutoff, slots in groups.unique(maintain_order=True).iter_rows():
-            same_cutoff = frame["cutoff"].is_null() if cutoff is None else frame["cutoff"] == cutoff
-            in_group = batched & (same_cutoff & (frame["weights"].list.len() == slots)).fill_null(False).to_numpy()
-            ends = _difference_ends_batch(frame.filter(pl.Series(in_group)), levels, cutoff, slots)
-            low[in_group], high[in_group] = ends[0], ends[1]
-            kind[in_group] = np.where(ends[2], "exact", "bound")
-    for index in np.flatnonzero(~batched):
-        row = frame.row(int(index), named=True)
+
+    def one(row: dict) -> tuple[float | None, float | None, str | None]:
         end = difference_interval(
             row["fixed"], row["weights"], row["judged_ideal"], row["levels"], row["cutoff"], zero_if_no_ideal,
             row["ideal_only_fewest"], row["ideal_only_most"],
         )
-        if end is not None:
-            low[index], high[index], kind[index] = end[0], end[1], "exact" if end[2] else "bound"
-    return pl.DataFrame({
-        "difference_min": pl.Series(low, dtype=pl.Float64, nan_to_null=True),
-        "difference_max": pl.Series(high, dtype=pl.Float64, nan_to_null=True),
-        "difference_kind": pl.Series(kind.tolist(), dtype=pl.String),
-    }).to_struct(worlds.name)
+        return (None, None, None) if end is None else (end[0], end[1], "exact" if end[2] else "bound")
 
-
-def _batchable(frame: pl.DataFrame, levels: np.ndarray) -> np.ndarray:
-    """The worlds `_difference_ends_batch` computes: a judged gain above 0 (the ideal is positive), every judged
-    gain one of the scale's, and few enough multisets of grades over the credited slots to enumerate."""
-    scale = pl.Series(levels.tolist(), dtype=pl.Float64)
-    positive = pl.element().filter(pl.element() > 0)
-    usual = frame.select(
-        (pl.col("judged_ideal").list.max() > 0)
-        & pl.col("judged_ideal").list.eval(positive.is_in(scale.implode()).all()).list.first()
-    ).to_series().fill_null(False).to_numpy()
-    slots = frame["weights"].list.len().to_numpy()
-    enumerable = np.array([multisets(n, levels.size) <= ENUMERATED_MULTISETS_MAX for n in range(slots.max() + 1)])
-    return usual & enumerable[slots]
+    return worlds_in_batches(
+        worlds, ("difference_min", "difference_max", "difference_kind"),
+        lambda frame, levels: usual_worlds(frame, levels, nonnegative_credit=False), _difference_ends_batch, one,
+    )
 
 
 def _difference_ends_batch(
     frame: pl.DataFrame, levels: np.ndarray, cutoff: int | None, slots: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """`difference_interval` of worlds of one cutoff with `slots` credited slots each (rows of `_batchable`), by
+    """`difference_interval` of worlds of one cutoff with `slots` credited slots each (rows of `usual_worlds`), by
     the per-run intervals' batched enumeration (`transforms.intervals.enumerated_ends_batch`), the same operations
     as one world at a time: (difference_min, difference_max, exact) arrays."""
     all_levels = levels[::-1]  # highest first
