@@ -119,10 +119,12 @@ def test_interval_width_is_parsed_by_every_command_that_evaluates(command: str, 
         (["--interval-width", "0.3"], "--interval-width sets which intervals an evaluation's summary counts as wide; "
                                       "a worklist has no summary: leave it out"),
         (["--cutoff", "10", "--cutoffs", "5"], "--cutoff and --cutoffs both give k: give one of them"),
-        (["--cutoffs", "5,10"], "a worklist narrows the intervals of nDCG@k at one cutoff k, not of nDCG@5, nDCG@10: "
-                                "give one cutoff (--cutoff 10)"),
-        (["--measures", "AP@10"], "a worklist narrows the intervals of nDCG@k at one cutoff k, not of AP@10: give "
-                                  "one cutoff (--cutoff 10)"),
+        (["--cutoffs", "5,10"], "a worklist narrows the interval of one measure at one cutoff k (nDCG@10, P@10, "
+                                "AP@10, ...), not of nDCG@5, nDCG@10: give one cutoff (--cutoff 10) or one measure "
+                                "(--measures P@10)"),
+        (["--measures", "Judged@10"], "a worklist narrows the interval of one measure at one cutoff k (nDCG@10, "
+                                      "P@10, AP@10, ...), not of Judged@10: give one cutoff (--cutoff 10) or one "
+                                      "measure (--measures P@10)"),
     ],
 )
 def test_worklist_refuses_spec_options_that_cannot_apply(options: list[str], message: str, tmp_path: Path) -> None:

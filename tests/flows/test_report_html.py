@@ -44,6 +44,7 @@ def comparison(evaluations: list[ComparedEvaluation]) -> ComparisonResult:
         "run": ["better"] * 3, "measure": ["nDCG"] * 3, "cutoff": [10] * 3, "query_id": ["q1", "q2", "q3"],
         "difference": [0.3, -0.2, 0.0], "baseline_value_min": [0.1, 0.4, 0.5], "baseline_value_max": [0.2, 0.6, 0.5],
         "run_value_min": [0.4, 0.2, 0.5], "run_value_max": [0.5, 0.4, 0.5],
+        "difference_min": [0.25, -0.35, 0.0], "difference_max": [0.35, 0.05, 0.0],
         "robustness": pl.Series(["robust_win", "unresolved", "robust_tie"],
                                 dtype=pl.Enum(["robust_win", "robust_loss", "robust_tie", "unresolved"]))},
         schema_overrides={"cutoff": pl.Int32})
