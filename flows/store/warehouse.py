@@ -257,7 +257,9 @@ def cut_rows(rows: pl.LazyFrame, sizes: list[int], batch_rows: int) -> Iterator[
             held += piece.height
             offset += piece.height
             if held == wanted:
-                yield pl.concat(pieces)
+                # One chunk a column: the shard's ordering gathers rows, faster from one chunk than from the
+                # streamed batches' many (~10% of its CPU at 1M rows, measured at M).
+                yield pl.concat(pieces, rechunk=True)
                 pieces, held, wanted = [], 0, next(sizes_left, 0)
     if wanted or held:
         raise RuntimeError("the run has fewer rows than were counted: it changed while it was stored")

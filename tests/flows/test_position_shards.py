@@ -198,3 +198,24 @@ def test_rows_that_are_not_as_many_as_counted_are_refused() -> None:
         list(warehouse_module.cut_rows(rows, [2], 2))
     with pytest.raises(RuntimeError, match="fewer rows than were counted"):
         list(warehouse_module.cut_rows(rows, [2, 2], 2))
+
+
+def test_the_runs_view_says_each_runs_layout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`layout` in the `runs` view: position or bucket as stored, bucket for a run stored before layouts (its
+    record has no such column), even in a warehouse none of whose records has it."""
+    from judged.flows.store.sql import open_readonly
+
+    in_order, shuffled = write_variant(tmp_path / "a.txt", "in_order"), write_variant(tmp_path / "b.txt", "shuffled")
+    store, older = store_run(tmp_path / "w", in_order, SMALL, "before layouts", monkeypatch)
+    (store.root / "runs" / "_empty.parquet").unlink()  # as a warehouse written before layouts has it
+    pl.DataFrame({"run_id": []}, schema={"run_id": pl.String}).write_parquet(store.root / "runs" / "_empty.parquet")
+    store.refresh_catalog()
+    with open_readonly(store) as connection:
+        assert connection.execute("SELECT run_id, layout FROM runs").fetchall() == [(older, "bucket")]
+    _, by_position = store_run(tmp_path / "w", write_variant(tmp_path / "c.txt", "in_order", seed=8), SMALL, "auto",
+                               monkeypatch)
+    _, by_bucket = store_run(tmp_path / "w", shuffled, SMALL, "auto", monkeypatch)
+    store.refresh_catalog()
+    with open_readonly(store) as connection:
+        found = dict(connection.execute("SELECT run_id, layout FROM runs").fetchall())
+    assert found == {older: "bucket", by_position: "position", by_bucket: "bucket"}
