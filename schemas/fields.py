@@ -78,7 +78,7 @@ FIELDS: dict[str, Field] = _registry(
     Field("run_tag", pl.String(), "the run tag column as written"),
     Field("source_line", pl.Int64(), "line in the text file, or row in the Parquet file (1-based)"),
     # -- how stored rows are laid out
-    Field("bucket", pl.Int32(), "the query's bucket (shards split by it)"),
+    Field("bucket", pl.Int32(), "the query's bucket, crc32 of its id mod 1024 (tables stored by bucket split by it)"),
     Field("position", pl.Int32(), "1-based position in trec_eval's order (score desc, then doc_id desc)"),
     Field("query_rows", pl.Int32(), "the query's rows in the whole run"),
     Field("rank", pl.Int32(), "trec_eval's rank (score desc, then doc_id desc by byte order): the stored position"),
@@ -106,7 +106,9 @@ FIELDS: dict[str, Field] = _registry(
     Field("source_format", pl.String(), "trec, trec.gz, parquet or python"),
     Field("n_rows", pl.Int64(), "rows stored"),
     Field("n_queries", pl.Int64(), "distinct queries"),
-    Field("n_shards", pl.Int32(), "part files, split by query bucket"),
+    Field("n_shards", pl.Int32(), "part files, each holding whole queries (a run's are cut as its layout says)"),
+    Field("layout", pl.String(), "how a run's shards are cut: position (stretches of consecutive whole queries of "
+                                 "the file) or bucket (by the queries' buckets; every run stored before layouts)"),
     Field("ingested_at", _TIMESTAMP, "when it was stored"),
     Field("n_duplicate_pairs", pl.Int64(), "(query, document) pairs present more than once, counted at ingest"),
     # -- who made a stored row, when, and from what

@@ -249,7 +249,8 @@ JUDGMENT_SETS_TABLE = Table.of_fields(
 
 RUNS_TABLE = Table.of_fields(
     "runs", "run",
-    ("run_id", "system", "configuration", "tag", *_STORED_INPUT, "n_duplicate_pairs"),
+    # `layout` last, so that a view over records with and without it keeps the declared order.
+    ("run_id", "system", "configuration", "tag", *_STORED_INPUT, "n_duplicate_pairs", "layout"),
     ("run_id",),
     "stored runs with their metadata",
     # Null in the copy of the record that the parts' metadata carries, written before the count (each part has its

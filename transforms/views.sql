@@ -9,8 +9,14 @@ CREATE VIEW judgments AS
 SELECT j.* FROM read_parquet({judgments}, union_by_name = true) AS j
 SEMI JOIN judgment_sets USING (judgment_set_id);
 
+-- A run stored before layouts has no `layout`: its shards are cut by bucket, and it reads so, even when no file of the
+-- warehouse has the column yet (the empty typed row gives it).
 CREATE VIEW runs AS
-SELECT * FROM read_parquet({runs}, union_by_name = true);
+SELECT * REPLACE (coalesce(layout, 'bucket') AS layout)
+FROM (
+    SELECT * FROM read_parquet({runs}, union_by_name = true)
+    UNION ALL BY NAME SELECT NULL::VARCHAR AS layout WHERE false
+);
 
 CREATE VIEW run_rows AS
 SELECT r.* FROM read_parquet({run_rows}, union_by_name = true) AS r

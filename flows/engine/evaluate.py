@@ -31,7 +31,7 @@ from judged.transforms.judging import ranked_and_judged
 from judged.transforms.measures import per_query_measures
 from judged.transforms.measures.ndcg import gains_beyond_float64, grades_outside_gain_map
 from judged.transforms.ranking import QUERY, candidate_rows, first_rows_needed, stretch_starts
-from judged.transforms.shards import shard_count
+from judged.transforms.shards import RunLayout, shard_count
 from judged.transforms.summary import summarize
 
 
@@ -46,6 +46,14 @@ class Read(Enum):
     IN_PARTS = "text in parts"  # rows held in memory, the candidates found a part of whole queries at a time
     SCANNED_BATCHES = "scanned in batches"  # a scan read once in batches of whole queries (`scanned_per_query`)
     SCANNED_WHOLE = "scanned whole"  # a scan read whole, in one streaming pass
+
+
+class JudgmentsRead(Enum):
+    """How a part's judgments are found, chosen by `plan` from how the run is stored."""
+
+    WHOLE = "whole"  # a loaded run is one part: every judgment
+    SAME_BUCKETS = "same buckets"  # a run stored by bucket: the judgments of the part's buckets (transforms/shards.py)
+    PART_QUERIES = "part queries"  # a run stored by position: a semi-join on the queries its part files list
 
 
 @dataclass(frozen=True)
@@ -89,7 +97,8 @@ class EvaluationResult:
 
 @dataclass(frozen=True)
 class Part:
-    """Shard `shard` of `of` of both inputs: the queries whose bucket (transforms/shards.py) mod `of` is `shard`."""
+    """Shard `shard` of `of` of a run stored in shards (the stored shards p with p mod `of` = `shard`), and the
+    judgments of its queries; a loaded run is one part, Part(0, 1)."""
 
     shard: int
     of: int
@@ -112,15 +121,33 @@ class Plan:
     identify: Callable[[], str] = field(repr=False)
     intervals: bool = True
     reads: tuple[PartRead, ...] = ()
+    judgments_read: JudgmentsRead = JudgmentsRead.WHOLE
 
     @property
     def evaluation_id(self) -> str:
         return self.identify()
 
     def inputs(self, part: Part) -> tuple[LoadedTable, LoadedTable]:
-        """The run's and the judgments' rows of one part, as `evaluate_part` takes them."""
-        judgments = self.judgments.load(part.shard, part.of) if self.run.in_shards else self.judgments.load()
-        return run_rows(self.run, part), judgments
+        """The run's and the judgments' rows of one part, as `evaluate_part` takes them (the judgments as
+        `judgments_read` says)."""
+        run = run_rows(self.run, part)
+        if self.judgments_read is JudgmentsRead.PART_QUERIES:
+            return run, self._judgments_of_queries(part, run)
+        if self.judgments_read is JudgmentsRead.SAME_BUCKETS:
+            return run, self.judgments.load(part.shard, part.of)
+        return run, self.judgments.load()
+
+    def _judgments_of_queries(self, part: Part, run: LoadedTable) -> LoadedTable:
+        """The judgments of the queries a part of a run stored by position lists. The judged queries the run lacks
+        are in no part's list: the first part takes them, as every judgment but those of the other parts'
+        queries, so each is evaluated (as missing from the run) exactly once, as by bucket."""
+        if run.part_queries is None:
+            raise ValueError(f"part {part.shard + 1}/{part.of} of a run stored by position lists no queries")
+        if part.shard > 0:
+            return self.judgments.load_queries(run.part_queries)
+        others = [run_rows(self.run, Part(shard, part.of)).part_queries for shard in range(1, part.of)]
+        listed = pl.concat([pl.DataFrame(schema={QUERY: pl.String}), *(q for q in others if q is not None)])
+        return self.judgments.load_queries(listed, without=True)
 
     def read(self, part: Part) -> PartRead:
         return self.reads[self.parts.index(part)]
@@ -163,7 +190,8 @@ def plan(
     result equals the evaluation of the whole run: a part is one stored shard, or, when the spec reads only each
     query's head of a run in stored order, as many shards as keep a part's head rows under
     `limits.head_rows_per_part` and its judgments under `limits.judgment_rows_per_part`. Each part's read
-    (`choose_read`) is chosen here, once."""
+    (`choose_read`) is chosen here, once, and how its judgments are found: by bucket for a run stored by bucket,
+    by the part's queries for one stored by position (transforms/shards.py), all of them for a loaded run."""
     of = run.shards
     positions = head_positions(spec)
     if positions is not None and run.ranked():
@@ -184,6 +212,9 @@ def plan(
         identify=result_identity(run, judgments, spec),
         intervals=intervals,
         reads=tuple(choose_read(run_rows(run, part), spec, limits) for part in parts),
+        judgments_read=(JudgmentsRead.WHOLE if not run.in_shards
+                        else JudgmentsRead.PART_QUERIES if run.layout is RunLayout.POSITION
+                        else JudgmentsRead.SAME_BUCKETS),
     )
 
 

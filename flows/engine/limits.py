@@ -40,7 +40,8 @@ class Limits:
     # keeps every row, and then two groups' candidates and one group's working state are held. Groups of a few
     # queries would not do: Polars computes some per-query quotients an ulp apart in small frames.
     scanned_candidate_rows: int = 1_000_000
-    # Rows per stored shard at ingest (the shard count is the power of two that keeps shards about this size).
+    # Rows per stored shard at ingest: by bucket, the shard count is the power of two that keeps shards about this
+    # size; by position, each shard is cut at the first query boundary past its share (transforms/shards.py).
     rows_per_shard: int = 1_000_000
     # Text inputs up to this size are parsed in memory (fastest); larger ones are scanned in a streaming pass
     # (a gzipped file counts four times its size).
@@ -48,8 +49,9 @@ class Limits:
     # Plain text is parsed in pieces of about this size, so the file's bytes are never held whole beside the rows.
     # It stays below glibc's largest mmap threshold (32 MB), so each piece reuses the memory of the one before.
     text_piece_bytes: int = 16 << 20
-    # A run of up to this many rows is split into shards in memory at ingest (about 1 GiB at 10M rows); a larger
-    # one is spilled by shard in one streaming pass. Large judgment sets stream in batches of `sink_batch_rows`.
+    # A run stored by bucket of up to this many rows is split into shards in memory at ingest (about 1 GiB at 10M
+    # rows); a larger one is spilled by shard in one streaming pass. A run stored by position, and large judgment
+    # sets, stream in batches of `sink_batch_rows` (a run's query ids too, to see whether its queries lie together).
     in_memory_sink_rows: int = 10_000_000
     sink_batch_rows: int = 2_000_000
     # Rows per record batch of that spill: each shard's open file buffers up to a batch, so the spill holds about

@@ -27,6 +27,7 @@ import polars as pl
 from judged.flows.store.hashing import hash_in_background, is_gzipped, known_hashes
 from judged.flows.engine.limits import DEFAULT_LIMITS, Limits
 from judged.flows.store.kinds import input_kind
+from judged.schemas.fields import QUERY
 from judged.schemas.provenance import JudgmentSetMetadata, RunMetadata, table_id
 from judged.transforms.errors import InputError
 from judged.transforms.parse import (
@@ -34,7 +35,7 @@ from judged.transforms.parse import (
     conform_judgments, conform_run, ignored_run_columns, in_contract, parse_trec_qrels, parse_trec_run,
     raise_first_problem, run_problem_probe,
 )
-from judged.transforms.shards import in_shard, with_bucket
+from judged.transforms.shards import RunLayout, in_shard, query_buckets, shards_of_buckets, together, with_bucket
 
 TableKind = Literal["judgments", "run"]
 _PARQUET_MAGIC = b"PAR1"
@@ -45,6 +46,9 @@ _NO_DELIMITER = "\x1e"
 SIDECAR_SUFFIX = ".meta.toml"
 # A stored run part's own count of duplicate (query, document) pairs, in its Parquet key-value metadata.
 DUPLICATE_PAIRS_KEY = "judged.duplicate_pairs"
+# A run part stored by position lists its queries (a JSON list) in its key-value metadata: the judgments of the part
+# are then found by a semi-join on them, without reading the part's rows.
+PART_QUERIES_KEY = "judged.queries"
 Metadata = JudgmentSetMetadata | RunMetadata
 
 
@@ -64,12 +68,14 @@ class LoadedTable:
     duplicate_free: bool = False  # proven at ingest: no (query, document) pair occurs twice
     stored_order: pl.LazyFrame | None = None  # a stored run's rows with `position` and `query_rows` (StoredTable)
     in_memory: bool = False  # rows held in memory (parsed text) or few by construction (a stored run's head)
-    # `query_id` -> `n_rows` of a run when the reading pass counted them (a scanned text run): `counts` and the store
-    # take them instead of reading the rows again
+    # `query_id` -> `n_rows` (with `first_line` and `last_line`) of a run when the reading pass counted them (a
+    # scanned text run): `counts` and the store take them instead of reading the rows again
     query_rows: pl.DataFrame | None = None
     stored_part: bool = False  # rows of a stored table's part (`StoredTable.load`)
     # a stored run part's duplicate (query, document) pairs as counted at ingest (None: not counted, or not stored)
     counted_duplicate_pairs: int | None = None
+    # the queries (`query_id`) of a stored run's part as its files list them (stored by position; None otherwise)
+    part_queries: pl.DataFrame | None = None
     # what reading the file found that its reader must not miss (run columns beyond the sixth, ignored): the command
     # line prints them on stderr as they are read, the Python API puts them in its results' warnings
     warnings: tuple[str, ...] = ()
@@ -88,6 +94,11 @@ class LoadedTable:
     @property
     def in_shards(self) -> bool:
         return False
+
+    @property
+    def layout(self) -> RunLayout | None:
+        """A loaded table is not stored in shards."""
+        return None
 
     @property
     def n_rows(self) -> int:
@@ -110,6 +121,27 @@ class LoadedTable:
             return self
         in_this_part = self.frame.filter(self._shard_of_rows(of) == shard)
         return replace(self, scan=in_this_part.lazy(), in_memory=True)
+
+    def load_queries(self, queries: pl.DataFrame, without: bool = False) -> LoadedTable:
+        """Its rows of these queries (`query_id`; `without`: of every other query), held in memory: the judgments
+        of a part of a run stored by position, found by a semi-join (an anti-join) on the part's queries. The table
+        is read once, on first use, as `frame`."""
+        how = "anti" if without else "semi"
+        in_these = self.frame.join(queries.select(QUERY), on=QUERY, how=how, maintain_order="left")
+        return replace(self, scan=in_these.lazy(), in_memory=True)
+
+    def query_blocks(self, batch_rows: int) -> pl.DataFrame | None:
+        """Each query's rows as one block, in the order of the file (`query_id`, `n_rows`), when every query's rows
+        lie together (nearly every run); None when a query's rows are scattered. From the reading pass's counts
+        when it made them (a scanned text file, not parsed again), else from the query ids alone
+        (`query_blocks`)."""
+        counted = self.query_rows
+        if counted is not None and "first_line" in counted.columns:
+            ordered = counted.sort("first_line")
+            # Sorted by where they begin, each query must end before the next begins.
+            apart = (ordered["last_line"].head(-1) < ordered["first_line"].tail(-1)).all()
+            return ordered.select(QUERY, pl.col("n_rows").cast(pl.Int64)) if apart else None
+        return query_blocks(self.scan, batch_rows)
 
     def _shard_of_rows(self, of: int) -> pl.Series:
         known: dict[int, pl.Series] = self.__dict__.setdefault("_shards_of_rows", {})
@@ -162,6 +194,34 @@ class LoadedTable:
         return lambda: table_id(kind, hashes.result()[1], metadata)
 
 
+def query_blocks(rows: pl.LazyFrame, batch_rows: int) -> pl.DataFrame | None:
+    """`LoadedTable.query_blocks` from the query ids alone, read in one streaming pass of about `batch_rows` ids at
+    a time (a Parquet file reads that one column): the stretches of one query id, a stretch running on from one
+    batch into the next counted once. None as soon as a batch holds a query in two stretches (a shuffled or
+    interleaved run says so in its first batch, at the cost of one batch), or at the end when two batches share a
+    query."""
+    schema = {QUERY: pl.String(), "n_rows": pl.Int64()}
+    blocks: list[pl.DataFrame] = []
+    held_id, held_rows = None, 0  # the last stretch seen, which the next batch may continue
+    for batch in rows.select(QUERY).collect_batches(chunk_size=batch_rows, engine="streaming"):
+        if batch.height == 0:
+            continue
+        stretches = batch[QUERY].rle().struct.unnest().select(pl.col("value").alias(QUERY), n_rows=pl.col("len"))
+        if not together(stretches[QUERY]):
+            return None
+        if stretches[QUERY][0] == held_id:
+            stretches = stretches.with_columns(n_rows=pl.col("n_rows") + pl.when(pl.int_range(pl.len()) == 0)
+                                               .then(held_rows).otherwise(0))
+        elif held_id is not None:
+            blocks.append(pl.DataFrame({QUERY: [held_id], "n_rows": [held_rows]}, schema=schema))
+        held_id, held_rows = stretches[QUERY][-1], int(stretches["n_rows"][-1])
+        blocks.append(stretches.head(-1).cast(schema))  # type: ignore[arg-type]
+    if held_id is not None:
+        blocks.append(pl.DataFrame({QUERY: [held_id], "n_rows": [held_rows]}, schema=schema))
+    found = pl.concat(blocks) if blocks else pl.DataFrame(schema=schema)
+    return found if together(found[QUERY]) else None
+
+
 class Table(Protocol):
     """What the engine asks of an input table, whether loaded (`LoadedTable`) or stored (`StoredTable`): who it
     is, how many shards it is stored in, whether it is in the ranked layout, and the rows of a shard."""
@@ -190,12 +250,21 @@ class Table(Protocol):
         where a loaded run is one part, read as loaded."""
         ...
 
+    @property
+    def layout(self) -> RunLayout | None:
+        """How its stored shards are cut (None: not stored in shards)."""
+        ...
+
     def ranked(self) -> bool: ...
 
     def deferred_id(self) -> Callable[[], str]: ...
 
     def load(self, shard: int | None = None, of: int = 1) -> LoadedTable:
         """The whole table's rows; with a `shard`, those of shard `shard` of `of`."""
+        ...
+
+    def load_queries(self, queries: pl.DataFrame, without: bool = False) -> LoadedTable:
+        """Its rows of these queries (`query_id`; `without`: of every other query)."""
         ...
 
 
@@ -374,11 +443,14 @@ def _read_fast(
 
 def _checked_by_query(rows: pl.LazyFrame, kind: TableKind) -> tuple[dict[str, Any], pl.DataFrame]:
     """`_read_fast`'s checks of a scanned file, made in the same streaming pass that counts each query's rows:
-    (the checks, `query_id` -> `n_rows`). The store takes its counts and the query ids from these, instead of
-    parsing a large file twice more."""
+    (the checks, `query_id` -> `n_rows`, `first_line`, `last_line`). The store takes its counts, the query ids and
+    whether each query's lines lie together from these, instead of parsing a large file again to find them."""
     tag = pl.col("run_tag")
     per_query = rows.group_by("query_id").agg(
         n_rows=pl.len(),
+        # Where each query's lines begin and end: whether every query's lines lie together, for the store's layout
+        # (`LoadedTable.query_blocks`), without another pass over the file.
+        first_line=pl.col("source_line").min(), last_line=pl.col("source_line").max(),
         missing=pl.any_horizontal(pl.exclude("source_line").is_null().any()),
         **({"nan": (~pl.col("score").is_finite()).any(), "tag_min": tag.min(), "tag_max": tag.max()}
            if kind == "run" else {}),
@@ -392,7 +464,8 @@ def _checked_by_query(rows: pl.LazyFrame, kind: TableKind) -> tuple[dict[str, An
             pl.col("nan").any(), pl.col("tag_min").min().alias("some_tag"),
             (pl.col("tag_min").min() != pl.col("tag_max").max()).alias("tags_differ"),
         ]
-    return per_query.select(checks).row(0, named=True), per_query.select("query_id", "n_rows")
+    counted = per_query.select("query_id", "n_rows", "first_line", "last_line")
+    return per_query.select(checks).row(0, named=True), counted
 
 
 def read_lines(path: Path, gzipped: bool) -> pl.LazyFrame:
@@ -661,7 +734,8 @@ def _parse(path: Path, kind: TableKind, source_format: str, metadata: Metadata, 
 @dataclass(frozen=True, eq=False)
 class StoredTable:
     """A judgment set or run as the warehouse stores it: `<folder>/part-SSSS-of-NNNN.parquet`, split by query
-    bucket (transforms/shards.py), and its record (a JUDGMENT_SETS or RUNS row, also in every part's metadata).
+    bucket or, a run whose record says so, by position (transforms/shards.py: `layout`), and its record (a
+    JUDGMENT_SETS or RUNS row, also in every part's metadata).
     Compared and hashed by identity, like `LoadedTable`."""
 
     kind: TableKind
@@ -684,6 +758,12 @@ class StoredTable:
     @property
     def in_shards(self) -> bool:
         return True
+
+    @property
+    def layout(self) -> RunLayout:
+        """How its shards are cut: a run's record says (a run stored before layouts, and a judgment set, by
+        bucket)."""
+        return RunLayout(self.record.get("layout") or RunLayout.BUCKET.value)
 
     @property
     def n_rows(self) -> int:
@@ -711,14 +791,21 @@ class StoredTable:
         return metadata.display_name(fallback) if isinstance(metadata, RunMetadata) else fallback
 
     def parts(self, shard: int = 0, of: int = 1) -> list[Path]:
-        """The part files holding shard `shard` of `of`. Shard s of `of` holds the buckets b with b mod `of` = s;
-        with power-of-two counts these lie in the stored parts p with p mod `of` = s (more stored shards) or
-        p = s mod stored (fewer)."""
+        """The part files holding shard `shard` of `of`: the stored parts p with p mod `of` = s. By bucket, shard s
+        of `of` holds the buckets b with b mod `of` = s; with power-of-two counts these lie in those parts (more
+        stored shards) or in p = s mod stored (fewer). By position, a part of `of` (at most the stored shards) is
+        those stored shards, whole."""
         stored = self.shards
         return [
             path for path in sorted(self.folder.glob("part-*-of-*.parquet"))
             if (number := int(path.name.split("-")[1])) % of == shard or (stored < of and number == shard % stored)
         ]
+
+    def part_queries(self, parts: list[Path]) -> pl.DataFrame:
+        """The queries (`query_id`) of these parts of a run stored by position, as each part's metadata lists them
+        (its footer, not its rows)."""
+        listed = [json.loads(pl.read_parquet_metadata(path)[PART_QUERIES_KEY]) for path in parts]
+        return pl.DataFrame({QUERY: [query for queries in listed for query in queries]}, schema={QUERY: pl.String})
 
     def ranked(self, parts: list[Path] | None = None) -> bool:
         """Whether these parts (all by default) hold a run in the ranked layout (transforms/layout.py), proven
@@ -732,13 +819,41 @@ class StoredTable:
     def load(self, shard: int | None = None, of: int = 1) -> LoadedTable:
         """The rows of shard `shard` of `of` (all by default) as the engine takes them. A run stored in its
         ranked layout (transforms/layout.py) and proven free of duplicate pairs at ingest also offers those rows
-        in stored order, so a top-k spec reads only each query's head."""
+        in stored order, so a top-k spec reads only each query's head. A run stored by position also gives the
+        part's queries as its files list them (`part_queries`), by which its judgments are found."""
         shard = 0 if shard is None else shard
+        wanted = self.parts(shard, of)
+        by_position = self.layout is RunLayout.POSITION
+        # By bucket, a stored part may hold other buckets than the shard's (fewer stored shards than `of`).
+        return self._loaded(wanted, None if by_position else in_shard(shard, of),
+                            self.part_queries(wanted) if by_position else None)
+
+    def load_queries(self, queries: pl.DataFrame, without: bool = False) -> LoadedTable:
+        """Its rows of these queries (`query_id`; `without`: of every other query), found by a semi-join (an
+        anti-join). Stored by bucket, only the parts holding the queries' buckets are read: a judgment set's
+        layout is the index from which a list of queries reads fast."""
+        queries = queries.select(QUERY).lazy()
+        wanted = self.parts()
+        if self.layout is RunLayout.BUCKET and not without:
+            holding = shards_of_buckets(query_buckets(queries).collect()["bucket"], self.shards)
+            wanted = [path for path in wanted if int(path.name.split("-")[1]) in holding]
+        table = self._loaded(wanted, None, None)
+        how = "anti" if without else "semi"
+
+        def kept(rows: pl.LazyFrame) -> pl.LazyFrame:
+            return rows.join(queries, on=QUERY, how=how, maintain_order="left")
+
+        return replace(table, scan=kept(table.scan),
+                       stored_order=None if table.stored_order is None else kept(table.stored_order))
+
+    def _loaded(self, wanted: list[Path], keep: pl.Expr | None, queries: pl.DataFrame | None) -> LoadedTable:
+        """These part files' rows (those `keep` keeps) as the engine takes them; `queries`: the parts' queries as
+        their metadata lists them."""
         stored_contract = input_kind(self.kind).rows.schema
         contract = input_kind(self.kind).input_contract.schema
-        wanted = self.parts(shard, of)
         rows = pl.scan_parquet(wanted) if wanted else pl.LazyFrame(schema=stored_contract)
-        rows = rows.filter(in_shard(shard, of))
+        if keep is not None:
+            rows = rows.filter(keep)
         counted = stored_duplicate_pairs(wanted, self._counted_pairs) if self.kind == "run" else None
         duplicate_free = counted == 0
         ranked = in_contract(rows, contract, "position", "query_rows") if self.ranked(wanted) else None
@@ -753,6 +868,7 @@ class StoredTable:
             stored_order=ranked,
             stored_part=True,
             counted_duplicate_pairs=counted,
+            part_queries=queries,
         )
 
 

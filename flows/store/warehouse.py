@@ -22,7 +22,9 @@ Layout (every table's files are immutable; ids are content-derived; each kind's 
     worklists/<worklist_id>.parquet             a worklist, record and rows in one
     catalog.duckdb                              views only, replaced by rename
     _staging/<uuid>/...  and  _staging/<uuid>.lock                 files being written, and their writer's lock
-Rows of judgments, runs and per-query results are split into shards by query (transforms/shards.py).
+Rows of judgments, runs and per-query results are split into shards by query (transforms/shards.py): a run whose
+queries each lie together in its file by position (`sink_position_shards`, one streaming pass, each part listing its
+queries), any other table by bucket (`sink_shards`); `position_blocks` chooses, and the run's record says which.
 """
 
 from __future__ import annotations
@@ -32,8 +34,8 @@ import json
 import os
 import shutil
 import uuid
-from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -45,7 +47,9 @@ import duckdb
 import polars as pl
 import pyarrow.parquet as pq
 
-from judged.flows.store.readers import DUPLICATE_PAIRS_KEY, LoadedTable, StoredTable, stored_duplicate_pairs
+from judged.flows.store.readers import (
+    DUPLICATE_PAIRS_KEY, PART_QUERIES_KEY, LoadedTable, StoredTable, stored_duplicate_pairs,
+)
 from judged.flows.engine.limits import DEFAULT_LIMITS, Limits
 from judged.flows.engine.phases import Phases
 from judged.flows.engine.versions import implementation_version
@@ -68,7 +72,8 @@ from judged.schemas.tables import comment_statements
 from judged.transforms.duplicates import duplicate_pairs, may_have_duplicates
 from judged.transforms.errors import InputError
 from judged.transforms.layout import in_stored_order, in_stored_order_of_ranked, is_ranked
-from judged.transforms.shards import query_buckets, shard_count
+from judged.schemas.fields import QUERY
+from judged.transforms.shards import RunLayout, position_shards, query_buckets, shard_count
 
 STAGING = "_staging"
 CATALOG = "catalog.duckdb"
@@ -174,24 +179,106 @@ def sink_shards(
     into a staging folder of the warehouse `root` (see `staged`), then rename it into place whole (the kind's rows
     folder for that id, returned); an existing folder is left as it is (same content).
 
-    `queries` holds the table's query ids when they are already known (a frame with `query_id`), sparing a pass
-    over the rows. Large tables stream, in bounded memory. Unranked kinds (judgments): batches of
-    `limits.sink_batch_rows` rows get their query's bucket and are appended, as row groups, to the open file of
-    their shard. A ranked kind (a run) is spilled by shard in one streaming pass (`spill_by_shard`, in record
-    batches of `limits.spill_batch_rows`), then each shard is read back alone and written by `write_ranked`; one
-    of at most `limits.in_memory_sink_rows` rows (`n_rows`) is split by shard in memory instead.
+    These are shards by bucket (transforms/shards.py): every judgment set, and a run whose queries are scattered
+    over its file (a run whose queries lie together takes `sink_position_shards`). `queries` holds the table's
+    query ids when they are already known (a frame with `query_id`), sparing a pass over the rows. Large tables
+    stream, in bounded memory. Unranked kinds (judgments): batches of `limits.sink_batch_rows` rows get their
+    query's bucket and are appended, as row groups, to the open file of their shard. A ranked kind (a run) is
+    spilled by shard in one streaming pass (`spill_by_shard`, in record batches of `limits.spill_batch_rows`), then
+    each shard is read back alone and written by `write_ranked`; one of at most `limits.in_memory_sink_rows` rows
+    (`n_rows`) is split by shard in memory instead.
     Ranked shards are written `limits.shard_writers` at a time, one thread each. `phases` gets where the time
     went."""
-    folder = kind.rows_path(root, table_id)
+    in_memory = n_rows <= limits.in_memory_sink_rows
+    constants = _leading_columns(kind, table_id)
+    return _publish_rows(kind.rows_path(root, table_id), root, lambda temporary: _sink_into(
+        rows, temporary, shards, metadata, kind.ranked, in_memory, limits, phases or Phases(), queries, constants
+    ))
+
+
+def sink_position_shards(
+    rows: pl.LazyFrame,
+    kind: InputKind,
+    table_id: str,
+    root: Path,
+    blocks: pl.DataFrame,
+    metadata: dict[str, str],
+    limits: Limits = DEFAULT_LIMITS,
+    phases: Phases | None = None,
+) -> Path:
+    """Write the rows of a run (a ranked kind) whose queries each lie in one stretch of the file in ONE streaming
+    pass: the rows are read in batches of `limits.sink_batch_rows`, cut into the shards of `blocks` (each query's
+    rows with its `shard`, in the file's order: `transforms.shards.position_shards`), and each shard is written by
+    `write_ranked` as soon as its last row has been read, `limits.shard_writers` at a time. Each part lists its
+    queries in its metadata (`PART_QUERIES_KEY`). A shard holds no query from elsewhere in the file, so nothing is
+    regrouped: no spill, no second read. Published as `sink_shards` publishes (staged, renamed into place whole;
+    an existing folder is left as it is)."""
+    phases = phases or Phases()
+    constants = _leading_columns(kind, table_id)
+    by_shard = blocks.group_by("shard", maintain_order=True).agg(pl.col(QUERY), n_rows=pl.col("n_rows").sum())
+    shards = by_shard.height
+    with phases.measure("buckets"):
+        buckets = query_buckets(blocks.lazy()).collect()
+
+    def write(temporary: Path) -> None:
+        writers = limits.shard_writers
+        pending: list[Future[None]] = []
+        pieces = cut_rows(rows, by_shard["n_rows"].to_list(), limits.sink_batch_rows)
+        with phases.measure(f"shards ({writers} at a time, as the rows are read)"), ThreadPoolExecutor(writers) as pool:
+            for (shard, piece), queries in zip(enumerate(pieces), by_shard[QUERY].to_list(), strict=True):
+                part = piece.select(*constants, pl.all(), bucket=_row_buckets(piece, buckets))
+                listed = metadata | {PART_QUERIES_KEY: json.dumps(queries)}
+                pending.append(pool.submit(write_ranked, part, temporary / shard_file(shard, shards), listed, phases))
+                del part, piece
+                # At most one shard read ahead of those being written: memory holds writers + 1 shards.
+                while len(pending) > writers:
+                    pending.pop(0).result()
+            for future in pending:
+                future.result()
+
+    return _publish_rows(kind.rows_path(root, table_id), root, write)
+
+
+def cut_rows(rows: pl.LazyFrame, sizes: list[int], batch_rows: int) -> Iterator[pl.DataFrame]:
+    """The rows read once, in streamed batches of about `batch_rows`, given back in consecutive pieces of these
+    sizes (a piece is held until its last row has been read). A RuntimeError when the rows are not as many as the
+    sizes add up to: the file changed after it was counted."""
+    sizes_left = iter(sizes)
+    wanted = next(sizes_left, 0)
+    pieces: list[pl.DataFrame] = []
+    held = 0
+    for batch in rows.collect_batches(chunk_size=batch_rows, engine="streaming"):
+        offset = 0
+        while offset < batch.height:
+            if wanted == 0:
+                raise RuntimeError("the run has more rows than were counted: it changed while it was stored")
+            piece = batch.slice(offset, wanted - held)
+            pieces.append(piece)
+            held += piece.height
+            offset += piece.height
+            if held == wanted:
+                # One chunk a column: the shard's ordering gathers rows, faster from one chunk than from the
+                # streamed batches' many (~10% of its CPU at 1M rows, measured at M).
+                yield pl.concat(pieces, rechunk=True)
+                pieces, held, wanted = [], 0, next(sizes_left, 0)
+    if wanted or held:
+        raise RuntimeError("the run has fewer rows than were counted: it changed while it was stored")
+
+
+def _leading_columns(kind: InputKind, table_id: str) -> list[pl.Expr]:
+    """The columns a stored row has in front of its own: the table's id."""
+    return [pl.lit(table_id, pl.String).alias(kind.id_column)] if kind.id_column else []
+
+
+def _publish_rows(folder: Path, root: Path, write: Callable[[Path], None]) -> Path:
+    """A table's rows folder, written by `write` into a staging folder of the warehouse `root` (see `staged`), then
+    renamed into place whole (returned); an existing folder is left as it is (same content)."""
     if folder.exists():
         return folder
     folder.parent.mkdir(parents=True, exist_ok=True)
-    in_memory = n_rows <= limits.in_memory_sink_rows
-    constants = [pl.lit(table_id, pl.String).alias(kind.id_column)] if kind.id_column else []
     with staged(root, folder) as temporary:
         temporary.mkdir()
-        _sink_into(rows, temporary, shards, metadata, kind.ranked, in_memory, limits, phases or Phases(), queries,
-                   constants)
+        write(temporary)
         try:
             os.replace(temporary, folder)
         except OSError:
@@ -199,6 +286,15 @@ def sink_shards(
                 raise
             # Another writer published the same content-addressed folder first: ours is dropped.
     return folder
+
+
+def _row_buckets(frame: pl.DataFrame, buckets: pl.DataFrame) -> pl.Series:
+    """The bucket of each row's query (`buckets`: `query_buckets`). A query's rows come in stretches of consecutive
+    rows: the bucket is looked up once per stretch (a join of the stretches' ids), not once per row."""
+    stretches = frame.select(pl.col(QUERY).rle().struct.field("value").alias(QUERY)).join(
+        buckets, on=QUERY, how="left", maintain_order="left"
+    )
+    return stretches["bucket"].gather(frame[QUERY].rle_id())
 
 
 def _sink_into(
@@ -213,12 +309,7 @@ def _sink_into(
         )
 
     def shard_parts(frame: pl.DataFrame) -> dict[int, pl.DataFrame]:
-        # A query's rows come in stretches of consecutive rows: the bucket is looked up once per stretch (a join of
-        # the stretches' ids), not once per row.
-        stretches = frame.select(pl.col("query_id").rle().struct.field("value").alias("query_id")).join(
-            buckets, on="query_id", how="left", maintain_order="left"
-        )
-        keyed = frame.with_columns(bucket=stretches["bucket"].gather(frame["query_id"].rle_id()))
+        keyed = frame.with_columns(bucket=_row_buckets(frame, buckets))
         by_shard = keyed.with_columns(shard=pl.col("bucket") % shards).partition_by(
             "shard", as_dict=True, include_key=False
         )
@@ -363,6 +454,17 @@ class StoreReport:
     phases: tuple[tuple[str, float, float], ...] = ()  # where that time went (flows.phases), when measured
 
 
+def position_blocks(table: LoadedTable, kind: InputKind, limits: Limits) -> pl.DataFrame | None:
+    """The one place a stored table's layout is chosen: a run (a ranked kind) whose queries each lie in one stretch
+    of the file is stored by position, its shards cut from these blocks (`query_id`, `n_rows`, `shard`:
+    `transforms.shards.position_shards` of `LoadedTable.query_blocks`); None stores it by bucket, as every judgment
+    set, a run whose queries are scattered (where a shard needs rows from the whole file) and an empty run are."""
+    if not kind.ranked or not table.counts["n_rows"]:
+        return None
+    blocks = table.query_blocks(limits.sink_batch_rows)
+    return None if blocks is None else position_shards(blocks, limits.rows_per_shard)
+
+
 class Store:
     """One warehouse directory, as the writers and readers of flows/ see it (the public `judged.Warehouse` of
     flows/api.py reads through it)."""
@@ -436,11 +538,17 @@ class Store:
         if record_path.exists():
             return StoreReport(kind.name, table_id, False, n_rows)
         self.require_free_version(table.metadata, table_id)
-        shards = shard_count(n_rows, limits.rows_per_shard)
-        record = self._table_record(table, kind, shards)
+        with phases.measure("layout"):
+            blocks = position_blocks(table, kind, limits)
+        layout = RunLayout.BUCKET if blocks is None else RunLayout.POSITION
+        shards = shard_count(n_rows, limits.rows_per_shard) if blocks is None else int(blocks["shard"].max()) + 1
+        record = self._table_record(table, kind, shards, layout)
         metadata = {"judged.table": kind.name, "judged.record": record.write_json()}
-        stored = sink_shards(table.scan, kind, table_id, self.root, shards, n_rows, metadata, limits,
-                             queries=table.query_rows, phases=phases)
+        if blocks is None:
+            stored = sink_shards(table.scan, kind, table_id, self.root, shards, n_rows, metadata, limits,
+                                 queries=table.query_rows, phases=phases)
+        else:
+            stored = sink_position_shards(table.scan, kind, table_id, self.root, blocks, metadata, limits, phases)
         with phases.measure("record"):
             if kind.ranked:  # write_ranked counted each shard's duplicate pairs
                 record = record.with_columns(
@@ -449,7 +557,7 @@ class Store:
             write_parquet_atomically(record, record_path, metadata, self.root)  # last: makes the rows visible
         return StoreReport(kind.name, table_id, True, n_rows)
 
-    def _table_record(self, table: LoadedTable, kind: InputKind, shards: int) -> pl.DataFrame:
+    def _table_record(self, table: LoadedTable, kind: InputKind, shards: int, layout: RunLayout) -> pl.DataFrame:
         common = {
             "n_shards": shards,
             "metadata_json": canonical_json(table.metadata.model_dump(mode="json")),
@@ -477,7 +585,8 @@ class Store:
                 **common,
             }
             return pl.DataFrame([row], schema=kind.record.schema)
-        row = {kind.id_column: table.table_id, **meta.model_dump(exclude={"source"}), **common}
+        row = {kind.id_column: table.table_id, **meta.model_dump(exclude={"source"}), **common,
+               "layout": layout.value}
         return pl.DataFrame([row], schema=kind.record.schema)
 
     def record(self, kind: Kind | str, table_id: str) -> dict:

@@ -98,24 +98,39 @@ def test_in_memory_streaming_and_sharded_agree(
     assert summary.select(in_memory.summary.columns).equals(in_memory.summary)
 
 
-def test_dask_cluster_gives_the_local_result(prefect_harness: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("spec", [PRESETS["trec_eval"].with_options(cutoffs=(10, 100)),  # a head read
+                                  PRESETS["trec_eval"].with_options(cutoffs=(10, None))],  # whole lists
+                         ids=["head", "whole"])
+def test_dask_cluster_gives_the_local_result(
+    prefect_harness: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spec: EvaluationSpec
+) -> None:
+    """The evaluate flow on a thread pool and on a Dask cluster, with the run stored by position (its queries lie
+    together) and by bucket (the store's choice overruled): one evaluation id, and byte for byte the same rows."""
     from distributed import LocalCluster
 
+    import judged.flows.store.warehouse as warehouse_module
+
     qrels, run = SAMPLE / "qrels.dl20-passage.txt", SAMPLE / "runs" / "input.DoRA_Large.gz"
-    spec = PRESETS["trec_eval"].with_options(cutoffs=(10, 100))
     results = {}
     with LocalCluster(n_workers=2, processes=False, dashboard_address=None) as cluster:
-        for where, runner in (("local", task_runner(None)), ("dask", task_runner(cluster.scheduler_address))):
-            warehouse = tmp_path / where
-            judgments = ingest_judgments(str(qrels), str(warehouse), rows_per_shard=2_000).id
-            run_id = ingest_run(str(run), str(warehouse), rows_per_shard=20_000).id
-            (report,) = evaluate_flow.with_options(task_runner=runner)(
-                judgments, [run_id], spec.canonical_json(), str(warehouse)
-            )
-            results[where] = (report.evaluation_id, Store(warehouse).load_evaluation(report.evaluation_id))
-    assert int(Store(tmp_path / "dask").record("run", run_id)["n_shards"]) == 16
-    local_id, (_, local_rows, local_summary) = results["local"]
-    dask_id, (dask_record, dask_rows, dask_summary) = results["dask"]
-    assert dask_id == local_id
-    assert dask_rows.equals(local_rows) and dask_summary.equals(local_summary)
-    assert dask_summary.filter(pl.col("cutoff") == 10)["value"][0] == pytest.approx(0.0414, abs=5e-5)
+        for layout in ("position", "bucket"):
+            if layout == "bucket":
+                monkeypatch.setattr(warehouse_module, "position_blocks", lambda *args: None)
+            for where, runner in (("local", task_runner(None)), ("dask", task_runner(cluster.scheduler_address))):
+                warehouse = tmp_path / f"{layout}-{where}"
+                judgments = ingest_judgments(str(qrels), str(warehouse), rows_per_shard=2_000).id
+                run_id = ingest_run(str(run), str(warehouse), rows_per_shard=20_000).id
+                (report,) = evaluate_flow.with_options(task_runner=runner)(
+                    judgments, [run_id], spec.canonical_json(), str(warehouse)
+                )
+                stored = Store(warehouse).load_evaluation(report.evaluation_id)
+                results[(layout, where)] = (report.evaluation_id, stored)
+            record = Store(tmp_path / f"{layout}-dask").record("run", run_id)
+            # 200,000 rows: 10 stretches of 20 whole queries, or 16 shards of buckets.
+            assert (record["layout"], int(record["n_shards"])) == (layout, 10 if layout == "position" else 16)
+    local_id, (_, local_rows, local_summary) = results[("position", "local")]
+    for key, (evaluation_id, (_, rows, summary)) in results.items():
+        assert evaluation_id == local_id, key
+        assert rows.equals(local_rows) and summary.equals(local_summary), key
+    if spec.cutoffs == (10, 100):
+        assert local_summary.filter(pl.col("cutoff") == 10)["value"][0] == pytest.approx(0.0414, abs=5e-5)

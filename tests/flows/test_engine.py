@@ -351,7 +351,7 @@ def test_the_plan_reads_a_stored_head_and_a_stored_part_with_duplicates_whole(tm
     assert planned_reads(stored, judgments, spec) == [head]
     whole_lists = SPECS["judged@5,20,all"]
     assert planned_reads(stored, judgments, whole_lists) == [
-        (Read.SCANNED_WHOLE, "a stored run in ranked layout, and the spec reads whole lists")] * 4
+        (Read.SCANNED_WHOLE, "a stored run in ranked layout, and the spec reads whole lists")] * stored.shards
 
     duplicated = tmp_path / "duplicated.txt"
     duplicated.write_text("\n".join(with_duplicates(bounded_run_lines("grouped"))) + "\n")

@@ -172,7 +172,11 @@ def test_the_scan_of_a_plain_run_counts_its_queries_in_its_checking_pass(tmp_pat
     path = write(tmp_path / "run.txt", "q2 Q0 d1 1 3.0 a\nq1 Q0 d2 1 2.0 a\nq2 Q0 d3 2 1.0 a\n")
     scanned = load_table(path, "run", limits=Limits(in_memory_text_bytes=1))
     assert scanned.query_rows is not None
-    assert dict(scanned.query_rows.iter_rows()) == {"q1": 1, "q2": 2}
+    assert dict(scanned.query_rows.select("query_id", "n_rows").iter_rows()) == {"q1": 1, "q2": 2}
+    # Where each query's lines begin and end: q2's lines are not together (the store's layout is chosen from this).
+    assert sorted(scanned.query_rows.select("query_id", "first_line", "last_line").rows()) == [
+        ("q1", 2, 2), ("q2", 1, 3)]
+    assert scanned.query_blocks(batch_rows=2) is None
     assert scanned.counts == {"n_rows": 3, "n_unresolved": 0, "n_queries": 2}
 
 
