@@ -313,6 +313,7 @@ def _pair_interval(runs: dict[str, list[tuple[str, float]]], judgments: list, sp
     return {r["cutoff"]: (r["difference_min"], r["difference_max"]) for r in found.collect().iter_rows(named=True)}
 
 
+@pytest.mark.slow  # a property over 60 random pairs, each through the columnar path three times
 def test_a_document_both_runs_rank_at_one_position_within_k_counts_as_one_below_k() -> None:
     # Both runs rank unjudged u at one position within k: its grade moves both DCGs alike and cancels, so the pair's
     # interval is the one where u lies below k in both (only raising the shared ideal). And two runs with the same
