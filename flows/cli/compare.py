@@ -145,11 +145,15 @@ def gathered(
                            "options out", EXIT_USAGE)
             evaluation_ids = inputs
         else:
+            from judged.flows.pipeline.compare import inputs_to_evaluate, refuse_before_evaluating
             from judged.flows.pipeline.flows import evaluate_flow
 
             if len(inputs) < 1 + minimum_runs:
                 raise fail(f"{inputs[-1]!r} is no evaluation or comparison id in {warehouse}; to evaluate files "
                            f"give QRELS and {runs_wanted}", EXIT_INPUT)
+            if len(inputs) > 2:  # to be compared: what the comparison would refuse is refused before storing
+                refuse_before_evaluating(*inputs_to_evaluate(store, inputs[0], inputs[1:]), spec or EvaluationSpec(),
+                                         baseline)
             with orchestrated(f"evaluating {counted(len(inputs) - 1, 'run')} into {warehouse}"):
                 reports = evaluate_flow(inputs[0], inputs[1:], (spec or EvaluationSpec()).canonical_json(),
                                         str(warehouse))

@@ -25,7 +25,7 @@ from judged.flows.store.kinds import COMPARISON, COMPARISON_PER_QUERY_FILES, COM
 from judged.flows.store.warehouse import SINGLE_PART, Store, now_utc, write_parquet_atomically
 from judged.schemas.comparison import ComparisonSettings, comparison_id
 from judged.flows.engine.versions import implementation_commit, implementation_version, library_versions
-from judged.schemas.provenance import METHOD_VERSION, canonical_json, is_older_method
+from judged.schemas.provenance import METHOD_VERSION, canonical_json, evaluation_id, is_older_method
 from judged.schemas.spec import EvaluationSpec
 from judged.transforms.paired_intervals import (
     decided_direction, difference_intervals, mean_difference_interval, with_difference_intervals,
@@ -179,8 +179,12 @@ def check_basis(evaluations: Sequence[ComparedEvaluation]) -> None:
             f"the evaluations were computed by different method versions ({which}); compare them on one basis with "
             "--rebase (evaluates every run again under the current method)"
         )
-    identifiers = [e.evaluation_id for e in evaluations]
-    repeated = sorted({e.run_name for e in evaluations if identifiers.count(e.evaluation_id) > 1})
+    _refuse_repeated([e.run_name for e in evaluations], [e.evaluation_id for e in evaluations])
+
+
+def _refuse_repeated(names: Sequence[str], evaluation_ids: Sequence[str]) -> None:
+    """Refuse one evaluation given twice, naming its run."""
+    repeated = sorted({name for name, e in zip(names, evaluation_ids, strict=True) if evaluation_ids.count(e) > 1})
     if repeated:
         raise IncomparableError(
             f"{', '.join(repeated)}: one evaluation (one run on one judgment set under one spec) is given twice, and "
@@ -240,6 +244,34 @@ def choose_baseline(
                       f"({record['created_at']:%Y-%m-%d %H:%M} UTC; name another with --baseline)")
     return min(run_names), (f"{missing}no baseline named and no stored comparison has one of these runs as its "
                             "baseline: the first run in name order (name another with --baseline)")
+
+
+def refuse_before_evaluating(
+    names: Sequence[str], run_ids: Sequence[str], judgment_set_id: str, spec: EvaluationSpec, baseline: str | None
+) -> None:
+    """What `compare_evaluations` would refuse of the evaluations of these runs (named `names`) against the judgment
+    set under the spec, known before they are made: one evaluation given twice, a `baseline` that is none of the
+    runs. Runs evaluated into a warehouse to be compared (files with --warehouse, --rebase) are checked with it
+    first, so that such a refusal stores nothing."""
+    identifiers = [evaluation_id(run_id, judgment_set_id, spec.spec_hash, implementation_version())
+                   for run_id in run_ids]
+    _refuse_repeated(names, identifiers)
+    choose_baseline(None, distinct_names(list(names), identifiers), baseline)
+
+
+def inputs_to_evaluate(warehouse: Store, judgments: str, runs: Sequence[str]) -> tuple[list[str], list[str], str]:
+    """The names and ids of the runs `evaluate_flow` would evaluate into `warehouse` from these inputs (files, stored
+    runs' folders, ids), and the judgment set's id, as `refuse_before_evaluating` takes them; nothing is stored. A
+    run stored already keeps its stored name."""
+    from judged.flows.pipeline.tasks import input_judgments, input_runs
+
+    judgment_set_id = input_judgments(warehouse, judgments).table_id
+    names, run_ids = [], []
+    for run in input_runs(warehouse, list(runs)):
+        stored = warehouse.run_record(run.table_id).exists()
+        names.append(warehouse.load_stored(RUN, run.table_id).name if stored else run.name)
+        run_ids.append(run.table_id)
+    return names, run_ids, judgment_set_id
 
 
 def compare_evaluations(

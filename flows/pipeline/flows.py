@@ -279,11 +279,14 @@ def compare_flow(
     """Compare stored evaluations of runs on one judgment basis and store the comparison. With `rebase`, every run
     is first evaluated (or its stored evaluation reused) against the newest version of the judgment set under one
     spec (`spec_json`, or the first evaluation's)."""
-    from judged.flows.pipeline.compare import rebase_basis
+    from judged.flows.pipeline.compare import rebase_basis, refuse_before_evaluating
 
     if rebase:
         spec = EvaluationSpec.from_canonical_json(spec_json) if spec_json else None
-        judgment_set_id, run_ids, chosen = rebase_basis(Store(warehouse), evaluation_ids, spec)
+        store = Store(warehouse)
+        judgment_set_id, run_ids, chosen = rebase_basis(store, evaluation_ids, spec)
+        names = [store.load_stored("run", run_id).name for run_id in run_ids]
+        refuse_before_evaluating(names, run_ids, judgment_set_id, chosen, baseline)  # before anything is stored
         reports = evaluate_runs(warehouse, run_ids, judgment_set_id, [chosen])
         evaluation_ids = [report.evaluation_id for report in reports]
     identifier = compare_task(warehouse, evaluation_ids, settings_json, baseline)

@@ -7,6 +7,7 @@ Belongs here: thin tasks that log what they did. Tasks pass paths, identifiers a
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
@@ -22,7 +23,7 @@ from judged.flows.pipeline.evaluation import EvaluationReport, evaluate_shard, f
 from judged.flows.pipeline.nightly import RUN_WAS_NEW, RUN_WAS_STORED, run_was_new
 from judged.flows.report.wording import counted
 from judged.flows.store.kinds import input_kind
-from judged.flows.store.readers import Metadata, load_table, open_stored
+from judged.flows.store.readers import LoadedTable, Metadata, load_table, open_stored
 from judged.flows.store.warehouse import Store, StoreReport
 from judged.schemas.spec import EvaluationSpec
 from judged.transforms.errors import InputError
@@ -55,19 +56,32 @@ def check_inputs_before_storing(
     the evaluation's own checks refuse what is wrong, and these are skipped."""
     if not _stores_something(warehouse, judgments, runs):
         return
-    judgment_table = (
-        load_table(judgments, "judgments", judgments_metadata, allow_empty=allow_empty) if Path(judgments).is_file()
-        else warehouse.load_stored("judgments", warehouse.resolve_judgment_set(judgments))
-    )
-    for run in runs:
-        if Path(run).is_file():
-            run_table = load_table(run, "run", allow_empty=allow_empty)
-        elif Path(run).is_dir():
-            run_table = open_stored(Path(run), "run").load()
-        else:
-            run_table = warehouse.load_stored("run", warehouse.require_run(run))
+    judgment_table = input_judgments(warehouse, judgments, judgments_metadata, allow_empty)
+    for run_table in input_runs(warehouse, runs, allow_empty):
         for spec in specs:
             check_before_storing(run_table, judgment_table, spec)
+
+
+def input_judgments(
+    warehouse: Store, judgments: str, judgments_metadata: Metadata | None = None, allow_empty: bool = False
+) -> LoadedTable:
+    """The judgments `evaluate_flow` takes, read without storing anything: a file read and validated, else a stored
+    set's id or name (its latest version)."""
+    if Path(judgments).is_file():
+        return load_table(judgments, "judgments", judgments_metadata, allow_empty=allow_empty)
+    return warehouse.load_stored("judgments", warehouse.resolve_judgment_set(judgments))
+
+
+def input_runs(warehouse: Store, runs: list[str], allow_empty: bool = False) -> Iterator[LoadedTable]:
+    """The runs `evaluate_flow` takes, read one at a time without storing anything: a file read and validated, a
+    stored run's folder, else a run id of the warehouse."""
+    for run in runs:
+        if Path(run).is_file():
+            yield load_table(run, "run", allow_empty=allow_empty)
+        elif Path(run).is_dir():
+            yield open_stored(Path(run), "run").load()
+        else:
+            yield warehouse.load_stored("run", warehouse.require_run(run))
 
 
 def _stores_something(warehouse: Store, judgments: str, runs: list[str]) -> bool:

@@ -13,9 +13,13 @@ of two nightly processes started together on one inbox:
 (30 kills per writer; `JUDGED_FAULTS=N` for N kills per writer; `JUDGED_FAULTS_WRITERS=evaluate,nightly` for some
 writers only, e.g. to run them in parallel processes; the newer ones: compare,report,worklist,extends,revise.) The
 killed writers are the Prefect flows themselves (the newer ones: their commands, in process), each in a child process
-that talks to the session's one test server (`prefect_harness`) rather than starting a temporary server of its own: the flows' code paths are what is killed, at the cost of a child's start-up.
-Each child says when its imports are done; the kill comes at a uniformly random time within the flow's duration
-as measured on a clean run of the same writer (trial 0, in this process).
+that talks to the session's one test server (`prefect_harness`) rather than starting a temporary server of its own:
+the flows' code paths are what is killed, at the cost of a child's start-up. Each child says when its imports are
+done, and again when its write has ended; the kill comes at a uniformly random time within the write's duration as
+measured in children that were not killed: a clean run of the same writer (trial 0), then the median with every
+miss's. A kill counts only when it lands while the write runs: one that comes after the write ended is a miss (its
+child's duration is measured), and trials go on, each with inputs of its own, until N kills have landed. A child
+that fails by itself fails the test.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from statistics import median
 
 import pytest
 
@@ -63,7 +68,7 @@ if writer in CLI_WRITERS:  # what the command imports, before the clock starts
     import typer.testing, judged.flows.cli.app, judged.flows.pipeline.flows, judged.flows.pipeline.compare
 print("ready", flush=True)
 started = time.perf_counter()
-write(writer, Path(warehouse), trial, judgment_set_id, run_id, Path(inbox), *evaluations)
+write(writer, Path(warehouse), trial, judgment_set_id, run_id, Path(inbox), evaluations)
 print(time.perf_counter() - started, flush=True)
 """
 
@@ -106,6 +111,38 @@ def _wait_ready(child: subprocess.Popen[str]) -> None:
         raise AssertionError(f"child failed before its write: {child.stderr.read()[-2000:]}")  # type: ignore[union-attr]
 
 
+# Trials a writer may take per kill wanted before the test gives up (a kill after the write ended is a miss).
+MAX_TRIALS_PER_KILL = 3
+
+
+def _clean_child(args: list, env: dict[str, str]) -> float:
+    """Run a trial's write in a child to its end; the seconds it took (from its imports done to its write ended)."""
+    child = _start_child(args, env)
+    _wait_ready(child)
+    out, error = child.communicate(timeout=900)
+    if child.returncode != 0:
+        raise AssertionError(f"a clean child exited {child.returncode}: {error[-2000:]}")
+    return float(out.strip())
+
+
+def _killed_child(args: list, env: dict[str, str], delay: float, trial: str) -> float | None:
+    """Start a trial's write in a child and SIGKILL it `delay` seconds after its imports are done. None when the
+    kill landed while the write ran; the write's seconds when it had ended before the kill (a miss). A child that
+    failed by itself fails the test."""
+    child = _start_child(args, env)
+    try:
+        _wait_ready(child)
+        time.sleep(delay)
+    finally:
+        child.send_signal(signal.SIGKILL)
+        out, error = child.communicate(timeout=60)
+    if out.strip():  # it printed the write's duration: the write had ended
+        return float(out.strip())
+    if child.returncode != -signal.SIGKILL:
+        raise AssertionError(f"{trial}: the child exited {child.returncode} by itself: {error[-2000:]}")
+    return None
+
+
 def test_killed_writers_leave_a_warehouse_equal_to_a_clean_one(prefect_harness: str, tmp_path: Path) -> None:
     kills = kills_per_writer()
     rng = random.Random(15)
@@ -124,34 +161,35 @@ def test_killed_writers_leave_a_warehouse_equal_to_a_clean_one(prefect_harness: 
     analysts = Analysts(faulted)
     thread = threading.Thread(target=analysts.run, daemon=True)
     thread.start()
-    figures: dict[str, dict[str, int]] = {}
+    figures: dict[str, dict[str, float]] = {}
     nightly_files: list[str] = []
     try:
         for writer in writers():
-            # A clean run of the writer (trial 0) in both warehouses, timed, then the killed trials.
-            durations = []
-            for trial in range(kills + 1):
+            # A clean run of the writer (trial 0) in both warehouses, timed in a child, then the killed trials until
+            # `kills` kills have landed while the write ran.
+            durations: list[float] = []  # of the writes that ended in a child: trial 0's and every miss's
+            landed, missed, trial = 0, 0, 0
+            writer_started = time.perf_counter()
+            while trial == 0 or landed < kills:
+                assert trial <= MAX_TRIALS_PER_KILL * kills, (
+                    f"{writer}: {landed} of {kills} kills landed in {trial} trials ({missed} came after the write)")
                 inboxes = {root: root.parent / f"inbox-{root.name}-{writer}-{trial}" for root in (faulted, clean)}
                 if writer == "nightly":
                     nightly_files += make_inbox(inboxes[faulted], trial)
                     make_inbox(inboxes[clean], trial)
                 args = [writer, str(faulted), trial, base["judgments"], base["run"], str(inboxes[faulted]),
                         *evaluations[faulted]]
-                if trial == 0:  # a clean run, in this process, timed
-                    started = time.perf_counter()
-                    write(writer, faulted, trial, base["judgments"], base["run"], inboxes[faulted],
-                          evaluations[faulted])
-                    durations.append(time.perf_counter() - started)
+                if trial == 0:  # a clean run, in a child as the killed ones, timed there
+                    durations.append(_clean_child(args, env))
                     found = output_problems(writer, inboxes[faulted], False, faulted, trial)
                     assert found == [], f"{writer} trial {trial}, a clean run: {found}"
                 else:
-                    child = _start_child(args, env)
-                    try:
-                        _wait_ready(child)
-                        time.sleep(rng.uniform(0, max(durations)))
-                    finally:
-                        child.send_signal(signal.SIGKILL)
-                        child.communicate(timeout=60)
+                    ended = _killed_child(args, env, rng.uniform(0, median(durations)), f"{writer} trial {trial}")
+                    if ended is None:
+                        landed += 1
+                    else:
+                        missed += 1
+                        durations.append(ended)
                     found = problems(faulted) + output_problems(writer, inboxes[faulted], True, faulted, trial)
                     assert found == [], f"{writer} trial {trial}, after the kill: {found}"
                     if writer in OUTPUTS:  # checked whole (or absent): the rerun writes its own
@@ -162,7 +200,9 @@ def test_killed_writers_leave_a_warehouse_equal_to_a_clean_one(prefect_harness: 
                     found = problems(faulted) + output_problems(writer, inboxes[faulted], False, faulted, trial)
                     assert found == [], f"{writer} trial {trial}, after the rerun: {found}"
                 write(writer, clean, trial, base["judgments"], base["run"], inboxes[clean], evaluations[clean])
-            figures[writer] = {"kills": kills, "clean_seconds": round(durations[0], 1)}
+                trial += 1
+            figures[writer] = {"kills": landed, "missed": missed, "clean_seconds": round(median(durations), 1),
+                               "wall_seconds": round(time.perf_counter() - writer_started)}
     finally:
         analysts.stop.set()
         thread.join(timeout=60)
@@ -182,9 +222,11 @@ def test_killed_writers_leave_a_warehouse_equal_to_a_clean_one(prefect_harness: 
         assert [p.name for p in inbox.iterdir() if p.is_file()] == []
     assert analysts.errors == []
     assert analysts.queries > 0
+    compared = sum(len(rows) for rows in clean_content.values())
     print(f"\nfault injection: {json.dumps(figures)}; analysts: {analysts.queries} queries, "
           f"{len(analysts.errors)} errors; nightly rows: {len(recorded)} files, each once; "
-          f"0 wedged, 0 partial, content equal to the clean warehouse")
+          f"0 wedged, 0 partial, content equal to the clean warehouse ({compared} rows of {len(clean_content)} "
+          "content queries)")
 
 
 def concurrent_nightly_rounds() -> int:

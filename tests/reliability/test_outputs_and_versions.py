@@ -4,8 +4,10 @@ stored, and judgment version labels mean one set each.
 `report --out` and `worklist --out` refuse a path inside a warehouse (its catalog, a stored part, a new file in
 it) and an existing file unless --force, before the comparison or worklist is stored; `ingest-judgments` refuses a
 version label its name already has (from --version, the sidecar or --extends) unless it is the very same set, and
-`--extends` refuses a grade off the declared scale, an unknown --worklist and a parent-child cycle. Each refusal is
-one `judged: error:` line, with the warehouse byte for byte as it was. Uses the session's Prefect server.
+`--extends` refuses a grade off the declared scale, an unknown --worklist and a parent-child cycle; `compare` and
+`report` with --warehouse refuse an unknown --baseline, or one run given twice, before files or --rebase store
+evaluations. Each refusal is one `judged: error:` line, with the warehouse byte for byte as it was. Uses the session's
+Prefect server.
 """
 
 from __future__ import annotations
@@ -209,3 +211,46 @@ def test_extends_refuses_a_parent_child_cycle(versioned: Path, tmp_path: Path) -
                     "--warehouse", versioned)
     refused(result, 1, "toy@v2 would be the child of its own descendant toy@v3", "--extends")
     assert tree_listing(versioned) == before
+
+
+# -- compare and report: what the comparison would refuse is refused before anything is stored -------------------
+
+
+@pytest.mark.parametrize("command", ["compare", "report"])
+def test_an_unknown_baseline_is_refused_before_files_are_stored(
+    stored: dict, inputs: Path, tmp_path: Path, command: str
+) -> None:
+    """Files with --warehouse are ingested and evaluated into it before they are compared: a --baseline that is none
+    of their runs is refused first, and the warehouse keeps no new judgment set, run or evaluation. (Each test of
+    this section evaluates under cutoffs of its own, which nothing else in the module stores.)"""
+    warehouse = stored["warehouse"]
+    out = ["--out", tmp_path / "report.html"] if command == "report" else []
+    before = tree_listing(warehouse)
+    cutoff = {"compare": "7", "report": "8"}[command]
+    for place in (warehouse, tmp_path / "new-warehouse"):
+        result = judged(command, inputs / "qrels.txt", inputs / "alpha.txt", inputs / "beta.txt", "--cutoffs", cutoff,
+                        "--warehouse", place, "--baseline", "gamma", *out)
+        refused(result, 1, "--baseline 'gamma' is none of the runs compared: alpha, beta")
+    assert tree_listing(warehouse) == before
+    assert list(tmp_path.iterdir()) == []  # neither the new warehouse nor the report
+
+
+def test_an_unknown_baseline_is_refused_before_a_rebase_stores_evaluations(stored: dict) -> None:
+    warehouse = stored["warehouse"]
+    before = tree_listing(warehouse)
+    result = judged("compare", *stored["evaluations"], "--warehouse", warehouse, "--rebase", "--cutoffs", "9",
+                    "--baseline", "gamma")
+    refused(result, 1, "--baseline 'gamma' is none of the runs compared: alpha, beta")
+    assert tree_listing(warehouse) == before
+
+
+def test_one_run_in_two_files_is_refused_before_it_is_stored(stored: dict, inputs: Path, tmp_path: Path) -> None:
+    """Two files with the same rows and tag are one run, hence one evaluation given twice."""
+    warehouse = stored["warehouse"]
+    copy = tmp_path / "alpha-copy.txt"
+    copy.write_text((inputs / "alpha.txt").read_text())
+    before = tree_listing(warehouse)
+    result = judged("compare", inputs / "qrels.txt", inputs / "alpha.txt", copy, "--cutoffs", "11",
+                    "--warehouse", warehouse)
+    refused(result, 1, "alpha: one evaluation (one run on one judgment set under one spec) is given twice")
+    assert tree_listing(warehouse) == before
