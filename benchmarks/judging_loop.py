@@ -11,8 +11,8 @@ answered 0: under the full judgments it counts 0, as trec_eval treats it), over 
   candidates (the runs' read rows also hold documents tied with the k-th, below k); when it lists fewer than the
   budget there (every pair decided, or the undecided pairs' candidates all judged), the rest comes from `width`;
 - `width`: `transforms.worklist.judging_worklist` over every run (the per-run interval widths, expected removal),
-  topped up in depth order when it lists fewer than the budget; it costs tens of seconds a call at 59 runs, so it
-  runs for `--width-batches` batches only (and the table says so);
+  topped up in depth order when it lists fewer than the budget (its first calls at 59 runs take tens of seconds;
+  `--width-batches N` stops it after N batches, and the table then says so);
 - `depth`: depth pooling over all runs: every run's rank-1 documents first, then rank 2, ... (query, doc by byte order);
 - `random`: uniformly among the unjudged candidates, one loop per seed;
 - `maxmean`: the MaxMean bandit of Losada, Parapar & Barreiro (SIGIR 2016, "Feeling lucky? Multi-armed bandits for
@@ -314,7 +314,7 @@ def one_loop(setup: Setup, order: str, seed: int | None, args, lists, log) -> tu
         began = time.perf_counter()
         unjudged = setup.candidates.join(judgments.select("query_id", "doc_id"), on=["query_id", "doc_id"], how="anti")
         ranked = ranked_rows(setup, judgments)
-        stop = unjudged.height == 0 or (order == "width" and batches >= args.width_batches)
+        stop = unjudged.height == 0 or (order == "width" and 0 < args.width_batches <= batches)
         states, batch = None, None
         if not stop and order in ("pairs", "pairs-relative"):
             batch, states, fell = pairs_order(setup, ranked, judgments, unjudged, args.budget, order == "pairs-relative")
@@ -386,7 +386,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget", type=int, default=200, help="judgments per batch")
     parser.add_argument("--orders", default=",".join(DEFAULT_ORDERS), help=f"comma-separated, of {', '.join(ORDERS)}")
     parser.add_argument("--seeds", default="13,14,15", help="seeds of the random and maxmean orders")
-    parser.add_argument("--width-batches", type=int, default=5, help="batches the (slow) width order runs")
+    parser.add_argument("--width-batches", type=int, default=0, help="stop the (slow) width order after N batches "
+                        "(0: run it to the end)")
     parser.add_argument("--out", type=Path, default=None, help="folder for judging_loop.png and judging_loop.json")
     args = parser.parse_args(argv)
     orders = [o for o in args.orders.split(",") if o]
@@ -465,6 +466,7 @@ def cell(values: list[int | None], truncated_at: int | None) -> str:
 
 def markdown(results: list[dict], setup: Setup, args, orders: list[str], call: float, elapsed: float) -> str:
     n_pairs = results[0]["pairs"]
+    n_seeds = max((len(loops(results, order)) for order in orders if order in SEEDED), default=0)
     targets = [(f"{t:.0%} decided", lambda r, t=t: r["decided"] / r["pairs"], t) for t in DECIDED_TARGETS]
     targets += [(f"tau NIST >= {t}", lambda r: r["tau"], t) for t in TAU_TARGETS]
     targets += [(f"tau end >= {t}", lambda r: r["tau_end"], t) for t in TAU_TARGETS]
@@ -477,8 +479,8 @@ def markdown(results: list[dict], setup: Setup, args, orders: list[str], call: f
         f"{tau(setup.end, setup.reference):.4f}. One `pairs_worklist` call from the start: {call:.1f} s. "
         f"Whole benchmark: {elapsed:.0f} s.",
         "",
-        "Added judgments until each target is reached and stays reached (seeded orders: mean (min-max) over "
-        f"{len(loops(results, 'random')) or len(loops(results, 'maxmean'))} seeds):",
+        "Added judgments until each target is reached and stays reached"
+        + (f" (seeded orders: mean (min-max) over {n_seeds} seeds):" if n_seeds else ":"),
         "",
         "| order | " + " | ".join(name for name, _, _ in targets) + " |",
         "|---|" + "---:|" * len(targets),
@@ -491,10 +493,11 @@ def markdown(results: list[dict], setup: Setup, args, orders: list[str], call: f
         cells = [cell([reached(s, value, target) for s in series], truncated) for _, value, target in targets]
         lines.append(f"| {order} | " + " | ".join(cells) + " |")
     if any(cell_text.endswith("*") or "stopped" in cell_text for cell_text in "\n".join(lines).split(" | ")):
-        lines += ["", f"*: `width` ran {args.width_batches} batches only (it costs tens of seconds a call at "
+        lines += ["", f"*: `width` ran {args.width_batches} batches only (its first calls take tens of seconds at "
                       f"{len(setup.names)} runs): a share decided is final (it never falls), a tau holds up to where "
                       "the loop stopped."]
-    lines += ["", *acceptance(results, orders), ""]
+    verdict = acceptance(results, orders)
+    lines += ["", *verdict, ""] if verdict else [""]
     lines += per_batch(results, orders, setup)
     return "\n".join(lines)
 
