@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -222,22 +223,29 @@ def test_versions_grow_with_lineage_and_the_nightly_uses_the_newest(warehouse: P
         warehouse, "SELECT judgment_set_id FROM judgment_sets WHERE version = 'v3'")[0]["judgment_set_id"]
 
 
-def test_the_loop_experiment_runs_on_the_sample(tmp_path: Path) -> None:
+def test_the_loop_experiment_runs_on_the_sample(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("matplotlib", reason="matplotlib comes with the bench extra: pip install -e '.[bench]'")
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("judging_loop", REPO / "benchmarks" / "judging_loop.py")
     module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "judging_loop", module)  # its dataclass looks its module up there
     spec.loader.exec_module(module)
-    code = module.main(["--data", str(SAMPLE), "--seed-runs", "p_bm25", "--cutoff", "5", "--budget", "400",
+    code = module.main(["--data", str(SAMPLE), "--runs", "runs", "--seed-runs", "p_bm25", "--cutoff", "5",
+                        "--budget", "400", "--orders", "pairs,pairs-relative,width,depth,random,maxmean",
                         "--out", str(tmp_path)])
-    assert code == 0
-    results = json.loads((tmp_path / "judging_loop.json").read_text())["results"]
-    assert {r["order"] for r in results} == {"worklist", "random", "depth"}
-    for order in ("worklist", "random", "depth"):
-        series = [r for r in results if r["order"] == order]
-        widths = [r["mean_width"] for r in series]
+    assert code == 0  # 1 when a decided pair was reversed or undone, or disagreed with the full judgments
+    payload = json.loads((tmp_path / "judging_loop.json").read_text())
+    assert payload["violations"] == []
+    results = payload["results"]
+    assert {r["order"] for r in results} == {"pairs", "pairs-relative", "width", "depth", "random", "maxmean"}
+    assert {r["seed"] for r in results if r["order"] in ("random", "maxmean")} == {13, 14, 15}
+    for order, seed in {(r["order"], r["seed"]) for r in results}:
+        series = [r for r in results if r["order"] == order and r["seed"] == seed]
+        widths = [r["mean_pair_width"] for r in series]
         assert widths == sorted(widths, reverse=True) and widths[-1] < widths[0]  # judging never widens them
+        decided = [r["decided"] for r in series]
+        assert decided == sorted(decided) and series[-1]["decided"] == series[-1]["pairs"] == 3
         assert all(-1.0 <= r["tau"] <= 1.0 for r in series) and series[0]["judged"] == 0
     assert (tmp_path / "judging_loop.png").stat().st_size > 0
 
