@@ -59,7 +59,7 @@ from scipy.stats import kendalltau
 from judged.flows.engine.evaluate import grade_scale
 from judged.flows.store.readers import load_table
 from judged.schemas.spec import EvaluationSpec, preset
-from judged.transforms.judging import attach_judgments, ranked_and_judged
+from judged.transforms.judging import ranked_and_judged
 from judged.transforms.ranking import candidate_rows, rank_run
 from judged.transforms.worklist import (
     grade_counts, judging_worklist, pair_states, pairs_worklist, smoothed_prior,
@@ -207,11 +207,12 @@ def depth_order(unjudged: pl.DataFrame, budget: int) -> pl.DataFrame:
 def width_order(setup: Setup, judgments: pl.DataFrame, pool: pl.DataFrame, budget: int) -> pl.DataFrame:
     """The next `budget` documents of `pool` (unjudged candidates; the others are already in the batch) by
     `judging_worklist`, topped up in depth order when it lists fewer."""
-    ranked = attach_judgments(setup.heads.lazy(), judgments.lazy())
+    candidates = pl.concat([rows.lazy().with_columns(evaluation=pl.lit(name))
+                            for name, rows in setup.candidates_of.items()])
     prior = smoothed_prior(grade_counts(judgments.lazy()).collect(), setup.grades)
     unjudged = setup.candidates.join(judgments.select("query_id", "doc_id"), on=["query_id", "doc_id"], how="anti")
     listed = judging_worklist(
-        ranked, judgments.lazy(), setup.spec, setup.grades, prior, budget + unjudged.height - pool.height
+        candidates, judgments.lazy(), setup.spec, setup.grades, prior, budget + unjudged.height - pool.height
     ).collect()
     chosen = listed.sort("position").join(pool, on=["query_id", "doc_id"], how="semi", maintain_order="left")
     chosen = chosen.select("query_id", "doc_id").head(budget)
