@@ -10,6 +10,8 @@
 - One Prefect server per session (`prefect_harness`, started by the first test that needs it): subprocesses of
   subprocess tests report to it through PREFECT_API_URL, except in tests marked `own_prefect_server`, whose subject
   is starting a server.
+- Under pytest-xdist (`-n 2`, as CI runs) each worker is a session: its own PREFECT_HOME, Prefect server and
+  session-end check for servers left running.
 """
 
 from __future__ import annotations
@@ -153,6 +155,23 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.slow(reason=reason))
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Under pytest-xdist (`-n 2`) each worker is a session of its own: its own PREFECT_HOME (a folder of the one
+    set above, named by the worker), hence its own Prefect server (`prefect_harness`), temporary servers and
+    session-end check; the workers inherit the controller's environment, so without this they would share one home
+    (and one SQLite database for Prefect's temporary server)."""
+    worker = getattr(config, "workerinput", {}).get("workerid")
+    if worker is not None:
+        home = Path(os.environ["PREFECT_HOME"]) / worker
+        home.mkdir(parents=True, exist_ok=True)
+        os.environ["PREFECT_HOME"] = str(home)
+
+
+def _workers(config: pytest.Config) -> int:
+    """How many pytest-xdist workers share the machine (1 without xdist)."""
+    return int(getattr(config, "workerinput", {}).get("workercount", 1))
+
+
 def _fast_run(config: pytest.Config) -> bool:
     """Whether this run leaves the slow tests out (`-m "not slow"`, alone or within a larger expression)."""
     return re.search(r"\bnot\s+slow\b", config.option.markexpr or "") is not None
@@ -169,14 +188,15 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
     """In the fast run, a test not marked slow that takes over FAST_TEST_SECONDS fails, whatever it asserted. Taking
     means wall time on a machine no busier than its cores; the wall limit grows with the load beyond them, so that
     other work on a shared machine does not fail a test. Its CPU time spread over every core (the least wall time
-    it could take) is held to the limit whatever the load."""
+    it could take) is held to the limit whatever the load. Under pytest-xdist the check runs in each worker, and
+    more workers than cores count as load."""
     if not _fast_run(item.config) or item.get_closest_marker("slow") is not None:
         return (yield)
     cpu, wall = _cpu_seconds(), time.perf_counter()
     result = yield
     cpu, wall = _cpu_seconds() - cpu, time.perf_counter() - wall
     cores = os.cpu_count() or 1
-    overload = max(1.0, os.getloadavg()[0] / cores)
+    overload = max(1.0, os.getloadavg()[0] / cores, _workers(item.config) / cores)
     if cpu / cores > FAST_TEST_SECONDS or wall > FAST_TEST_SECONDS * overload:
         pytest.fail(
             f"{item.nodeid} took {wall:.1f} s ({cpu:.1f} s of CPU), over the fast loop's {FAST_TEST_SECONDS:.0f} s per "
@@ -230,6 +250,14 @@ def local_servers_under(homes: list[Path], since: int = 0) -> list[tuple[int, st
         if (server or watchdog) and ours:
             found.append((int(entry.name), home, b" ".join(words).decode(errors="replace").strip()))
     return found
+
+
+def ended(pid: int | None) -> bool:
+    """Whether the process is gone (or a zombie its new parent has not reaped yet)."""
+    try:
+        return "\nState:\tZ" in Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return True
 
 
 @pytest.fixture(scope="session", autouse=True)

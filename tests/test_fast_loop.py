@@ -1,9 +1,11 @@
 """The test loop's rules (tests/conftest.py): which Hypothesis profile a run gets, what counts as starting a
-subprocess, and, on a small project of its own, which tests the fast loop leaves out and that it fails a test over
-its time limit."""
+subprocess, and, on a small project of its own, which tests the fast loop leaves out, that it fails a test over
+its time limit, and that each pytest-xdist worker is a session of its own."""
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -11,7 +13,7 @@ from pathlib import Path
 
 from hypothesis import settings
 
-from tests.conftest import REPO, hypothesis_profile, reaches_subprocess
+from tests.conftest import REPO, ended, hypothesis_profile, reaches_subprocess
 
 
 def test_the_profile_follows_hypothesis_profile_then_ci() -> None:
@@ -100,20 +102,27 @@ PROJECT_TESTS = '''
 '''
 
 
-def run_project(tmp_path: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
-    """pytest on a project of a few tests under this conftest, its per-test limit lowered to 0.2 s."""
+def run_project(
+    tmp_path: Path, *arguments: str, tests: dict[str, str] | None = None, environment: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """pytest on a project of a few tests (`tests`: file name under tests/flows -> its code; by default an
+    end-to-end test and PROJECT_TESTS) under this conftest, its per-test limit lowered to 0.2 s, with `environment`
+    added to this one's."""
     conftest = (REPO / "tests" / "conftest.py").read_text()
     assert conftest.count("FAST_TEST_SECONDS = 2.0\n") == 1
     (tmp_path / "tests" / "e2e").mkdir(parents=True, exist_ok=True)
     (tmp_path / "tests" / "flows").mkdir(exist_ok=True)
     lowered = conftest.replace("FAST_TEST_SECONDS = 2.0\n", "FAST_TEST_SECONDS = 0.2\n")
     (tmp_path / "tests" / "conftest.py").write_text(lowered)
-    (tmp_path / "tests" / "e2e" / "test_end_to_end.py").write_text("def test_end_to_end():\n    pass\n")
-    (tmp_path / "tests" / "flows" / "test_rules.py").write_text(textwrap.dedent(PROJECT_TESTS))
+    if tests is None:
+        (tmp_path / "tests" / "e2e" / "test_end_to_end.py").write_text("def test_end_to_end():\n    pass\n")
+        tests = {"test_rules.py": PROJECT_TESTS}
+    for name, code in tests.items():
+        (tmp_path / "tests" / "flows" / name).write_text(textwrap.dedent(code))
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
          "-W", "ignore::pytest.PytestUnknownMarkWarning", *arguments, "tests"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+        cwd=tmp_path, env=os.environ | (environment or {}), capture_output=True, text=True, timeout=300,
     )
 
 
@@ -134,3 +143,48 @@ def test_the_fast_loop_fails_a_test_over_the_limit_and_only_there(tmp_path: Path
 
     everything = run_project(tmp_path, "-k", "busy")
     assert everything.returncode == 0, everything.stdout + everything.stderr
+
+
+# Two files, so that each of two pytest-xdist workers gets one. Each writes its worker's PREFECT_HOME; the first
+# leaves a stand-in for a judged local server (its command line) running under its temporary folder.
+WORKER_TESTS = {
+    "test_one.py": """
+        import os, subprocess, sys
+        from pathlib import Path
+
+        def test_one(tmp_path):
+            out = Path(os.environ["PROJECT_OUT"])
+            (out / "one").write_text(os.environ["PREFECT_HOME"])
+            stand_in = [sys.executable, "-c", "import time; time.sleep(120)", "prefect", "server", "start"]
+            left = subprocess.Popen(stand_in, env=os.environ | {"PREFECT_HOME": str(tmp_path / "home")})
+            (out / "left").write_text(str(left.pid))
+    """,
+    "test_two.py": """
+        import os
+        from pathlib import Path
+
+        def test_two():
+            (Path(os.environ["PROJECT_OUT"]) / "two").write_text(os.environ["PREFECT_HOME"])
+    """,
+}
+
+
+def test_each_xdist_worker_has_its_own_prefect_home_and_session_end_check(tmp_path: Path) -> None:
+    """Under `pytest -n 2` each worker is a session of its own: its own PREFECT_HOME (a folder of the run's, named by
+    the worker), so its own Prefect servers; and a server left by a test of one worker is found by that worker's
+    session-end check, killed, and fails the run."""
+    out, home = tmp_path / "out", tmp_path / "home"
+    out.mkdir()
+    done = run_project(tmp_path / "project", "-n", "2", tests=WORKER_TESTS,
+                       environment={"PROJECT_OUT": str(out), "PREFECT_HOME": str(home)})
+    left = int((out / "left").read_text())
+    try:
+        assert sorted([(out / "one").read_text(), (out / "two").read_text()]) == [str(home / "gw0"), str(home / "gw1")]
+        assert done.returncode == 1, done.stdout + done.stderr
+        assert "1 error" in done.stdout and "2 passed" in done.stdout
+        assert f"judged local Prefect server processes were left running by this test session (killed now): pid {left} " \
+            in done.stdout
+        assert ended(left)
+    finally:
+        if not ended(left):
+            os.kill(left, signal.SIGKILL)

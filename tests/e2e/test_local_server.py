@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from judged.flows.pipeline.server import in_use, process_alive, read_state
-from tests.conftest import REPO, SAMPLE
+from tests.conftest import REPO, SAMPLE, ended
 
 # Starting a server is what these tests check: their commands do not get the session's server.
 pytestmark = pytest.mark.own_prefect_server
@@ -139,14 +139,6 @@ def test_an_unknown_mode_is_refused(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert done.stderr.strip() == ("judged: error: the local Prefect server: JUDGED_PREFECT_SERVER='shared' must be "
                                    "one of local, temporary")
-
-
-def ended(pid: int | None) -> bool:
-    """Whether the process is gone (or a zombie its new parent has not reaped yet)."""
-    try:
-        return "\nState:\tZ" in Path(f"/proc/{pid}/status").read_text()
-    except OSError:
-        return True
 
 
 def wait_until(condition: object, seconds: float) -> bool:
