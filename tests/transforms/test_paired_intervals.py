@@ -19,24 +19,12 @@ from judged.transforms.judging import ranked_and_judged
 from judged.transforms.measures import per_query_values
 from judged.transforms.paired_intervals import difference_interval, difference_intervals, differences_of_worlds
 from judged.transforms.ranking import candidate_rows
+from tests.transforms.test_intervals import SCALES
+from tests.transforms.test_intervals import SPECS as PER_RUN_SPECS
 from tests.transforms.test_ndcg import judgment_frame, run_frame
 
-CUTOFFS = (1, 2, 3, 5, None)
-SCALES = ((0, 1, 2, 3), (0, 1), (-1, 0, 2))
-SPECS: tuple[EvaluationSpec, ...] = tuple(
-    PRESETS["judged"].with_options(cutoffs=CUTOFFS, **options)
-    for options in (
-        {},
-        {"no_relevant": "zero"},
-        {"ties": "docid_asc"},
-        {"ties": "average"},
-        {"unjudged": "condensed"},
-        {"unjudged": "condensed", "ties": "average", "no_relevant": "zero"},
-        {"gain": "exponential"},
-        {"gain": "map", "gain_map": ((-1, -0.5), (0, 0.0), (1, 0.0), (2, 2.0), (3, 5.0))},
-        {"depth": 4, "no_relevant": "zero"},
-    )
-)
+# The per-run intervals' specs and scales whose ideal two runs share (`ideal='judged'`).
+SPECS: tuple[EvaluationSpec, ...] = tuple(spec for spec in PER_RUN_SPECS if spec.ideal == "judged")
 CASES = 1_100
 RUNS = ("a", "b", "c")
 
