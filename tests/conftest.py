@@ -16,6 +16,8 @@
 
 from __future__ import annotations
 
+import fcntl
+import json
 import os
 import re
 import resource
@@ -221,6 +223,23 @@ def shared() -> Path:
 @pytest.fixture(scope="session")
 def repo() -> Path:
     return REPO
+
+
+def once_per_run(config: pytest.Config, tmp_path_factory: pytest.TempPathFactory, name: str,
+                 make: Callable[[Path], object]) -> tuple[Path, object]:
+    """A folder `name` filled once per test run by `make(folder)`, and what `make` returned (JSON), for a setup that
+    several test modules use and no test changes (a separate environment with another package installed). Under
+    pytest-xdist the workers share it: it lies in the run's temporary folder, above each worker's, and the first
+    worker to ask fills it while the others wait on a lock."""
+    base = tmp_path_factory.getbasetemp()
+    root = base.parent if hasattr(config, "workerinput") else base
+    folder, made = root / name, root / f"{name}.json"
+    with open(root / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not made.is_file():
+            folder.mkdir(exist_ok=True)  # (left by a worker whose `make` failed: filled again)
+            made.write_text(json.dumps(make(folder)))
+    return folder, json.loads(made.read_text())
 
 
 def clock_ticks_since_boot() -> int:
