@@ -155,6 +155,22 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         reason = slow_reason(item)
         if reason is not None:
             item.add_marker(pytest.mark.slow(reason=reason))
+    if hasattr(config, "workerinput"):
+        items.sort(key=slow_share_of_its_file(items).__getitem__)
+
+
+def slow_share_of_its_file(items: list[pytest.Item]) -> dict[pytest.Item, float]:
+    """Each test's sort key under pytest-xdist: minus the share of slow tests in its file. Files go to the workers
+    whole, in collection order (pyproject.toml's addopts), so with this order the files of slow tests go first and
+    the last ones handed out are short: no long file keeps one worker busy at the end while the other waits (the
+    property tests of tests/transforms, last in collection order, ended a run about a minute after the other worker
+    had finished). The sort is stable: a file's tests, and files with the same share, keep their order."""
+    counts: dict[Path, list[int]] = {}
+    for item in items:
+        count = counts.setdefault(item.path, [0, 0])
+        count[0] += item.get_closest_marker("slow") is not None
+        count[1] += 1
+    return {item: -counts[item.path][0] / counts[item.path][1] for item in items}
 
 
 def pytest_configure(config: pytest.Config) -> None:
