@@ -16,6 +16,8 @@
 
 from __future__ import annotations
 
+import fcntl
+import json
 import os
 import re
 import resource
@@ -153,6 +155,22 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         reason = slow_reason(item)
         if reason is not None:
             item.add_marker(pytest.mark.slow(reason=reason))
+    if hasattr(config, "workerinput"):
+        items.sort(key=slow_share_of_its_file(items).__getitem__)
+
+
+def slow_share_of_its_file(items: list[pytest.Item]) -> dict[pytest.Item, float]:
+    """Each test's sort key under pytest-xdist: minus the share of slow tests in its file. Files go to the workers
+    whole, in collection order (pyproject.toml's addopts), so with this order the files of slow tests go first and
+    the last ones handed out are short: no long file keeps one worker busy at the end while the other waits (the
+    property tests of tests/transforms, last in collection order, ended a run about a minute after the other worker
+    had finished). The sort is stable: a file's tests, and files with the same share, keep their order."""
+    counts: dict[Path, list[int]] = {}
+    for item in items:
+        count = counts.setdefault(item.path, [0, 0])
+        count[0] += item.get_closest_marker("slow") is not None
+        count[1] += 1
+    return {item: -counts[item.path][0] / counts[item.path][1] for item in items}
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -221,6 +239,23 @@ def shared() -> Path:
 @pytest.fixture(scope="session")
 def repo() -> Path:
     return REPO
+
+
+def once_per_run(config: pytest.Config, tmp_path_factory: pytest.TempPathFactory, name: str,
+                 make: Callable[[Path], object]) -> tuple[Path, object]:
+    """A folder `name` filled once per test run by `make(folder)`, and what `make` returned (JSON), for a setup that
+    several test modules use and no test changes (a separate environment with another package installed). Under
+    pytest-xdist the workers share it: it lies in the run's temporary folder, above each worker's, and the first
+    worker to ask fills it while the others wait on a lock."""
+    base = tmp_path_factory.getbasetemp()
+    root = base.parent if hasattr(config, "workerinput") else base
+    folder, made = root / name, root / f"{name}.json"
+    with open(root / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not made.is_file():
+            folder.mkdir(exist_ok=True)  # (left by a worker whose `make` failed: filled again)
+            made.write_text(json.dumps(make(folder)))
+    return folder, json.loads(made.read_text())
 
 
 def clock_ticks_since_boot() -> int:

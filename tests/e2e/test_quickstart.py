@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from judged.flows.cli.app import app
 from judged.flows.store.warehouse import CATALOG_STORAGE_VERSION
-from tests.conftest import REPO
+from tests.conftest import REPO, once_per_run
 
 runner = CliRunner()
 README_QUERIES = re.findall(r"```sql\n(.*?)```", (REPO / "README.md").read_text(), flags=re.S)
@@ -98,18 +98,26 @@ print(json.dumps({"version": duckdb.__version__,
 
 
 @pytest.fixture(scope="module")
-def oldest_duckdb(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A separate environment with DuckDB 1.0.0 installed from the package registry; skips when pip cannot get it."""
-    folder = tmp_path_factory.mktemp("duckdb-oldest")
-    venv.create(folder, with_pip=True)
-    python = folder / "bin" / "python"
-    installed = subprocess.run(
-        [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", f"duckdb=={OLDEST_CLIENT}"],
-        capture_output=True, text=True, timeout=600,
-    )
-    if installed.returncode != 0:
-        pytest.skip(f"cannot install duckdb=={OLDEST_CLIENT} into a separate venv: {installed.stderr.strip()[-300:]}")
-    return python
+def oldest_duckdb(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A separate environment with DuckDB 1.0.0 installed from the package registry, made once per test run (the
+    modules using it, and pytest-xdist's workers, share it); skips when pip cannot get it."""
+
+    def make(folder: Path) -> str | None:
+        """Why it cannot be made, or None."""
+        venv.create(folder, with_pip=True)
+        installed = subprocess.run(
+            [str(folder / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+             f"duckdb=={OLDEST_CLIENT}"],
+            capture_output=True, text=True, timeout=600,
+        )
+        if installed.returncode != 0:
+            return f"cannot install duckdb=={OLDEST_CLIENT} into a separate venv: {installed.stderr.strip()[-300:]}"
+        return None
+
+    folder, refused = once_per_run(request.config, tmp_path_factory, "duckdb-oldest", make)
+    if refused:
+        pytest.skip(str(refused))
+    return folder / "bin" / "python"
 
 
 def test_catalog_opens_in_duckdb_1_0_with_the_readme_queries(
