@@ -314,7 +314,8 @@ def pairs_worklist(
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """The `budget` unjudged pairs whose judging removes the most width from the difference intervals of the pairs
     of runs still undecided (contract `WORKLIST`; `evaluations` names the runs of those pairs), and the pairs'
-    state (`pair_states`) with `could_decide`: whether judging the listed documents could decide the pair at best.
+    state (`pair_states`) with `could_decide`: whether judging the listed documents could decide the pair at best,
+    by the priority's accounting (an estimate: a document judged relevant also raises the smallest ideal).
 
     Priority rule (Minimal Test Collections, Carterette, Allan & Sitaraman, SIGIR 2006, for graded nDCG). For an
     undecided pair p and query q with difference interval of width W_pq, a document d the two runs weigh
@@ -325,7 +326,9 @@ def pairs_worklist(
     shared ideal's, and each document only the ideal sees (`v_d = 0`) gets an equal share of it. The priority of
     (q, d) is `sum over undecided p of (lambda_q / Lambda) r_pqd`, divided by each pair's aggregate width W_p with
     `relative`: the width the judgment removes from the aggregate difference intervals, lambda_q being the query's
-    weight and Lambda their sum. Ties are broken by the best rank, then query_id and doc_id."""
+    weight and Lambda their sum. The list is one batch, judged together (`chosen_together`): each document is
+    priced by the width left after the documents listed before it, so that no query's width is counted twice.
+    Ties are broken by the best rank, then query_id and doc_id."""
     if budget <= 0:
         raise ValueError(f"the budget must be a positive number of judgments, not {budget}")
     if len(spec.cutoffs) != 1 or spec.cutoffs[0] is None:
@@ -333,7 +336,8 @@ def pairs_worklist(
     from judged.transforms.intervals import discount_prefix
 
     worlds, per_pair = pair_states(ranked, judgments, spec, grades, pairs, query_weights)
-    total = float(worlds.select(pl.col("weight")).to_series().sum()) if worlds.height else 0.0
+    # The aggregate's denominator, as pair_states takes it: each query's weight once (worlds repeat it per pair).
+    total = _weights_of(judgments, spec, query_weights).select(pl.col("weight").sum()).collect().item() or 0.0
     undecided = per_pair.filter(~pl.col("decided")).with_columns(
         pair_width=pl.col("mean_difference_max") - pl.col("mean_difference_min")
     )
@@ -361,7 +365,7 @@ def pairs_worklist(
     explained = credited.group_by("baseline", "run", QUERY).agg(explained=pl.col("removed").sum())
     ideal_only = (
         open_worlds.join(explained, on=["baseline", "run", QUERY], how="left")
-        .select("baseline", "run", QUERY, "weight", "pair_width", "ideal_only_docs",
+        .select("baseline", "run", QUERY, "width", "weight", "pair_width", "ideal_only_docs",
                 share=(pl.col("width") - pl.col("explained").fill_null(0.0)).clip(lower_bound=0.0)
                 / pl.col("ideal_only_docs").list.len())
         .explode("ideal_only_docs")
@@ -369,33 +373,37 @@ def pairs_worklist(
         .rename({"ideal_only_docs": "docs", "share": "removed"})
     )
     per_document = pl.concat([
-        credited.select("baseline", "run", QUERY, "docs", "removed", "weight", "pair_width"),
-        ideal_only.select("baseline", "run", QUERY, "docs", "removed", "weight", "pair_width"),
-    ]).with_columns(priority=pl.col("removed") * scale).rename({"docs": "doc_id"})
+        credited.select("baseline", "run", QUERY, "docs", "removed", "width", "weight", "pair_width"),
+        ideal_only.select("baseline", "run", QUERY, "docs", "removed", "width", "weight", "pair_width"),
+    ]).with_columns(scale=scale).rename({"docs": "doc_id"})
     ranks = ranked.group_by("run", QUERY, "doc_id").agg(rank=pl.col("rank").min()).collect()
-    listed = (
+    documents = (
         per_document.join(ranks.rename({"run": "baseline", "rank": "baseline_rank"}),
                           on=["baseline", QUERY, "doc_id"], how="left")
         .join(ranks.rename({"rank": "run_rank"}), on=["run", QUERY, "doc_id"], how="left")
         .group_by(QUERY, "doc_id")
         .agg(
-            priority=pl.col("priority").sum(),
-            width_removed=pl.col("removed").sum(),
             best_rank=pl.min_horizontal(pl.col("baseline_rank").min(), pl.col("run_rank").min()).cast(pl.Int64),
             evaluations=pl.concat([pl.col("baseline"), pl.col("run")]).unique().sort(),
         )
         .with_columns(n_evaluations=pl.col("evaluations").list.len().cast(pl.Int64))
-        .sort(["priority", "best_rank", QUERY, "doc_id"], descending=[True, False, False, False], nulls_last=True)
-        .head(budget)
+    )
+    listed = (
+        chosen_together(per_document, documents, budget)
         .with_columns(position=pl.int_range(1, pl.len() + 1, dtype=pl.Int64))
         .select(list(WORKLIST))
         .cast(WORKLIST)
     )
-    # At best, the listed judgments remove their width from each undecided pair's aggregate interval, which then
-    # lies on one side of 0 if what is left is narrower than the larger side.
-    removed_per_pair = per_document.join(listed.select(QUERY, "doc_id"), on=[QUERY, "doc_id"]).group_by(
-        "baseline", "run"
-    ).agg(removed=(pl.col("removed") * pl.col("weight") / total).sum())
+    # At best, the listed judgments remove their width from each undecided pair's aggregate interval (no more than a
+    # query's width from that query), which then lies on one side of 0 if what is left is narrower than the larger
+    # side.
+    removed_per_pair = (
+        per_document.join(listed.select(QUERY, "doc_id"), on=[QUERY, "doc_id"])
+        .group_by("baseline", "run", QUERY)
+        .agg(removed=pl.min_horizontal(pl.col("removed").sum(), pl.col("width").first()), weight=pl.col("weight").first())
+        .group_by("baseline", "run")
+        .agg(removed=(pl.col("removed") * pl.col("weight") / total).sum())
+    )
     could = undecided.join(removed_per_pair, on=["baseline", "run"], how="left").with_columns(
         could_decide=(pl.col("pair_width") - pl.col("removed").fill_null(0.0))
         < pl.max_horizontal(pl.col("mean_difference_max"), -pl.col("mean_difference_min"))
@@ -404,3 +412,53 @@ def pairs_worklist(
         pl.col("could_decide").fill_null(pl.col("decided"))
     )
     return listed, states
+
+
+def chosen_together(per_document: pl.DataFrame, documents: pl.DataFrame, budget: int) -> pl.DataFrame:
+    """The first `budget` of `documents` (`query_id`, `doc_id`, `best_rank`, ...) as a batch judged together, each
+    with its `priority` and `width_removed`, in the order chosen.
+
+    `per_document` holds what judging a document removes from each (pair, query) interval it touches
+    (`baseline`, `run`, `query_id`, `doc_id`, `removed`, the interval's `width`, the pair's `scale`). Each removal is
+    a bound, and a query's removals together can exceed its width (the shared ideal explains part of it twice), so
+    the batch is chosen greedily: the next document is the one removing the most scaled width from what the
+    documents before it left, `sum scale * min(removed, width left)`. The greedy choice of a coverage objective like
+    this one is within 1 - 1/e of the best batch (Nemhauser, Wolsey & Fisher 1978); the gains only shrink as the
+    batch grows, so a document's last computed gain bounds its next and only the documents at the top of the heap
+    are recomputed (Minoux's lazy greedy). Ties go to the best rank, then query_id and doc_id."""
+    import heapq
+
+    keys = ["baseline", "run", QUERY]
+    ordered = documents.sort("best_rank", QUERY, "doc_id", nulls_last=True).with_row_index("order")
+    groups = per_document.select(*keys, "width").unique(keys, keep="first").with_row_index("group")
+    rows = (
+        per_document.join(groups.select(*keys, "group"), on=keys)
+        .join(ordered.select(QUERY, "doc_id", "order"), on=[QUERY, "doc_id"])
+        .sort("order")
+    )
+    row_order = rows["order"].to_numpy()
+    removed = rows["removed"].to_numpy()
+    scale = rows["scale"].to_numpy()
+    group = rows["group"].to_numpy()
+    left = groups["width"].to_numpy().astype(np.float64, copy=True)
+    bounds = np.searchsorted(row_order, np.arange(ordered.height + 1))
+    first = np.bincount(row_order, weights=scale * np.minimum(removed, left[group]), minlength=ordered.height)
+    heap = [(-gain, j) for j, gain in enumerate(first.tolist())]
+    heapq.heapify(heap)
+    chosen: list[int] = []
+    gains: list[float] = []
+    widths: list[float] = []
+    while heap and len(chosen) < budget:
+        _, j = heapq.heappop(heap)
+        touched = group[bounds[j]:bounds[j + 1]]
+        taken = np.minimum(removed[bounds[j]:bounds[j + 1]], left[touched])
+        gain = float(scale[bounds[j]:bounds[j + 1]] @ taken)
+        if heap and (-gain, j) > heap[0]:
+            heapq.heappush(heap, (-gain, j))
+            continue
+        left[touched] -= taken
+        chosen.append(j)
+        gains.append(gain)
+        widths.append(float(taken.sum()))
+    picked = pl.DataFrame({"order": pl.Series(chosen, dtype=pl.UInt32), "priority": gains, "width_removed": widths})
+    return picked.join(ordered, on="order", maintain_order="left").drop("order")

@@ -129,3 +129,42 @@ def test_a_document_neither_run_retrieved_can_move_a_pair_when_lists_are_read_wh
     before = states_of(runs, start, whole=True)
     after = states_of(runs, {**start, ("q1", "d1"): 2}, whole=True)
     assert_nested(before, after)
+
+
+def test_priorities_are_widths_of_the_mean_whatever_pairs_are_asked_about() -> None:
+    """A document's priority is the width it removes from the pairs' aggregate intervals (each query's weight over
+    the queries' total): asking also about pairs that have no width left (a run against itself) changes nothing,
+    and a pair the full judgments decide could be decided, at best, by judging every listed document."""
+    runs, truth = synthetic(1)
+    runs["e"] = list(runs["a"])
+    start = start_of(runs, truth)
+    ranked = ranked_of(runs, start, False)
+    one = pl.LazyFrame({"baseline": ["a"], "run": ["b"]})
+    with_copy = pl.LazyFrame({"baseline": ["a", "a"], "run": ["b", "e"]})
+    alone, _ = pairs_worklist(ranked, frame_of(start), SPEC, SCALE, one, budget=50)
+    beside, states = pairs_worklist(ranked, frame_of(start), SPEC, SCALE, with_copy, budget=50)
+    assert alone.height > 0
+    assert alone.select("query_id", "doc_id", "priority").equals(beside.select("query_id", "doc_id", "priority"))
+    # Removing all of a pair's width is removing mean_difference_max - mean_difference_min.
+    pair = states.filter(pl.col("run") == "b").row(0, named=True)
+    assert alone["width_removed"].sum() / len(QUERIES) == pytest.approx(
+        pair["mean_difference_max"] - pair["mean_difference_min"], rel=1e-9
+    )
+    assert not pair["decided"] and states_of(runs, truth)["a", "b"]["decided"]
+    assert pair["could_decide"]
+
+
+def test_a_batch_counts_no_query_width_twice() -> None:
+    """The list is one batch judged together: what its documents remove from one (pair, query) interval adds up to
+    no more than that interval's width, and each document is priced by the width the ones before it left."""
+    runs, truth = synthetic(3)
+    start = start_of(runs, truth)
+    ranked = ranked_of(runs, start, False)
+    worlds, _ = pair_states(ranked, frame_of(start), SPEC, SCALE, PAIRS)
+    listed, _ = pairs_worklist(ranked, frame_of(start), SPEC, SCALE, PAIRS, budget=100)
+    assert listed["priority"].is_sorted(descending=True)  # the lazy greedy's gains only shrink
+    total_width = worlds.join(
+        pl.DataFrame({"baseline": [b for b, _ in PAIRS.collect().iter_rows()],
+                      "run": [r for _, r in PAIRS.collect().iter_rows()]}), on=["baseline", "run"]
+    )["width"].sum()
+    assert listed["width_removed"].sum() <= total_width + 1e-9
