@@ -10,6 +10,8 @@ unjudged document is worth, and the per-query table counts them.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import polars as pl
 
 from judged.schemas.fields import PAIR, QUERY, STATUSES
@@ -34,15 +36,22 @@ def ranked_and_judged(candidates: pl.LazyFrame, judgments: pl.LazyFrame, spec: E
     submitted order), `relevance` (null when unjudged), `eval_rank` (the position in the list measures are
     computed over: null for a document a condensed list removes, trec_eval -J), `tie_group` (equal sort keys
     share one) and the first and last `eval_rank` of the row's tie group."""
-    rows = judged_run_rows(candidates, judgments, spec)
+    return with_list_positions(judged_run_rows(candidates, judgments, spec), spec)
+
+
+def with_list_positions(rows: pl.LazyFrame, spec: EvaluationSpec, lists: Sequence[str] = (QUERY,)) -> pl.LazyFrame:
+    """Ranked rows with their judgments (`rank`, `sort_key`, `relevance`) given `eval_rank`, `tie_group`,
+    `group_first` and `group_last` as `ranked_and_judged` describes them, within each list (`lists`: the columns
+    naming one ranked list, a query by default; the worklist adds the evaluation)."""
+    keys = list(lists)
     kept = pl.col("relevance").is_not_null() & (pl.col("relevance") >= 0) if spec.unjudged == "condensed" else None
-    eval_rank = pl.col("rank") if kept is None else pl.when(kept).then(pl.col("rank")).rank("ordinal").over(QUERY)
+    eval_rank = pl.col("rank") if kept is None else pl.when(kept).then(pl.col("rank")).rank("ordinal").over(keys)
     kept_key = pl.col("sort_key") if kept is None else pl.when(kept).then(pl.col("sort_key"))
     rows = rows.with_columns(
         eval_rank=eval_rank.cast(pl.Int64),
-        tie_group=kept_key.rank("dense", descending=True).over(QUERY).cast(pl.Int64),
+        tie_group=kept_key.rank("dense", descending=True).over(keys).cast(pl.Int64),
     )
-    group = [QUERY, "tie_group"]
+    group = [*keys, "tie_group"]
     return rows.with_columns(
         group_first=pl.col("eval_rank").min().over(group),
         group_last=pl.col("eval_rank").max().over(group),

@@ -59,16 +59,9 @@ def judging_worklist(
         raise ValueError(f"the budget must be a positive number of judgments, not {budget}")
     if len(spec.cutoffs) != 1 or spec.cutoffs[0] is None:
         raise ValueError("a worklist needs exactly one numeric cutoff k")
-    from judged.transforms.judging import attach_judgments
-    from judged.transforms.ranking import rank_run
-
     k = spec.cutoffs[0]
     resolved = judgments.filter(pl.col("relevance").is_not_null())
-    # Ranked within each evaluation's query: the query id is scoped by the evaluation while ranking.
-    scoped = candidates.with_columns(
-        original=pl.col(QUERY), query_id=pl.concat_str([pl.col("evaluation"), pl.col(QUERY)], separator=WHAT_IF)
-    )
-    ranked = attach_judgments(rank_run(scoped, spec).with_columns(pl.col("original").alias(QUERY)), judgments)
+    ranked = ranked_by_evaluation(candidates, judgments, spec)
     # Judged queries only: a query without judgments is never scored, so judging one document there changes nothing.
     open_documents = (
         ranked.filter(pl.col("relevance").is_null() & (pl.col("rank") <= k))
@@ -99,6 +92,20 @@ def judging_worklist(
         .select(list(WORKLIST))
         .cast(WORKLIST)
     )
+
+
+def ranked_by_evaluation(candidates: pl.LazyFrame, judgments: pl.LazyFrame, spec: EvaluationSpec) -> pl.LazyFrame:
+    """The candidate rows of every evaluation (`evaluation` column), ranked and judged as the measures read them
+    (`transforms.judging.ranked_and_judged`), each evaluation's query its own list."""
+    from judged.transforms.judging import attach_judgments, with_list_positions
+    from judged.transforms.ranking import rank_run
+
+    # Ranked within each evaluation's query: the query id is scoped by the evaluation while ranking.
+    scoped = candidates.with_columns(
+        original=pl.col(QUERY), query_id=pl.concat_str([pl.col("evaluation"), pl.col(QUERY)], separator=WHAT_IF)
+    )
+    ranked = attach_judgments(rank_run(scoped, spec).with_columns(pl.col("original").alias(QUERY)), judgments)
+    return with_list_positions(ranked, spec, ["evaluation", QUERY])
 
 
 def _ndcg_removed_widths(
