@@ -23,7 +23,7 @@ from judged.flows.report.wording import counted, distinct_names
 from judged.flows.store.kinds import JUDGMENT_SET, LINEAGE_FILES, RUN, WORKLIST
 from judged.flows.store.warehouse import StoreReport, Store, now_utc, write_parquet_atomically
 from judged.schemas.fields import PAIR
-from judged.schemas.provenance import JudgmentSetMetadata
+from judged.schemas.provenance import METHOD_VERSION, JudgmentSetMetadata
 from judged.schemas.spec import EvaluationSpec
 from judged.transforms.errors import InputError, UsageError
 from judged.transforms.ranking import candidate_rows
@@ -311,6 +311,7 @@ def make_worklist(
         "budget": budget,
         "query_weights": [list(pair) for pair in query_weights],
         "implementation_version": implementation_version(),
+        "method_version": METHOD_VERSION,
     }
     worklist_id = hashlib.sha256(json.dumps(provenance, sort_keys=True).encode()).hexdigest()[:32]
     texts = read_topics(topics) if topics is not None else pl.DataFrame(schema={"query_id": pl.String, "query_text": pl.String})

@@ -11,7 +11,7 @@ import pytest
 from judged.flows.pipeline.judging import ancestors, extend_judgments, make_worklist, resolve_parent
 from judged.flows.store.readers import load_table
 from judged.flows.store.warehouse import Store
-from judged.schemas.provenance import JudgmentSetMetadata, RunMetadata
+from judged.schemas.provenance import METHOD_VERSION, JudgmentSetMetadata, RunMetadata
 from judged.schemas.spec import build_spec
 from judged.schemas.tables import JUDGMENT_LINEAGE_TABLE, WORKLISTS_TABLE, Table
 from judged.transforms.errors import InputError
@@ -108,3 +108,21 @@ def test_a_label_two_older_sets_share_is_refused_as_ambiguous(tmp_path: Path) ->
     copy.write_parquet(record.with_name("0" * 32 + ".parquet"))
     with pytest.raises(InputError, match=r"toy@v1: 2 judgment sets carry this label .*give the id of the one meant"):
         resolve_parent(store, "toy@v1")
+
+
+def test_a_worklist_of_an_older_method_is_never_reused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The method version is in the worklist's id and provenance: the same inputs under another method version
+    are ranked again and stored beside the older list, never read back from it."""
+    import json
+
+    import judged.flows.pipeline.judging as judging
+
+    store = stored(tmp_path)
+    spec = build_spec("trec_eval", cutoffs=(3,))
+    current = make_worklist(store, "toy", spec, 3, [], [])
+    monkeypatch.setattr(judging, "METHOD_VERSION", "older")
+    older = make_worklist(store, "toy", spec, 3, [], [])
+    assert older.created and older.worklist_id != current.worklist_id
+    path = store.root / "worklists" / f"{current.worklist_id}.parquet"
+    provenance = json.loads(pl.read_parquet_metadata(path)["judged.provenance"])
+    assert provenance["method_version"] == METHOD_VERSION

@@ -4,7 +4,7 @@ that a value that changes while `METHOD_VERSION` (schemas/provenance.py) does no
 Each case evaluates fixed inputs through the Python API (the CLI's and the flows' engine) and keeps every value a
 measure, an interval or a comparison computes: the seed (data/seed) under each preset and with every measure,
 trec_eval's own fixtures (../shared/conformance/trec_eval) with the flags of their expected outputs, one TREC DL 2020
-run per measure (data/trec-dl-2020-sample), and a comparison of the three DL runs.
+run per measure (data/trec-dl-2020-sample), a comparison of the three DL runs, and their judging worklists.
 
 Regenerate, after bumping METHOD_VERSION, from the repository root (../shared must be there):
 
@@ -114,6 +114,17 @@ def dl_comparison(shared: Path | None) -> Case:
     return {"pairs": table(result.pairs.drop(COMPARISON_IDS))}
 
 
+def dl_worklists(shared: Path | None) -> Case:
+    """The judging worklists of the three DL runs, by each objective: their priorities are the method's too."""
+    import judged
+
+    lists = {}
+    for objective in ("pairs", "width"):
+        listed = judged.worklist(DL_QRELS, list(DL_RUNS.values()), budget=40, cutoff=10, objective=objective)
+        lists[objective] = table(listed)
+    return lists
+
+
 SEED_PRESETS = ("judged", "trec_eval", "trec_eval9", "sklearn")
 # Case name -> (whether it needs ../shared, how to compute it).
 CASES: dict[str, tuple[bool, Callable[[Path | None], Case]]] = {
@@ -122,6 +133,7 @@ CASES: dict[str, tuple[bool, Callable[[Path | None], Case]]] = {
     **{f"trec_eval/{name}": (True, trec_eval_case(name)) for name in TREC_EVAL_FIXTURES},
     **{f"dl2020/{run}": (False, dl_case(run)) for run in DL_RUNS},
     "dl2020/comparison": (False, dl_comparison),
+    "dl2020/worklists": (False, dl_worklists),
 }
 
 
