@@ -187,9 +187,8 @@ def ingest_checked_run_task(
     warehouse_root: str, path: str, judgment_set_id: str, spec_jsons: list[str], claim_folder: str | None = None,
     allow_empty: bool = False,
 ) -> StoreReport:
-    specs = [EvaluationSpec.from_canonical_json(text) for text in spec_jsons]
-    folder = Path(claim_folder) if claim_folder else None
-    stored = ingest_checked_run(Store(warehouse_root), path, judgment_set_id, specs, folder, allow_empty)
+    stored = ingest_checked_run(*_night_arguments(warehouse_root, path, judgment_set_id, spec_jsons, claim_folder),
+                                allow_empty)
     return log_stored(path, "run", stored)
 
 
@@ -198,9 +197,15 @@ def check_run_task(
     warehouse_root: str, path: str, judgment_set_id: str, spec_jsons: list[str], claim_folder: str | None = None,
     allow_empty: bool = False,
 ) -> None:
+    check_run(*_night_arguments(warehouse_root, path, judgment_set_id, spec_jsons, claim_folder), allow_empty)
+
+
+def _night_arguments(
+    warehouse_root: str, path: str, judgment_set_id: str, spec_jsons: list[str], claim_folder: str | None
+) -> tuple[Store, str, str, list[EvaluationSpec], Path | None]:
+    """A nightly task's arguments (paths, ids, JSON) as `ingest_checked_run` and `check_run` take them."""
     specs = [EvaluationSpec.from_canonical_json(text) for text in spec_jsons]
-    folder = Path(claim_folder) if claim_folder else None
-    check_run(Store(warehouse_root), path, judgment_set_id, specs, folder, allow_empty)
+    return Store(warehouse_root), path, judgment_set_id, specs, Path(claim_folder) if claim_folder else None
 
 
 # A scaled-out ingest's tasks pass windows, plans and metadata, each used once: nothing to cache or key.

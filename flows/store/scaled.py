@@ -214,7 +214,8 @@ class PiecesPlan:
     source: str
     source_format: str
     metadata: RunMetadata
-    hashes: Future[tuple[str, str]]
+    source_sha256: str
+    content_sha256: str
     blocks: pl.DataFrame
     groups: list[ShardGroup]
     kind: Literal["run"] = field(default="run", init=False)
@@ -226,14 +227,6 @@ class PiecesPlan:
     @property
     def table_id(self) -> str:
         return table_id(self.kind, self.content_sha256, self.metadata)
-
-    @property
-    def source_sha256(self) -> str:
-        return self.hashes.result()[0]
-
-    @property
-    def content_sha256(self) -> str:
-        return self.hashes.result()[1]
 
     @cached_property
     def counts(self) -> dict[str, int]:
@@ -289,7 +282,7 @@ def plan_pieces(
             groups[-1] = ShardGroup(Window(last.window.start, shard["ends"], last.window.first), last.blocks + listed)
         else:
             groups.append(ShardGroup(Window(shard["begins"], shard["ends"], shard["first_line"]), listed))
-    return PiecesPlan(str(path), pieces.source_format, metadata, hashes, planned, groups)
+    return PiecesPlan(str(path), pieces.source_format, metadata, *hashes.result(), planned, groups)
 
 
 def write_shard_group(
