@@ -174,8 +174,10 @@ def conform_judgments(table: pl.LazyFrame, source: str, unresolved_declared: boo
     ).cast(JUDGMENTS | {"problem": pl.String()})
 
 
-def conform_run(table: pl.LazyFrame, source: str) -> pl.LazyFrame:
-    """A Parquet run table (query_id, doc_id, score[, source_rank or rank][, run_tag]) -> the contract plus `problem`."""
+def conform_run(table: pl.LazyFrame, source: str, first_row: int = 1) -> pl.LazyFrame:
+    """A Parquet run table (query_id, doc_id, score[, source_rank or rank][, run_tag]) -> the contract plus `problem`.
+    Rows are numbered from `first_row` (`source_line`): a stretch of a file's rows read alone keeps the file's
+    numbers."""
     schema = table.collect_schema()
     _require_columns(schema, PARQUET_RUN_REQUIRED, source, "qrels", "relevance")
     if not schema["score"].is_numeric():
@@ -187,7 +189,7 @@ def conform_run(table: pl.LazyFrame, source: str) -> pl.LazyFrame:
     run_tag = pl.col("run_tag").cast(pl.String) if "run_tag" in schema else pl.lit(None, pl.String)
     score = pl.col("score").cast(pl.Float64)
     problem = pl.coalesce(_score_problem(score), _missing_id_problem())
-    return table.with_row_index("source_line", offset=1).select(
+    return table.with_row_index("source_line", offset=first_row).select(
         query_id=pl.col("query_id"),
         doc_id=pl.col("doc_id"),
         source_rank=source_rank,
@@ -258,5 +260,4 @@ def raise_first_problem(problems: pl.DataFrame, source: str, unit: str = "line")
     if bad.height:
         row = bad.row(0, named=True)
         count = problems.filter(pl.col("problem").is_not_null()).height
-        more = f" ({count - 1} more bad {unit}s)" if count > 1 else ""
-        raise InputError(source, f"{row['problem']}{more}", line=row["source_line"], unit=unit)
+        raise InputError(source, row["problem"], line=row["source_line"], unit=unit, more=count - 1)

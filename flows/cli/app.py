@@ -118,9 +118,7 @@ def evaluate(
         raise fail(f"--format must be table, json or trec, not {output_format!r}", EXIT_USAGE)
     if dask is not None and warehouse is None:
         raise fail("--dask runs the flow's shard tasks: give --warehouse too", EXIT_USAGE)
-    if dask is not None and not _valid_dask(dask):
-        raise fail(f"--dask must be local:N (N workers, N >= 1) or a scheduler address such as tcp://host:8786, "
-                   f"not {dask!r}", EXIT_USAGE)
+    _require_valid_dask(dask)
     if warehouse is not None:
         _require_writable_warehouse(warehouse)
         require_prefect_api()
@@ -192,6 +190,23 @@ def _valid_dask(dask: str) -> bool:
         workers = dask.removeprefix("local:")
         return workers.isdigit() and 1 <= int(workers) <= 1024
     return dask.startswith(_DASK_SCHEMES) and len(dask) > dask.index("//") + 2
+
+
+def _require_valid_dask(dask: str | None) -> None:
+    """Exit 2 with one line unless `--dask` is absent, `local:N` or a scheduler address."""
+    if dask is not None and not _valid_dask(dask):
+        raise fail(f"--dask must be local:N (N workers, N >= 1) or a scheduler address such as tcp://host:8786, "
+                   f"not {dask!r}", EXIT_USAGE)
+
+
+# `ingest-run` and `nightly`: where a run is read, checked and written in pieces.
+DaskIngestOption = Annotated[
+    str | None,
+    typer.Option("--dask", help="Read, check and write each run in pieces on Dask: 'local:N' (an in-process cluster "
+                                "of N workers) or a scheduler address such as tcp://scheduler:8786, whose workers "
+                                "run the same judged version, see the warehouse at the same path and reach the "
+                                "Prefect API (PREFECT_API_URL). Stored byte for byte as without it."),
+]
 
 
 def _require_writable_warehouse(warehouse: Path) -> None:
@@ -433,12 +448,14 @@ def ingest_run_command(
     profile: Annotated[bool, typer.Option(help="Also print where the time went (read, checks, order, write, hash, "
                                                "record): one `phase` line each.")] = False,
     allow_empty: AllowEmptyOption = False,
+    dask: DaskIngestOption = None,
 ) -> None:
     """Validate a run and store it, content-addressed, with its metadata (sidecar `<run>.meta.toml` or options)."""
+    _require_valid_dask(dask)
     _require_writable_warehouse(warehouse)
     require_prefect_api()
     from judged.flows.store.readers import read_sidecar
-    from judged.flows.pipeline.flows import ingest_run
+    from judged.flows.pipeline.flows import ingest_run, task_runner
     from judged.schemas.provenance import RunMetadata
 
     try:
@@ -446,7 +463,8 @@ def ingest_run_command(
         overrides = _metadata_overrides(system=system, configuration=configuration, tag=tag)
         metadata = RunMetadata.model_validate({**base.model_dump(), **overrides})
         with orchestrated(f"ingesting {run}"):
-            report = ingest_run(str(run), str(warehouse), metadata, allow_empty=allow_empty)
+            flow = ingest_run if dask is None else ingest_run.with_options(task_runner=task_runner(dask))
+            report = flow(str(run), str(warehouse), metadata, allow_empty=allow_empty, scale_out=dask is not None)
     except InputError as error:
         raise fail(str(error), EXIT_INPUT) from None
     _print_store_report(report, "run")
@@ -493,21 +511,24 @@ def nightly(
     allow_empty: AllowEmptyOption = False,
     warehouse: Annotated[Path, typer.Option(help=_WAREHOUSE_HELP)] = Path("warehouse"),
     baseline: NightlyBaseline = None,
+    dask: DaskIngestOption = None,
     *,
     spec_options: SpecOptions,
 ) -> None:
     """Run the nightly job once: ingest and evaluate every run waiting in the inbox."""
+    _require_valid_dask(dask)
     _require_writable_warehouse(warehouse)
     _require_readable_judgments_file(judgments)
     require_prefect_api()
-    from judged.flows.pipeline.flows import nightly as nightly_flow
+    from judged.flows.pipeline.flows import nightly as nightly_flow, task_runner
 
     try:
         specs = spec_options.specs()
         _announce_inbox(inbox)
         with orchestrated(f"nightly job over {inbox}"):
-            report = nightly_flow(str(inbox), judgments, [s.canonical_json() for s in specs], str(warehouse),
-                                  allow_empty, baseline)
+            flow = nightly_flow if dask is None else nightly_flow.with_options(task_runner=task_runner(dask))
+            report = flow(str(inbox), judgments, [s.canonical_json() for s in specs], str(warehouse), allow_empty,
+                          baseline, scale_out=dask is not None)
     except (SpecError, InputError) as error:
         raise failure(error) from None
     _print_nightly(report, warehouse)

@@ -61,6 +61,11 @@ class Limits:
     # Shards of a run put in stored order and written at once, each in its own thread: Polars' Parquet writer and
     # most of the ordering run on one core, so two keep both cores busy (and hold two shards in memory).
     shard_writers: int = 2
+    # A run ingested on a Dask cluster (`ingest-run --dask`) is read in pieces of about this many bytes (text) or
+    # rows (Parquet, whole row groups), cut at query boundaries, one piece per task: each worker parses its piece in
+    # memory (a few times its size), and its shards are written by groups of about the same size.
+    piece_bytes: int = 256 << 20
+    piece_rows: int = 4_000_000
 
     def __post_init__(self) -> None:
         for name, value in vars(self).items():

@@ -7,13 +7,14 @@ artifacts.py; which Prefect API the flows report to is chosen in server.py.
 
 from __future__ import annotations
 
+import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 from prefect import flow, get_run_logger
-from prefect.futures import PrefectFuture
+from prefect.futures import PrefectFuture, wait
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from judged.flows.engine.evaluate import Plan
@@ -24,13 +25,14 @@ from judged.flows.pipeline.nightly import (
     run_was_new, set_aside,
 )
 from judged.flows.pipeline.tasks import (
-    check_inputs_task, check_night_judgments_task, compare_task, current_flow_run_id, evaluate_shard_task, finish_task,
-    ingest_checked_run_task, ingest_file_task, nightly_report_task, plan_task, publish_artifacts_task,
-    refresh_catalog_task,
+    check_inputs_task, check_night_judgments_task, check_run_task, compare_task, current_flow_run_id,
+    evaluate_shard_task, finish_task, ingest_checked_run_task, ingest_file_task, nightly_report_task, plan_task,
+    log_stored, publish_artifacts_task, refresh_catalog_task, survey_piece_task, write_shard_group_task,
 )
 from judged.flows.report.wording import counted
-from judged.flows.store.hashing import content_hashes
-from judged.flows.store.readers import Metadata, open_stored
+from judged.flows.store.hashing import content_hashes, hash_in_background
+from judged.flows.store.readers import Metadata, open_stored, print_once, read_sidecar, require_regular_file
+from judged.flows.store.scaled import Local, Pieces, PiecesPlan, cut_pieces, plan_pieces
 from judged.flows.store.warehouse import Store, StoreReport, now_utc
 from judged.schemas.spec import EvaluationSpec
 from judged.schemas.tables import NIGHTLY
@@ -115,14 +117,70 @@ def ingest_judgments(
 @flow(name="ingest-run")
 def ingest_run(
     path: str, warehouse: str = DEFAULT_WAREHOUSE, metadata: Metadata | None = None,
-    rows_per_shard: int = DEFAULT_LIMITS.rows_per_shard, allow_empty: bool = False,
+    rows_per_shard: int = DEFAULT_LIMITS.rows_per_shard, allow_empty: bool = False, scale_out: bool = False,
+    limits: Limits | None = None,
 ) -> StoreReport:
     """Validate a run file (TREC text, .gz or Parquet) and store it as a content-addressed run, split into shards
-    of about `rows_per_shard` rows by query. An empty one is refused unless `allow_empty`."""
-    limits = replace(DEFAULT_LIMITS, rows_per_shard=rows_per_shard)
-    report = ingest_file_task(warehouse, path, "run", metadata, limits, allow_empty)
+    of about `rows_per_shard` rows by query. An empty one is refused unless `allow_empty`. With `scale_out`, the
+    flow's task runner (a Dask cluster: `task_runner`) reads, checks and writes it in pieces (`ingest_in_pieces`),
+    storing the same bytes. `limits` (tests) replaces every size, `rows_per_shard` included."""
+    limits = limits or replace(DEFAULT_LIMITS, rows_per_shard=rows_per_shard)
+    if scale_out:
+        report = ingest_in_pieces(warehouse, path, metadata, limits, allow_empty)
+    else:
+        report = ingest_file_task(warehouse, path, "run", metadata, limits, allow_empty)
     refresh_catalog_task(warehouse)
     return report
+
+
+def ingest_in_pieces(
+    warehouse_root: str, path: str, metadata: Metadata | None = None, limits: Limits = DEFAULT_LIMITS,
+    allow_empty: bool = False,
+) -> StoreReport:
+    """Inside a flow: a run file cut at query boundaries into pieces (flows/store/scaled.py), each surveyed by a
+    task of the flow's task runner (on Dask, a worker parses and checks it); from what they found, this process
+    names the file's first problem or plans the shards a local ingest would cut, then tasks parse their windows of
+    whole shards again and write them into this warehouse's staging area, and `Store.store_by_position` publishes
+    them whole and writes the record last. Every task has ended before anything is published or the staging
+    folder removed. Stored byte for byte as `ingest_file_task` stores the file, with the same run id. A run this
+    cannot cut or store by position is ingested locally, and the log says why."""
+    logger = get_run_logger()
+    started = time.perf_counter()
+    file = Path(path)
+    require_regular_file(file, "run file")
+    if metadata is None:
+        metadata = read_sidecar(file, "run")
+    pieces = cut_pieces(file, limits)
+    planned: PiecesPlan | Local = pieces if isinstance(pieces, Local) else Local("")
+    if isinstance(pieces, Pieces):
+        hashes = hash_in_background([file])[file]
+        logger.info("%s: read in %s by the task runner", path, counted(len(pieces.windows), "piece"))
+        surveys = _all_results([survey_piece_task.submit(path, pieces.source_format, metadata, limits, window)
+                                for window in pieces.windows])
+        planned = plan_pieces(file, pieces, surveys, metadata, hashes, limits)
+    if isinstance(planned, Local):
+        logger.info("%s: ingested locally, not in pieces: %s", path, planned.reason)
+        return ingest_file_task(warehouse_root, path, "run", metadata, limits, allow_empty)
+    warnings: list[str] = []
+
+    def write(folder: Path, part_metadata: dict[str, str]) -> None:
+        for found in _all_results([
+            write_shard_group_task.submit(path, planned.source_format, planned.metadata, limits, group,
+                                          planned.shards, planned.table_id, str(folder), part_metadata)
+            for group in planned.groups
+        ]):
+            warnings.extend(found)
+
+    report = Store(warehouse_root).store_by_position(planned, planned.blocks, write)
+    print_once(file, tuple(warnings))
+    return log_stored(path, "run", replace(report, seconds=time.perf_counter() - started))
+
+
+def _all_results(futures: list[PrefectFuture[Any]]) -> list[Any]:
+    """The futures' results once every one has ended (the first failure raised then): a task still running never
+    writes into a staging folder that a failure has removed."""
+    wait(futures)
+    return [future.result() for future in futures]
 
 
 @flow(name="evaluate", task_runner=ThreadPoolTaskRunner(max_workers=LOCAL_SHARD_WORKERS))
@@ -176,30 +234,40 @@ def _failure_message(error: BaseException | None) -> str:
 
 
 def _night_of_one_file(
-    store: Store, path: Path, inbox: Path, judgment_set_id: str, specs: list[EvaluationSpec], allow_empty: bool
+    store: Store, path: Path, inbox: Path, judgment_set_id: str, specs: list[EvaluationSpec], allow_empty: bool,
+    scale_out: bool = False,
 ) -> tuple[dict[str, Any], list[EvaluationReport]]:
-    """Inside the nightly flow: check, store and evaluate one claimed run file. Returns its `nightly` row (with
-    where the file is to be moved) and its evaluations; any failure makes a `rejected` row (a bad file never stops
-    the night)."""
+    """Inside the nightly flow: check, store and evaluate one claimed run file (with `scale_out`, checked here and
+    stored in pieces by the task runner: `ingest_in_pieces`). Returns its `nightly` row (with where the file is to
+    be moved) and its evaluations; any failure makes a `rejected` row (a bad file never stops the night)."""
     warehouse = str(store.root)
     row: dict[str, Any] = {"file": path.name, "run_id": None, "evaluation_ids": [], "error": None,
                            "source_sha256": None}
     spec_jsons = [spec.canonical_json() for spec in specs]
-    state = ingest_checked_run_task(warehouse, str(path), judgment_set_id, spec_jsons, str(path.parent), allow_empty,
-                                    return_state=True)
-    if state.is_failed():
-        message = _failure_message(state.result(raise_on_failure=False))
-        return row | {"outcome": "rejected", "error": message,
+    claim = (warehouse, str(path), judgment_set_id, spec_jsons, str(path.parent), allow_empty)
+
+    def rejected(error: BaseException | None) -> tuple[dict[str, Any], list[EvaluationReport]]:
+        return row | {"outcome": "rejected", "error": _failure_message(error),
                       "moved_to": str(free_target(path, inbox / REJECTED).absolute())}, []
-    stored: StoreReport = state.result()
+
+    if scale_out:
+        try:
+            check_run_task(*claim)
+            stored = ingest_in_pieces(warehouse, str(path), None, DEFAULT_LIMITS, allow_empty)
+        except Exception as error:  # as a failed ingest task: the file is rejected, and the night goes on
+            return rejected(error)
+    else:
+        state = ingest_checked_run_task(*claim, return_state=True)
+        if state.is_failed():
+            return rejected(state.result(raise_on_failure=False))
+        stored = state.result()
     row["run_id"] = stored.id
     # Chosen before the evaluation, so that its provenance record names where the file will lie.
     target = free_target(path, inbox / PROCESSED).absolute()
     try:
         reports = evaluate_runs(warehouse, [stored.id], judgment_set_id, specs, moved_to={stored.id: str(target)})
     except Exception as error:  # checked before storing; whatever still fails is recorded, and the night goes on
-        return row | {"outcome": "rejected", "error": _failure_message(error),
-                      "moved_to": str(free_target(path, inbox / REJECTED).absolute())}, []
+        return rejected(error)
     # New to the warehouse when this file's claim first stored it, even if a killed attempt of this night did.
     new = bool(run_was_new(path.parent))
     source_sha256 = store.record("run", stored.id)["source_sha256"] if new else content_hashes(path)[0]
@@ -215,11 +283,13 @@ def nightly(
     warehouse: str = DEFAULT_WAREHOUSE,
     allow_empty: bool = False,
     baseline: str | None = None,
+    scale_out: bool = False,
 ) -> NightlyReport:
     """Every run file dropped into the inbox since the last night: ingest it, evaluate it against the current
     version of the judgment set under each spec, move it to processed/ (or rejected/ with its error), record.
     An empty run file is rejected, and empty judgments refused, unless `allow_empty`. The night's comparison takes
-    `baseline` when it is among the night's runs, else the rule of `choose_baseline`."""
+    `baseline` when it is among the night's runs, else the rule of `choose_baseline`. With `scale_out`, each run
+    is stored in pieces by the flow's task runner (`ingest_in_pieces`), as `ingest_run` stores it."""
     logger = get_run_logger()
     store = Store(warehouse).ensure()
     flow_run_id = current_flow_run_id() or f"local-{now_utc().strftime('%Y%m%dT%H%M%S%f')}"
@@ -246,7 +316,8 @@ def nightly(
             row = pl.read_parquet(record).row(0, named=True)
             reports = [EvaluationReport(e, False, row["run_id"], judgment_set_id) for e in row["evaluation_ids"]]
         else:
-            row, reports = _night_of_one_file(store, claim.file, inbox_path, judgment_set_id, specs, allow_empty)
+            row, reports = _night_of_one_file(store, claim.file, inbox_path, judgment_set_id, specs, allow_empty,
+                                              scale_out)
             row |= {"flow_run_id": flow_run_id, "started_at": started, "judgment_set_id": judgment_set_id}
             store.store_nightly(claim.id, pl.DataFrame([row], schema=NIGHTLY))
         target = set_aside(claim.file, Path(row["moved_to"]), row["error"])

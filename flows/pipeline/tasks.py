@@ -13,6 +13,7 @@ from datetime import datetime
 from pathlib import Path
 
 from prefect import get_run_logger, task
+from prefect.cache_policies import NO_CACHE
 from prefect.runtime import flow_run
 
 from judged.flows.engine.evaluate import Part, Plan, check_before_storing, check_judgments_before_storing
@@ -23,8 +24,10 @@ from judged.flows.pipeline.evaluation import EvaluationReport, evaluate_shard, f
 from judged.flows.pipeline.nightly import RUN_WAS_NEW, RUN_WAS_STORED, run_was_new
 from judged.flows.report.wording import counted
 from judged.flows.store.kinds import input_kind
-from judged.flows.store.readers import LoadedTable, Metadata, load_table, open_stored
+from judged.flows.store.readers import LoadedTable, Metadata, Window, load_table, open_stored
+from judged.flows.store.scaled import ShardGroup, Survey, survey_piece, write_shard_group
 from judged.flows.store.warehouse import Store, StoreReport
+from judged.schemas.provenance import RunMetadata
 from judged.schemas.spec import EvaluationSpec
 from judged.transforms.errors import InputError
 
@@ -101,6 +104,17 @@ def ingest_checked_run(
     a run its evaluation would refuse is never stored. With a nightly `claim_folder`, whether the run was new is
     noted there before storing (see `run_was_new`)."""
     started = time.perf_counter()
+    run = check_run(warehouse, path, judgment_set_id, specs, claim_folder, allow_empty)
+    report = warehouse.store_table(run)
+    return replace(report, seconds=time.perf_counter() - started)
+
+
+def check_run(
+    warehouse: Store, path: str | Path, judgment_set_id: str, specs: list[EvaluationSpec],
+    claim_folder: Path | None = None, allow_empty: bool = False,
+) -> LoadedTable:
+    """`ingest_checked_run` short of storing the run (the nightly job with --dask then stores it in pieces): read,
+    validated, checked under every spec, and with a `claim_folder`, whether it is new noted there."""
     run = load_table(path, "run", allow_empty=allow_empty)
     judgments = warehouse.load_stored("judgments", judgment_set_id)
     for spec in specs:
@@ -108,8 +122,7 @@ def ingest_checked_run(
     if claim_folder is not None and run_was_new(claim_folder) is None:
         note = RUN_WAS_STORED if warehouse.run_record(run.table_id).exists() else RUN_WAS_NEW
         (claim_folder / note).touch()
-    report = warehouse.store_table(run)
-    return replace(report, seconds=time.perf_counter() - started)
+    return run
 
 
 def current_flow_run_id() -> str | None:
@@ -125,10 +138,10 @@ def ingest_file_task(
     warehouse_root: str, path: str, kind: str, metadata: Metadata | None = None, limits: Limits = DEFAULT_LIMITS,
     allow_empty: bool = False,
 ) -> StoreReport:
-    return _logged(path, kind, ingest_file(Store(warehouse_root), path, kind, metadata, limits, allow_empty))
+    return log_stored(path, kind, ingest_file(Store(warehouse_root), path, kind, metadata, limits, allow_empty))
 
 
-def _logged(path: str, kind: str, report: StoreReport) -> StoreReport:
+def log_stored(path: str, kind: str, report: StoreReport) -> StoreReport:
     """The report, after saying in the task's log what was stored."""
     what = input_kind(kind).noun
     if report.created:
@@ -174,10 +187,44 @@ def ingest_checked_run_task(
     warehouse_root: str, path: str, judgment_set_id: str, spec_jsons: list[str], claim_folder: str | None = None,
     allow_empty: bool = False,
 ) -> StoreReport:
+    stored = ingest_checked_run(*_night_arguments(warehouse_root, path, judgment_set_id, spec_jsons, claim_folder),
+                                allow_empty)
+    return log_stored(path, "run", stored)
+
+
+@task(name="check-run")
+def check_run_task(
+    warehouse_root: str, path: str, judgment_set_id: str, spec_jsons: list[str], claim_folder: str | None = None,
+    allow_empty: bool = False,
+) -> None:
+    check_run(*_night_arguments(warehouse_root, path, judgment_set_id, spec_jsons, claim_folder), allow_empty)
+
+
+def _night_arguments(
+    warehouse_root: str, path: str, judgment_set_id: str, spec_jsons: list[str], claim_folder: str | None
+) -> tuple[Store, str, str, list[EvaluationSpec], Path | None]:
+    """A nightly task's arguments (paths, ids, JSON) as `ingest_checked_run` and `check_run` take them."""
     specs = [EvaluationSpec.from_canonical_json(text) for text in spec_jsons]
-    folder = Path(claim_folder) if claim_folder else None
-    stored = ingest_checked_run(Store(warehouse_root), path, judgment_set_id, specs, folder, allow_empty)
-    return _logged(path, "run", stored)
+    return Store(warehouse_root), path, judgment_set_id, specs, Path(claim_folder) if claim_folder else None
+
+
+# A scaled-out ingest's tasks pass windows, plans and metadata, each used once: nothing to cache or key.
+@task(name="survey-piece", cache_policy=NO_CACHE)
+def survey_piece_task(path: str, source_format: str, metadata: RunMetadata, limits: Limits, window: Window) -> Survey:
+    return survey_piece(path, source_format, metadata, limits, window)
+
+
+@task(name="write-shards", cache_policy=NO_CACHE)
+def write_shard_group_task(
+    path: str, source_format: str, metadata: RunMetadata, limits: Limits, group: ShardGroup, of: int, run_id: str,
+    folder: str, part_metadata: dict[str, str],
+) -> tuple[str, ...]:
+    started = time.perf_counter()
+    warnings = write_shard_group(path, source_format, metadata, limits, group, of, run_id, folder, part_metadata)
+    shards = sorted({shard for _, _, shard in group.blocks})
+    get_run_logger().info("%s: shards %d-%d of %d written (%s) in %.2f s", path, shards[0] + 1, shards[-1] + 1, of,
+                          counted(sum(rows for _, rows, _ in group.blocks), "row"), time.perf_counter() - started)
+    return warnings
 
 
 @task(name="plan-evaluation")

@@ -7,13 +7,14 @@ into a LazyFrame), then the parse and conform transforms and the checks that rai
 from __future__ import annotations
 
 import gzip
+import io
 import itertools
 import json
 import os
 import sys
 import threading
 import tomllib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future
 from dataclasses import dataclass, replace
 from functools import cached_property
@@ -305,6 +306,17 @@ _FAST_COLUMNS: dict[TableKind, dict[str, pl.DataType]] = {
 
 
 @dataclass(frozen=True)
+class Window:
+    """A stretch of a run file read on its own (a piece of a scaled-out ingest: flows/store/scaled.py): of a text
+    file, the bytes [start, end), whole lines, the first of which is line `first`; of a Parquet file, the rows
+    [start, end), the first of which is row `first`. Its rows carry the whole file's line (row) numbers."""
+
+    start: int
+    end: int
+    first: int
+
+
+@dataclass(frozen=True)
 class ParsedTable:
     """A validated table in its contract (lazy), and, when the parse found it on the way, the tag every row of a
     run carries ("" when they differ; None: not computed)."""
@@ -315,14 +327,19 @@ class ParsedTable:
     warnings: tuple[str, ...] = ()  # what the reader must not miss about the file (`ignored_columns_warning`)
 
 
-def _first_line(path: Path, gzipped: bool) -> str:
+def _first_line(path: Path, gzipped: bool, window: Window | None = None) -> str:
     opener = gzip.open if gzipped else open
     with opener(path, "rt", errors="replace") as handle:  # type: ignore[operator]
+        if window is not None:
+            handle.seek(window.start)
         return handle.readline()
 
 
-def _streamed(path: Path, source_format: str, limits: Limits) -> bool:
-    """Whether a text input is too large to parse in memory (then it is scanned)."""
+def _streamed(path: Path, source_format: str, limits: Limits, window: Window | None = None) -> bool:
+    """Whether a text input is too large to parse in memory (then it is scanned). A window is always parsed in
+    memory: its size is chosen for that."""
+    if window is not None:
+        return False
     return path.stat().st_size * (4 if source_format == "trec.gz" else 1) > limits.in_memory_text_bytes
 
 
@@ -339,7 +356,7 @@ def _tag_of(tag: object, differ: object) -> str:
 
 
 def read_trec_fast(
-    path: Path, gzipped: bool, kind: TableKind, limits: Limits = DEFAULT_LIMITS
+    path: Path, gzipped: bool, kind: TableKind, limits: Limits = DEFAULT_LIMITS, window: Window | None = None
 ) -> ParsedTable | None:
     """The common case at full speed: a run's six (qrels' four) columns split by one tab or one space throughout,
     Polars' multithreaded CSV reader (in memory, or streaming for large files). Returns None whenever the file is
@@ -348,10 +365,10 @@ def read_trec_fast(
 
     A run's rows nearly always carry one tag, so the tag column is first read as an Enum of the first line's tag
     (one byte a row instead of a string); a run with another tag anywhere (or that this
-    first read turns down for any reason) is read again with plain strings."""
+    first read turns down for any reason) is read again with plain strings. With a `window`, only its lines."""
     columns = _FAST_COLUMNS[kind]
     try:
-        first_line = _first_line(path, gzipped)
+        first_line = _first_line(path, gzipped, window)
     except (OSError, EOFError):  # a damaged gzip stream: the exact parser names the problem
         return None
     separator = "\t" if "\t" in first_line else " "
@@ -360,29 +377,31 @@ def read_trec_fast(
     if kind == "run" and len(fields) == len(columns) and fields[-1]:
         attempts.insert(0, columns | {"run_tag": pl.Enum([fields[-1]])})
     for attempt in attempts:
-        read = _read_fast(path, gzipped, kind, separator, attempt, limits)
+        read = _read_fast(path, gzipped, kind, separator, attempt, limits, window)
         if read is not None:
             return read
     return None
 
 
-def _read_csv_in_pieces(path: Path, gzipped: bool, options: dict[str, Any], piece_bytes: int) -> pl.DataFrame:
-    """Polars' CSV reader over the file, a piece of whole lines (about `piece_bytes`) at a time (a gzipped file
-    at once): only one piece of the file's bytes is held beside the rows parsed so far."""
+def _read_csv_in_pieces(
+    path: Path, gzipped: bool, options: dict[str, Any], piece_bytes: int, window: Window | None = None
+) -> pl.DataFrame:
+    """Polars' CSV reader over the file (or its `window`), a piece of whole lines (about `piece_bytes`) at a time
+    (a gzipped file at once): only one piece of the file's bytes is held beside the rows parsed so far."""
     if gzipped:
         return pl.read_csv(path, **options)
     with path.open("rb", buffering=0) as handle:
         fd = handle.fileno()
-        starts_ends = itertools.pairwise([0, *_piece_ends(fd, path.stat().st_size, piece_bytes)])
+        start, end = (0, path.stat().st_size) if window is None else (window.start, window.end)
+        starts_ends = itertools.pairwise([start, *_piece_ends(fd, end, piece_bytes, start)])
         pieces = [pl.read_csv(os.pread(fd, end - start, start), **options) for start, end in starts_ends]
     return pl.concat(pieces, rechunk=False)
 
 
-def _piece_ends(fd: int, size: int, piece_bytes: int) -> list[int]:
-    """Offsets just past a newline, about `piece_bytes` apart, the last one the file's size (at least one
-    piece, so an empty file reads as an empty table)."""
+def _piece_ends(fd: int, size: int, piece_bytes: int, start: int = 0) -> list[int]:
+    """Offsets just past a newline, about `piece_bytes` apart from `start` on, the last one `size` (the file's
+    size, or where a window ends; at least one piece, so an empty file reads as an empty table)."""
     ends: list[int] = []
-    start = 0
     while start + piece_bytes < size:
         probe = start + piece_bytes
         while probe < size and (newline := os.pread(fd, 1 << 16, probe).find(b"\n")) < 0:
@@ -395,23 +414,25 @@ def _piece_ends(fd: int, size: int, piece_bytes: int) -> list[int]:
 
 
 def _read_fast(
-    path: Path, gzipped: bool, kind: TableKind, separator: str, columns: dict[str, pl.DataType], limits: Limits
+    path: Path, gzipped: bool, kind: TableKind, separator: str, columns: dict[str, pl.DataType], limits: Limits,
+    window: Window | None = None,
 ) -> ParsedTable | None:
     """One attempt of `read_trec_fast`, with these column types."""
     options = dict(
         separator=separator, has_header=False, new_columns=list(columns), schema_overrides=columns,
         quote_char=None, comment_prefix=None, raise_if_empty=False,
     )
-    streamed = _streamed(path, "trec.gz" if gzipped else "trec", limits)
+    streamed = _streamed(path, "trec.gz" if gzipped else "trec", limits, window)
     engine = "streaming" if streamed else "in-memory"
+    first = 1 if window is None else window.first
     try:
         if not streamed:
-            read = _read_csv_in_pieces(path, gzipped, options, limits.text_piece_bytes)
+            read = _read_csv_in_pieces(path, gzipped, options, limits.text_piece_bytes, window)
             # A blank line reads as a row of nulls: numbering rows before dropping them keeps editors' line numbers.
             blank = pl.all_horizontal(pl.all().is_null())
             has_blank = read.height > 0 and read.select(blank.any()).item()
             # Line numbers made as Int64, the contract's type: a cast of a row index would be a pass over every row.
-            rows = read.lazy().with_columns(source_line=pl.int_range(1, pl.len() + 1, dtype=pl.Int64))
+            rows = read.lazy().with_columns(source_line=pl.int_range(first, pl.len() + first, dtype=pl.Int64))
             if has_blank:
                 rows = rows.filter(~pl.all_horizontal(pl.exclude("source_line").is_null())).collect().lazy()
         else:
@@ -468,8 +489,9 @@ def _checked_by_query(rows: pl.LazyFrame, kind: TableKind) -> tuple[dict[str, An
     return per_query.select(checks).row(0, named=True), counted
 
 
-def read_lines(path: Path, gzipped: bool) -> pl.LazyFrame:
-    """The file's lines as (`line_number`, `line`), blank lines included so numbers match an editor's."""
+def read_lines(path: Path, gzipped: bool, window: Window | None = None) -> pl.LazyFrame:
+    """The file's lines (or its `window`'s) as (`line_number`, `line`), blank lines included so numbers match an
+    editor's."""
     import pyarrow as pa  # only here: the exact parser's reader (an import every command would otherwise pay)
     import pyarrow.csv as pa_csv
 
@@ -479,25 +501,36 @@ def read_lines(path: Path, gzipped: bool) -> pl.LazyFrame:
     )
     convert_options = pa_csv.ConvertOptions(column_types={"line": pa.string()}, strings_can_be_null=False)
     try:
-        with pa.input_stream(str(path), compression="gzip" if gzipped else None) as stream:
-            table = pa_csv.read_csv(stream, read_options, parse_options, convert_options)
+        if window is None:
+            with pa.input_stream(str(path), compression="gzip" if gzipped else None) as stream:
+                table = pa_csv.read_csv(stream, read_options, parse_options, convert_options)
+        else:
+            with path.open("rb", buffering=0) as handle:
+                data = os.pread(handle.fileno(), window.end - window.start, window.start)
+            table = pa_csv.read_csv(pa.BufferReader(data), read_options, parse_options, convert_options)
     except pa.ArrowInvalid as error:
         if "Empty CSV file" in str(error):  # no bytes at all: an empty table, like a file of blank lines
             return pl.LazyFrame(schema={"line_number": pl.UInt32, "line": pl.String})
         if "invalid UTF8" in str(error):
-            line = first_invalid_utf8_line(path, gzipped)
+            line = first_invalid_utf8_line(path, gzipped, window)
             raise InputError(str(path), "is not UTF-8 text (a byte sequence that is not UTF-8)", line) from None
         raise InputError(str(path), f"cannot be read as text: {str(error).splitlines()[0]}") from None
     except (OSError, EOFError) as error:
         raise InputError(str(path), f"cannot be read as text: {str(error).splitlines()[0]}") from None
-    return pl.from_arrow(table).lazy().with_row_index("line_number", offset=1)  # type: ignore[union-attr]
+    first = 1 if window is None else window.first
+    return pl.from_arrow(table).lazy().with_row_index("line_number", offset=first)  # type: ignore[union-attr]
 
 
-def first_invalid_utf8_line(path: Path, gzipped: bool) -> int | None:
-    """The number of the first line of the file that is not valid UTF-8 (None if every line is)."""
+def first_invalid_utf8_line(path: Path, gzipped: bool, window: Window | None = None) -> int | None:
+    """The number of the first line of the file (or its `window`) that is not valid UTF-8 (None if every line
+    is)."""
     opener = gzip.open if gzipped else open
     with opener(path, "rb") as handle:  # type: ignore[operator]
-        for number, line in enumerate(handle, start=1):
+        lines: Iterable[bytes] = handle
+        if window is not None:
+            handle.seek(window.start)
+            lines = io.BytesIO(handle.read(window.end - window.start))
+        for number, line in enumerate(lines, start=1 if window is None else window.first):
             try:
                 line.decode("utf-8")
             except UnicodeDecodeError:
@@ -693,22 +726,28 @@ def _parquet_common_tag(run: pl.LazyFrame) -> str | None:
     return _tag_of(first, differ)
 
 
-def _parse(path: Path, kind: TableKind, source_format: str, metadata: Metadata, limits: Limits) -> ParsedTable:
+def _parse(
+    path: Path, kind: TableKind, source_format: str, metadata: Metadata, limits: Limits, window: Window | None = None
+) -> ParsedTable:
     """The validated table in its contract; InputError on the first problem. A Parquet input stays a lazy scan,
     validated on its own columns (a run: `run_problem_probe`) or in one streaming pass that numbers the rows, which
-    names the first problem; text is parsed in memory."""
+    names the first problem; text is parsed in memory. With a `window` (a run's), only its lines or rows, numbered
+    as in the whole file."""
     unresolved_token = getattr(metadata, "unresolved_token", None)
     if source_format != "parquet" and unresolved_token is None:
-        fast = read_trec_fast(path, source_format == "trec.gz", kind, limits)
+        fast = read_trec_fast(path, source_format == "trec.gz", kind, limits, window)
         if fast is not None:
             return fast
     if source_format == "parquet":
         contract = input_kind(kind).input_contract.schema
         try:
             scanned = pl.scan_parquet(path)
+            if window is not None:
+                scanned = scanned.slice(window.start, window.end - window.start)
+            first_row = 1 if window is None else window.first
             conformed = (
                 conform_judgments(scanned, str(path), unresolved_declared=unresolved_token is not None)
-                if kind == "judgments" else conform_run(scanned, str(path))
+                if kind == "judgments" else conform_run(scanned, str(path), first_row)
             )
             probe = run_problem_probe(scanned) if kind == "run" else None
             if probe is None or probe.collect(engine="streaming").height:  # numbered, to name the first problem
@@ -722,13 +761,26 @@ def _parse(path: Path, kind: TableKind, source_format: str, metadata: Metadata, 
         except pl.exceptions.PolarsError as error:
             raise InputError(str(path), f"cannot be read as Parquet: {str(error).splitlines()[0]}") from None
         return ParsedTable(in_contract(conformed, contract), common_tag)
-    lines = read_lines(path, gzipped=source_format == "trec.gz")
+    lines = read_lines(path, gzipped=source_format == "trec.gz", window=window)
     unresolved = metadata.unresolved_token if isinstance(metadata, JudgmentSetMetadata) else None
     parsed = (parse_trec_qrels(lines, unresolved) if kind == "judgments" else parse_trec_run(lines)).collect()
     raise_first_problem(parsed.select("source_line", "problem"), str(path), "line")
     warning = ignored_columns_warning(path, lines) if kind == "run" else None
     return ParsedTable(in_contract(parsed.lazy(), input_kind(kind).input_contract.schema),
                        warnings=() if warning is None else (warning,))
+
+
+def parse_window(path: Path, source_format: str, metadata: RunMetadata, limits: Limits, window: Window) -> ParsedTable:
+    """The rows of one window of a run file (a piece of a scaled-out ingest: flows/store/scaled.py), parsed and
+    checked by the parser and the checks of `load_table`, numbered as in the whole file; an InputError names the
+    first problem in the window (and counts the window's others: `InputError.more`)."""
+    return _parse(path, "run", source_format, metadata, limits, window)
+
+
+def tag_of_extremes(smallest: str | None, largest: str | None) -> str:
+    """The tag every row of a run carries, from the smallest and the largest of its tags (null: none), "" when they
+    differ: as `load_table` finds a run's common tag, for a run whose pieces were read apart."""
+    return _tag_of(smallest, smallest != largest)
 
 
 @dataclass(frozen=True, eq=False)

@@ -41,14 +41,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Literal, Protocol
 
 import duckdb
 import polars as pl
 import pyarrow.parquet as pq
 
 from judged.flows.store.readers import (
-    DUPLICATE_PAIRS_KEY, PART_QUERIES_KEY, LoadedTable, StoredTable, stored_duplicate_pairs,
+    DUPLICATE_PAIRS_KEY, PART_QUERIES_KEY, LoadedTable, Metadata, StoredTable, stored_duplicate_pairs,
 )
 from judged.flows.engine.limits import DEFAULT_LIMITS, Limits
 from judged.flows.engine.phases import Phases
@@ -213,30 +213,45 @@ def sink_position_shards(
     queries in its metadata (`PART_QUERIES_KEY`). A shard holds no query from elsewhere in the file, so nothing is
     regrouped: no spill, no second read. Published as `sink_shards` publishes (staged, renamed into place whole;
     an existing folder is left as it is)."""
+    shards = int(blocks["shard"].max()) + 1
+    return _publish_rows(kind.rows_path(root, table_id), root, lambda temporary: write_position_parts(
+        rows, blocks, shards, temporary, kind, table_id, metadata, limits, phases
+    ))
+
+
+def write_position_parts(
+    rows: pl.LazyFrame, blocks: pl.DataFrame, of: int, folder: Path, kind: InputKind, table_id: str,
+    metadata: dict[str, str], limits: Limits = DEFAULT_LIMITS, phases: Phases | None = None,
+    check_queries: bool = False,
+) -> None:
+    """`sink_position_shards`' writing, into `folder`: `rows` are those of the consecutive shards of `blocks` (each
+    query's rows with its `shard` of `of`, in the file's order), read in batches of `limits.sink_batch_rows` and
+    cut into those shards; each is written by `write_ranked` as `shard_file(shard, of)` as soon as its last row has
+    been read, `limits.shard_writers` at a time, listing its queries (`PART_QUERIES_KEY`). A scaled-out ingest's
+    worker writes its stretch of shards with it too, with `check_queries`: each shard's query ids, as read, must be
+    those its blocks list (a RuntimeError otherwise: the piece was not cut where the plan said)."""
     phases = phases or Phases()
     constants = _leading_columns(kind, table_id)
     by_shard = blocks.group_by("shard", maintain_order=True).agg(pl.col(QUERY), n_rows=pl.col("n_rows").sum())
-    shards = by_shard.height
     with phases.measure("buckets"):
         buckets = query_buckets(blocks.lazy()).collect()
-
-    def write(temporary: Path) -> None:
-        writers = limits.shard_writers
-        pending: list[Future[None]] = []
-        pieces = cut_rows(rows, by_shard["n_rows"].to_list(), limits.sink_batch_rows)
-        with phases.measure(f"shards ({writers} at a time, as the rows are read)"), ThreadPoolExecutor(writers) as pool:
-            for (shard, piece), queries in zip(enumerate(pieces), by_shard[QUERY].to_list(), strict=True):
-                part = piece.select(*constants, pl.all(), bucket=_row_buckets(piece, buckets))
-                listed = metadata | {PART_QUERIES_KEY: json.dumps(queries)}
-                pending.append(pool.submit(write_ranked, part, temporary / shard_file(shard, shards), listed, phases))
-                del part, piece
-                # At most one shard read ahead of those being written: memory holds writers + 1 shards.
-                while len(pending) > writers:
-                    pending.pop(0).result()
-            for future in pending:
-                future.result()
-
-    return _publish_rows(kind.rows_path(root, table_id), root, write)
+    writers = limits.shard_writers
+    pending: list[Future[None]] = []
+    pieces = cut_rows(rows, by_shard["n_rows"].to_list(), limits.sink_batch_rows)
+    with phases.measure(f"shards ({writers} at a time, as the rows are read)"), ThreadPoolExecutor(writers) as pool:
+        for shard, piece, queries in zip(by_shard["shard"].to_list(), pieces, by_shard[QUERY].to_list(), strict=True):
+            if check_queries and piece[QUERY].rle().struct.field("value").to_list() != queries:
+                raise RuntimeError(f"shard {shard} of {of} does not hold the queries planned for it: the file was "
+                                   "cut elsewhere than its survey found, or it changed while it was stored")
+            part = piece.select(*constants, pl.all(), bucket=_row_buckets(piece, buckets))
+            listed = metadata | {PART_QUERIES_KEY: json.dumps(queries)}
+            pending.append(pool.submit(write_ranked, part, folder / shard_file(shard, of), listed, phases))
+            del part, piece
+            # At most one shard read ahead of those being written: memory holds writers + 1 shards.
+            while len(pending) > writers:
+                pending.pop(0).result()
+        for future in pending:
+            future.result()
 
 
 def cut_rows(rows: pl.LazyFrame, sizes: list[int], batch_rows: int) -> Iterator[pl.DataFrame]:
@@ -457,12 +472,50 @@ class StoreReport:
 def position_blocks(table: LoadedTable, kind: InputKind, limits: Limits) -> pl.DataFrame | None:
     """The one place a stored table's layout is chosen: a run (a ranked kind) whose queries each lie in one stretch
     of the file is stored by position, its shards cut from these blocks (`query_id`, `n_rows`, `shard`:
-    `transforms.shards.position_shards` of `LoadedTable.query_blocks`); None stores it by bucket, as every judgment
-    set, a run whose queries are scattered (where a shard needs rows from the whole file) and an empty run are."""
+    `position_plan` of `LoadedTable.query_blocks`); None stores it by bucket, as every judgment set, a run whose
+    queries are scattered (where a shard needs rows from the whole file) and an empty run are."""
     if not kind.ranked or not table.counts["n_rows"]:
         return None
-    blocks = table.query_blocks(limits.sink_batch_rows)
-    return None if blocks is None else position_shards(blocks, limits.rows_per_shard)
+    return position_plan(table.query_blocks(limits.sink_batch_rows), limits)
+
+
+def position_plan(blocks: pl.DataFrame | None, limits: Limits) -> pl.DataFrame | None:
+    """A run's blocks (each query's rows, in the file's order; None: its queries are scattered) with the `shard`
+    of each (`transforms.shards.position_shards`), or None when the run is not stored by position (scattered, or
+    no rows). `position_blocks` takes it for a loaded run; a scaled-out ingest (flows/store/scaled.py) for the
+    blocks its workers found: both cut the same shards."""
+    if blocks is None or not blocks.height:
+        return None
+    return position_shards(blocks, limits.rows_per_shard)
+
+
+class Described(Protocol):
+    """What a stored table's record says about it (`Store._table_record`): a `LoadedTable`, or the plan of a run
+    read in pieces by a cluster (flows/store/scaled.py), whose rows no single process holds."""
+
+    @property
+    def kind(self) -> Literal["judgments", "run"]: ...
+
+    @property
+    def table_id(self) -> str: ...
+
+    @property
+    def metadata(self) -> Metadata: ...
+
+    @property
+    def content_sha256(self) -> str: ...
+
+    @property
+    def source_sha256(self) -> str: ...
+
+    @property
+    def source(self) -> str: ...
+
+    @property
+    def source_format(self) -> str: ...
+
+    @property
+    def counts(self) -> dict[str, int]: ...
 
 
 class Store:
@@ -549,15 +602,44 @@ class Store:
                                  queries=table.query_rows, phases=phases)
         else:
             stored = sink_position_shards(table.scan, kind, table_id, self.root, blocks, metadata, limits, phases)
+        self._write_record(kind, record, record_path, metadata, stored, phases)
+        return StoreReport(kind.name, table_id, True, n_rows)
+
+    def store_by_position(
+        self, table: Described, blocks: pl.DataFrame, write: Callable[[Path, dict[str, str]], None],
+        phases: Phases | None = None,
+    ) -> StoreReport:
+        """Store a run whose shards others write (a scaled-out ingest's workers: flows/store/scaled.py): cut by
+        position from `blocks` (`position_plan`), its record made here from `table`, its rows written by
+        `write(folder, metadata)` into a staging folder of this warehouse, that every writer sees at the same
+        path; the folder is renamed into place whole once `write` returns, and the record written last. Nothing is
+        written when the run is stored already; a `write` that raises leaves nothing behind."""
+        phases = phases or Phases()
+        self.ensure()
+        kind = input_kind(table.kind)
+        record_path = kind.record_path(self.root, table.table_id)
+        if record_path.exists():
+            return StoreReport(kind.name, table.table_id, False, table.counts["n_rows"])
+        record = self._table_record(table, kind, int(blocks["shard"].max()) + 1, RunLayout.POSITION)
+        metadata = {"judged.table": kind.name, "judged.record": record.write_json()}
+        stored = _publish_rows(kind.rows_path(self.root, table.table_id), self.root,
+                               lambda temporary: write(temporary, metadata))
+        self._write_record(kind, record, record_path, metadata, stored, phases)
+        return StoreReport(kind.name, table.table_id, True, table.counts["n_rows"])
+
+    def _write_record(
+        self, kind: InputKind, record: pl.DataFrame, record_path: Path, metadata: dict[str, str], stored: Path,
+        phases: Phases,
+    ) -> None:
+        """A stored table's record, once its rows are in place (`stored`): written last, it makes them visible."""
         with phases.measure("record"):
             if kind.ranked:  # write_ranked counted each shard's duplicate pairs
                 record = record.with_columns(
                     n_duplicate_pairs=pl.lit(stored_duplicate_pairs(sorted(stored.glob("part-*.parquet"))), pl.Int64)
                 )
-            write_parquet_atomically(record, record_path, metadata, self.root)  # last: makes the rows visible
-        return StoreReport(kind.name, table_id, True, n_rows)
+            write_parquet_atomically(record, record_path, metadata, self.root)
 
-    def _table_record(self, table: LoadedTable, kind: InputKind, shards: int, layout: RunLayout) -> pl.DataFrame:
+    def _table_record(self, table: Described, kind: InputKind, shards: int, layout: RunLayout) -> pl.DataFrame:
         common = {
             "n_shards": shards,
             "metadata_json": canonical_json(table.metadata.model_dump(mode="json")),
