@@ -253,7 +253,8 @@ class WorklistReport:
             return None
         decided, could = int(self.pairs["decided"].sum()), int(self.pairs["could_decide"].sum())
         return (f"{decided} of {counted(self.pairs.height, 'pair')} of runs decided now; judging the listed "
-                f"documents could decide at most {could - decided} more")
+                f"documents could decide {could - decided} more at best (an estimate: docs/method.md, "
+                f"\"Worklist objectives\")")
 
 
 OBJECTIVES = ("pairs", "width")
