@@ -4,8 +4,6 @@ force over every assignment of the scale's grades, on random small cases, read w
 from __future__ import annotations
 
 import itertools
-import random
-from collections import defaultdict
 
 import polars as pl
 import pytest
@@ -15,7 +13,7 @@ from judged.schemas.spec import PRESETS, EvaluationSpec
 from judged.transforms.binary_intervals import binary_interval
 from judged.transforms.measures import per_query_measures
 from judged.transforms.ranking import candidate_rows
-from tests.transforms.test_intervals import SCALES, random_case
+from tests.transforms.test_intervals import SCALES, cases_by_setting, random_case
 from tests.transforms.test_ndcg import judgment_frame, run_frame
 
 CUT_MEASURES = ("P@1", "P@3", "P(rel=2)@2", "R@2", "R@5", "RR@3", "AP@3", "AP(rel=2)@5")
@@ -63,11 +61,7 @@ def brute_force(cases: dict[str, tuple], spec: EvaluationSpec, scale: tuple[int,
 
 @pytest.mark.slow  # an oracle: every assignment of grades, over 600 random cases
 def test_brute_force_agreement_on_random_cases() -> None:
-    rng = random.Random(20261204)
-    groups: dict[tuple[int, int], dict[str, tuple]] = defaultdict(dict)
-    for number in range(CASES):
-        spec_index, scale_index = number % len(SPECS), (number // len(SPECS)) % len(SCALES)
-        groups[spec_index, scale_index][f"c{number}"] = random_case(rng, SCALES[scale_index])
+    groups = cases_by_setting(20261204, CASES, len(SPECS), SCALES, random_case)
     exact = bounds = 0
     for (spec_index, scale_index), cases in groups.items():
         scale = SCALES[scale_index]

@@ -7,6 +7,7 @@ import itertools
 import math
 import random
 from collections import defaultdict
+from collections.abc import Callable, Sequence
 
 import polars as pl
 import pytest
@@ -110,13 +111,23 @@ def computed(cases: dict[str, tuple], spec: EvaluationSpec, scale: tuple[int, ..
     return {(r["query_id"], r["cutoff"]): r for r in values.collect().iter_rows(named=True)}
 
 
+def cases_by_setting(
+    seed: int, count: int, n_specs: int, scales: Sequence[tuple[int, ...]], make_case: Callable[..., tuple]
+) -> dict[tuple[int, int], dict[str, tuple]]:
+    """`count` random cases of the brute-force oracles, `make_case(rng, scale)` each, dealt round the settings: case n
+    gets spec n % n_specs and scale (n // n_specs) % len(scales). Grouped by (spec index, scale index), each case
+    named c<n>, so each group is evaluated in one call."""
+    rng = random.Random(seed)
+    groups: dict[tuple[int, int], dict[str, tuple]] = defaultdict(dict)
+    for number in range(count):
+        spec_index, scale_index = number % n_specs, (number // n_specs) % len(scales)
+        groups[spec_index, scale_index][f"c{number}"] = make_case(rng, scales[scale_index])
+    return groups
+
+
 @pytest.mark.slow  # an oracle: every assignment of grades, over 1100 random cases
 def test_brute_force_agreement_on_random_cases() -> None:
-    rng = random.Random(20261203)
-    groups: dict[tuple[int, int], dict[str, tuple]] = defaultdict(dict)
-    for number in range(CASES):
-        spec_index, scale_index = number % len(SPECS), (number // len(SPECS)) % len(SCALES)
-        groups[spec_index, scale_index][f"c{number}"] = random_case(rng, SCALES[scale_index])
+    groups = cases_by_setting(20261203, CASES, len(SPECS), SCALES, random_case)
     checked = exact = bounds = 0
     for (spec_index, scale_index), cases in groups.items():
         spec, scale = SPECS[spec_index], SCALES[scale_index]

@@ -19,7 +19,7 @@ from judged.transforms.judging import ranked_and_judged
 from judged.transforms.measures import per_query_values
 from judged.transforms.paired_intervals import difference_interval, difference_intervals, differences_of_worlds
 from judged.transforms.ranking import candidate_rows
-from tests.transforms.test_intervals import SCALES
+from tests.transforms.test_intervals import SCALES, cases_by_setting
 from tests.transforms.test_intervals import SPECS as PER_RUN_SPECS
 from tests.transforms.test_ndcg import judgment_frame, run_frame
 
@@ -127,11 +127,7 @@ def computed(cases: dict[str, tuple], spec: EvaluationSpec, scale: tuple[int, ..
 
 @pytest.mark.slow  # an oracle: every assignment of grades, over 1100 random cases
 def test_brute_force_agreement_on_random_cases() -> None:
-    rng = random.Random(20261204)
-    groups: dict[tuple[int, int], dict[str, tuple]] = defaultdict(dict)
-    for number in range(CASES):
-        spec_index, scale_index = number % len(SPECS), (number // len(SPECS)) % len(SCALES)
-        groups[spec_index, scale_index][f"c{number}"] = random_case(rng, SCALES[scale_index])
+    groups = cases_by_setting(20261204, CASES, len(SPECS), SCALES, random_case)
     checked = exact = bounds = shared = 0
     for (spec_index, scale_index), cases in groups.items():
         spec, scale = SPECS[spec_index], SCALES[scale_index]
