@@ -123,10 +123,17 @@ def _stored_run(inputs: Inputs) -> str | None:
     return None if inputs.stored_run and inputs.stored_run.is_dir() else "no stored run (its ingest failed)"
 
 
-def _ingest_args(inputs: Inputs, warehouse: Path) -> list[str]:
-    """`judged ingest-run` of the text run (the Parquet one at XL) into a warehouse."""
-    source = inputs.run_text if inputs.run_text else inputs.run_parquet
-    return [*_judged(), "ingest-run", str(source), "--warehouse", str(warehouse), "--profile"]
+def _ingest_source(inputs: Inputs, tool: str = "judged-ingest") -> Path:
+    """The run an ingest tool stores: judged-ingest the text run (the Parquet one at XL), judged-ingest-parquet the
+    Parquet run."""
+    if tool == "judged-ingest" and inputs.run_text:
+        return inputs.run_text
+    return inputs.run_parquet
+
+
+def _ingest_args(inputs: Inputs, warehouse: Path, tool: str = "judged-ingest") -> list[str]:
+    """`judged ingest-run` of the tool's run (`_ingest_source`) into a warehouse."""
+    return [*_judged(), "ingest-run", str(_ingest_source(inputs, tool)), "--warehouse", str(warehouse), "--profile"]
 
 
 def _flow_env(inputs: Inputs) -> dict[str, str]:
@@ -180,11 +187,27 @@ TOOLS: dict[str, Tool] = {
             prints_values=False,
         ),
         Tool(
+            "judged-ingest-parquet",
+            "judged ingest-run (as judged-ingest) of the Parquet run into a fresh warehouse",
+            lambda i, scratch: _ingest_args(i, scratch / "warehouse", "judged-ingest-parquet"),
+            _always,
+            _flow_env,
+            prints_values=False,
+        ),
+        Tool(
             "judged-flow",
             "judged evaluate --warehouse (Prefect flow on judged's local Prefect server, started by the first "
             "repetition and reused by the later ones; fresh warehouse per repetition)",
             lambda i, scratch: _judged_args(i.qrels, i.judged_run, "--warehouse", str(scratch / "warehouse")),
             _always,
+            _flow_env,
+        ),
+        Tool(
+            "judged-flow-text",
+            "judged evaluate --warehouse (as judged-flow) of the TREC text run: the nightly inbox's files",
+            lambda i, scratch: _judged_args(i.qrels, i.run_text, "--warehouse",  # type: ignore[arg-type]
+                                            str(scratch / "warehouse")),
+            _text_run,
             _flow_env,
         ),
         Tool(
@@ -240,8 +263,9 @@ TOOLS: dict[str, Tool] = {
 }
 XL_TOOLS = ("judged-stored", "judged-flow", "judged-ingest")
 # Tools whose commands run Prefect flows (and so may start the local Prefect server, stopped at the end).
-FLOW_TOOLS = ("judged-ingest", "judged-flow", "judged-seed-flow")
-JUDGED_TOOLS = ("judged-text", "judged-parquet", "judged-stored", "judged-flow")
+FLOW_TOOLS = ("judged-ingest", "judged-ingest-parquet", "judged-flow", "judged-flow-text", "judged-seed-flow")
+JUDGED_TOOLS = ("judged-text", "judged-parquet", "judged-stored", "judged-flow", "judged-flow-text")
+INGEST_TOOLS = ("judged-ingest", "judged-ingest-parquet")
 REFERENCE_TOOLS = ("trec_eval", "pytrec_eval", "ir_measures", "ranx-text", "ranx-parquet")
 
 
@@ -849,22 +873,25 @@ def speed_ups(report: Report, markdown: bool = False) -> list[str]:
         else:
             widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
             lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in [header, *rows]]
-    ingest = wall("judged-ingest")
-    if ingest:
+    for tool in INGEST_TOOLS:
+        ingest = wall(tool)
+        if not ingest:
+            continue
         rows_count = report.manifest["run_rows"]
-        lines.append(f"ingest: {rows_count:,} rows in {ingest:.2f} s whole process (Prefect's flow included, on "
+        name = f"{tool} ({_ingest_source(report.inputs, tool).name})"
+        lines.append(f"{name}: {rows_count:,} rows in {ingest:.2f} s whole process (Prefect's flow included, on "
                      f"the local server the first flow command started) = {rows_count / ingest / 1e6:.2f}M rows/s")
-        stores = [store_seconds(m.output) for m in report.result("judged-ingest").ok_runs]  # type: ignore[union-attr]
+        stores = [store_seconds(m.output) for m in report.result(tool).ok_runs]  # type: ignore[union-attr]
         stores = [seconds for seconds in stores if seconds]
         if stores:
             store = statistics.median(stores)
-            lines.append(f"ingest, the reading and storing itself (as `judged ingest-run` reports it): {store:.2f} s "
-                         f"= {rows_count / store / 1e6:.2f}M rows/s")
-        phases = store_phases([m.output for m in report.result("judged-ingest").ok_runs])  # type: ignore[union-attr]
+            lines.append(f"{name}, the reading and storing itself (as `judged ingest-run` reports it): "
+                         f"{store:.2f} s = {rows_count / store / 1e6:.2f}M rows/s")
+        phases = store_phases([m.output for m in report.result(tool).ok_runs])  # type: ignore[union-attr]
         if phases:
-            lines.append("where the store's time went (`judged ingest-run --profile`, medians; CPU is the whole "
-                         "process's): " + "; ".join(f"{name} {wall:.2f} s wall / {cpu:.2f} s CPU"
-                                                    for name, (wall, cpu) in phases.items()))
+            lines.append(f"{name}, where the store's time went (`judged ingest-run --profile`, medians; CPU is the "
+                         "whole process's): " + "; ".join(f"{phase} {wall:.2f} s wall / {cpu:.2f} s CPU"
+                                                          for phase, (wall, cpu) in phases.items()))
     return lines
 
 
@@ -902,14 +929,24 @@ def fixed_cost_lines(report: Report) -> list[str]:
             cpus = statistics.median(m.cpu or 0.0 for m in later)
             lines[-1] += (f", later ones (the server reused) median {walls - direct:.2f} s wall "
                           f"({cpus - direct_cpu:.2f} s CPU)")
-    flow, stored, ingest = ok("judged-flow"), ok("judged-stored"), ok("judged-ingest")
-    stores = [seconds for m in ingest if (seconds := store_seconds(m.output))]
-    if flow and stored and stores:
+    stored = ok("judged-stored")
+    flow_sources = {"judged-flow": report.inputs.judged_run, "judged-flow-text": report.inputs.run_text}
+    for flow_tool, source in flow_sources.items():
+        flow = ok(flow_tool)
+        # The store of the same file when it was measured, else of the other one (the line names which).
+        ingests = sorted(INGEST_TOOLS, key=lambda tool: _ingest_source(report.inputs, tool) != source)
+        ingest_tool = next((tool for tool in ingests if ok(tool)), None)
+        if not (flow and stored and ingest_tool):
+            continue
+        stores = [seconds for m in ok(ingest_tool) if (seconds := store_seconds(m.output))]
+        if not stores:
+            continue
         later_flow = flow[1:] or flow
         rest = (statistics.median(m.wall for m in later_flow) - statistics.median(stores)  # type: ignore[type-var]
                 - statistics.median(m.wall for m in stored))  # type: ignore[type-var]
-        lines.append(f"judged-flow minus the run's store (judged-ingest's reported seconds) and its stored evaluation "
-                     f"(judged-stored): {rest:.2f} s (judged-flow's repetitions after the first)")
+        lines.append(f"{flow_tool} minus the run's store ({ingest_tool}'s reported seconds, "
+                     f"{_ingest_source(report.inputs, ingest_tool).name}) and its stored evaluation "
+                     f"(judged-stored): {rest:.2f} s ({flow_tool}'s repetitions after the first)")
     return lines
 
 

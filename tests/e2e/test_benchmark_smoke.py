@@ -94,13 +94,19 @@ def test_harness_runs_and_agrees(tmp_path: Path) -> None:
 
 
 def test_ingest_is_timed_without_comparing_values(tmp_path: Path) -> None:
-    report = run_benchmark("tiny", tmp_path, reps=1, tools=["judged-ingest"], log=lambda message: None)
-    result = report.result("judged-ingest")
-    assert result.ok_runs, result.failed
-    assert result.agreement is None  # it prints no NDCG values
+    tools = ["judged-text", "judged-ingest", "judged-ingest-parquet", "judged-flow-text"]
+    report = run_benchmark("tiny", tmp_path, reps=1, tools=tools, log=lambda message: None)
+    for tool in tools:
+        assert report.result(tool).ok_runs, (tool, report.result(tool).failed)
+    for tool in ("judged-ingest", "judged-ingest-parquet"):
+        assert report.result(tool).agreement is None  # it prints no NDCG values
+    flow_text = report.result("judged-flow-text").agreement  # the flow from the text run, against judged-text
+    assert flow_text is not None and flow_text.ok
     text = format_report(report)
-    assert "ingest, the reading and storing itself" in text and "M rows/s" in text
-    assert "where the store's time went" in text and "order " in text and "write " in text
+    for name in ("judged-ingest (run.txt)", "judged-ingest-parquet (run.parquet)"):
+        assert f"{name}, the reading and storing itself" in text
+        assert f"{name}, where the store's time went" in text
+    assert "M rows/s" in text and "order " in text and "write " in text
 
 
 @pytest.mark.parametrize("source", ["text", "parquet"])
