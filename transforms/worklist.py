@@ -427,8 +427,8 @@ def chosen_together(per_document: pl.DataFrame, documents: pl.DataFrame, budget:
 
     `per_document` holds what judging a document removes from each (pair, query) interval it touches
     (`baseline`, `run`, `query_id`, `doc_id`, `removed`, the interval's `width`, the pair's `scale`). Each removal is
-    a bound, and a query's removals together can exceed its width (the shared ideal explains part of it twice), so
-    the batch is chosen greedily: the next document is the one removing the most scaled width from what the
+    priced as if its document were judged alone, and a query's removals together can exceed its width (the shared
+    ideal explains part of it in several of them), so the batch is chosen greedily: the next document is the one removing the most scaled width from what the
     documents before it left, `sum scale * min(removed, width left)`. The greedy choice of a coverage objective like
     this one is within 1 - 1/e of the best batch (Nemhauser, Wolsey & Fisher 1978); the gains only shrink as the
     batch grows, so a document's last computed gain bounds its next and only the documents at the top of the heap
