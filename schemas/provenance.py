@@ -19,8 +19,9 @@ ID_LENGTH = 32
 METHOD_VERSION = "4"
 """The version of the method, a whole number as text: of every value a measure, an interval over unjudged documents,
 a comparison or a judging worklist computes. It is part of every evaluation, comparison and worklist id, so a result
-of an older method is never taken for a current one. Any change to such a value (beyond floating-point rounding) must bump it: the golden-values
-test (tests/golden/) fails until it is bumped and the golden values are regenerated for the new version."""
+of an older method is never taken for a current one. Any change to such a value (beyond floating-point rounding)
+must bump it: the golden-values test (tests/golden/) fails until it is bumped and the golden values are regenerated
+for the new version."""
 METHOD_VERSION_UNRECORDED = "0"
 """The method version of a stored evaluation whose record has none: every evaluation stored before the method had a
 version."""

@@ -407,7 +407,10 @@ def pairs_worklist(
     removed_per_pair = (
         per_document.join(listed.select(QUERY, "doc_id"), on=[QUERY, "doc_id"])
         .group_by("baseline", "run", QUERY)
-        .agg(removed=pl.min_horizontal(pl.col("removed").sum(), pl.col("width").first()), weight=pl.col("weight").first())
+        .agg(
+            removed=pl.min_horizontal(pl.col("removed").sum(), pl.col("width").first()),
+            weight=pl.col("weight").first(),
+        )
         .group_by("baseline", "run")
         .agg(removed=(pl.col("removed") * pl.col("weight") / total).sum())
     )
@@ -425,13 +428,13 @@ def chosen_together(per_document: pl.DataFrame, documents: pl.DataFrame, budget:
     """The first `budget` of `documents` (`query_id`, `doc_id`, `best_rank`, ...) as a batch judged together, each
     with its `priority` and `width_removed`, in the order chosen.
 
-    `per_document` holds what judging a document removes from each (pair, query) interval it touches
-    (`baseline`, `run`, `query_id`, `doc_id`, `removed`, the interval's `width`, the pair's `scale`). Each removal is
-    priced as if its document were judged alone, and a query's removals together can exceed its width (the shared
-    ideal explains part of it in several of them), so the batch is chosen greedily: the next document is the one removing the most scaled width from what the
-    documents before it left, `sum scale * min(removed, width left)`. The greedy choice of a coverage objective like
-    this one is within 1 - 1/e of the best batch (Nemhauser, Wolsey & Fisher 1978); the gains only shrink as the
-    batch grows, so a document's last computed gain bounds its next and only the documents at the top of the heap
+    `per_document` holds what judging a document removes from each (pair, query) interval it touches (`baseline`, `run`,
+    `query_id`, `doc_id`, `removed`, the interval's `width`, the pair's `scale`). Each removal is priced as if its
+    document were judged alone, and a query's removals together can exceed its width (the shared ideal explains part of
+    it in several of them), so the batch is chosen greedily: the next document is the one removing the most scaled width
+    from what the documents before it left, `sum scale * min(removed, width left)`. The greedy choice of a coverage
+    objective like this one is within 1 - 1/e of the best batch (Nemhauser, Wolsey & Fisher 1978); the gains only shrink
+    as the batch grows, so a document's last computed gain bounds its next and only the documents at the top of the heap
     are recomputed (Minoux's lazy greedy). Ties go to the best rank, then query_id and doc_id."""
     import heapq
 
