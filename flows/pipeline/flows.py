@@ -32,7 +32,7 @@ from judged.flows.pipeline.tasks import (
 from judged.flows.report.wording import counted
 from judged.flows.store.hashing import content_hashes, hash_in_background
 from judged.flows.store.readers import Metadata, open_stored, print_once, read_sidecar, require_regular_file
-from judged.flows.store.scaled import Local, Pieces, PiecesPlan, cut_pieces, plan_pieces
+from judged.flows.store.scaled import Local, PiecesPlan, cut_pieces, plan_pieces
 from judged.flows.store.warehouse import Store, StoreReport, now_utc
 from judged.schemas.spec import EvaluationSpec
 from judged.schemas.tables import NIGHTLY
@@ -151,8 +151,10 @@ def ingest_in_pieces(
     if metadata is None:
         metadata = read_sidecar(file, "run")
     pieces = cut_pieces(file, limits)
-    planned: PiecesPlan | Local = pieces if isinstance(pieces, Local) else Local("")
-    if isinstance(pieces, Pieces):
+    planned: PiecesPlan | Local
+    if isinstance(pieces, Local):
+        planned = pieces
+    else:
         hashes = hash_in_background([file])[file]
         logger.info("%s: read in %s by the task runner", path, counted(len(pieces.windows), "piece"))
         surveys = _all_results([survey_piece_task.submit(path, pieces.source_format, metadata, limits, window)
