@@ -84,7 +84,7 @@ def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Pa
         "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "180",
     }
     # Without a pip of its own: this environment's pip (upgraded by .ci/setup) installs into it, a little faster
-    # than the one venv bundles (46 s of user CPU rather than 49 here, and no ensurepip).
+    # than the one venv bundles, and without ensurepip.
     _run([sys.executable, "-m", "venv", "--without-pip", root / "venv"], root, environment)
     bin_folder = root / "venv" / "bin"
     _run([sys.executable, "-m", "pip", "--python", bin_folder / "python", "install", "--quiet", wheel], root, environment)
