@@ -382,8 +382,10 @@ def rank_for_judging(
             notes = (f"every one of the {counted(states.height, 'pair')} of runs is decided: the worklist falls "
                      "back to the width objective (per-run intervals)",)
     if objective == "width" or notes:
+        # Collected once: the worklist's plan reads the candidates in several branches, each of which would
+        # otherwise scan the stored runs and pick their candidates again.
         candidates = pl.concat([candidate_rows(runs[name].load().scan, spec).with_columns(evaluation=pl.lit(name))
-                                for name in names])
+                                for name in names]).collect().lazy()
         prior = smoothed_prior(grade_counts(judgment_rows).collect(), grades)
         rows = judging_worklist(candidates, judgment_rows, spec, grades, prior, budget, query_weights).collect()
     return rows, states, notes, objective, chosen_pairs
