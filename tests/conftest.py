@@ -21,7 +21,10 @@ import json
 import os
 import re
 import resource
+import shutil
 import signal
+import subprocess
+import sys
 import tempfile
 import time
 import types
@@ -321,15 +324,60 @@ def no_local_server_left(tmp_path_factory: pytest.TempPathFactory) -> Iterator[N
                     pytrace=False)
 
 
+# Prefect's SQLite database, created and migrated to the installed Prefect's newest revision.
+MIGRATE_PREFECT_DATABASE = """
+import asyncio, os, sys
+os.environ["PREFECT_SERVER_DATABASE_CONNECTION_URL"] = "sqlite+aiosqlite:///" + sys.argv[1]
+from prefect.server.database import provide_database_interface
+asyncio.run(provide_database_interface().create_db())
+"""
+# Where a test run's migrated database is, for the pytest runs a test starts (tests/test_fast_loop.py).
+PREFECT_DATABASE_VARIABLE = "JUDGED_TEST_PREFECT_DATABASE"
+
+
 @pytest.fixture(scope="session")
-def prefect_harness() -> Iterator[str]:
-    """The session's one Prefect server (temporary: its own database, stopped at the session's end), started by
-    the first test that needs it; yields its API URL. Flows run in process report to it while it runs."""
-    from prefect.settings import PREFECT_API_URL
+def prefect_database(pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A Prefect database migrated once per test run, which the servers that tests start as a means (the session's
+    server, and the local servers of tests/e2e/test_local_server.py) begin from as a copy: migrating a new SQLite
+    database is most of a Prefect server's start (about 10 s of CPU), and would be paid by every one. Tests whose
+    subject is a user's first start (tests/e2e/test_prefect_server.py, the wheel's demo) start from nothing."""
+    inherited = os.environ.get(PREFECT_DATABASE_VARIABLE)
+    if inherited and Path(inherited).is_file():
+        return Path(inherited)
+
+    def migrate(folder: Path) -> None:
+        subprocess.run([sys.executable, "-c", MIGRATE_PREFECT_DATABASE, str(folder / "prefect.db")], check=True,
+                       capture_output=True, timeout=600)
+
+    folder, _ = once_per_run(pytestconfig, tmp_path_factory, "prefect-database", migrate)
+    os.environ[PREFECT_DATABASE_VARIABLE] = str(folder / "prefect.db")
+    return folder / "prefect.db"
+
+
+@pytest.fixture(scope="session")
+def prefect_harness(prefect_database: Path) -> Iterator[str]:
+    """The session's one Prefect server (temporary: its own database, a copy of `prefect_database`, stopped at the
+    session's end), started by the first test that needs it; yields its API URL. Flows run in process report to it
+    while it runs."""
+    from unittest import mock
+
+    from prefect.settings import PREFECT_API_URL, PREFECT_SERVER_DATABASE_CONNECTION_URL
     from prefect.testing.utilities import prefect_test_harness
 
-    with prefect_test_harness(server_startup_timeout=180):
+    # Prefect's harness keeps its database in a new `mkdtemp()` folder, as prefect-test.db: handed a folder that
+    # holds a migrated copy, its server starts without migrating.
+    folder = Path(tempfile.mkdtemp(prefix="judged-tests-server-"))
+    shutil.copyfile(prefect_database, folder / "prefect-test.db")
+    harness = prefect_test_harness(server_startup_timeout=180)
+    with mock.patch("prefect.testing.utilities.mkdtemp", return_value=str(folder)):
+        harness.__enter__()
+    try:
+        if not PREFECT_SERVER_DATABASE_CONNECTION_URL.value().endswith(str(folder / "prefect-test.db")):
+            pytest.fail("Prefect's test harness no longer keeps its database where tests/conftest.py puts the "
+                        f"migrated copy: {PREFECT_SERVER_DATABASE_CONNECTION_URL.value()}", pytrace=False)
         yield str(PREFECT_API_URL.value())
+    finally:
+        harness.__exit__(None, None, None)
 
 
 @pytest.fixture(autouse=True)

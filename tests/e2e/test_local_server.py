@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -28,9 +29,13 @@ RUN = SAMPLE / "runs" / "input.p_bm25.gz"
 
 
 @pytest.fixture
-def new_user(tmp_path: Path) -> Iterator[tuple[Path, dict[str, str]]]:
-    """A fresh Prefect home and the environment of a user who configured nothing; stops what was started."""
+def new_user(tmp_path: Path, prefect_database: Path) -> Iterator[tuple[Path, dict[str, str]]]:
+    """A fresh Prefect home and the environment of a user who configured nothing; stops what was started. The home
+    holds a copy of the run's migrated Prefect database: what these tests check is judged's handling of the server,
+    and a user's first start, migration included, is tests/e2e/test_prefect_server.py's."""
     home = tmp_path / "prefect-home"
+    home.mkdir()
+    shutil.copyfile(prefect_database, home / "prefect.db")
     environment = {name: value for name, value in os.environ.items()
                    if name not in ("PREFECT_API_URL", "JUDGED_PREFECT_SERVER", "JUDGED_SERVER_IDLE_MINUTES")}
     environment |= {"PREFECT_HOME": str(home), "COLUMNS": "200"}
