@@ -104,10 +104,11 @@ def oldest_duckdb(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempP
 
     def make(folder: Path) -> str | None:
         """Why it cannot be made, or None."""
-        venv.create(folder, with_pip=True)
+        # Without a pip of its own, as the wheel's environment (tests/e2e/test_wheel.py): this one's installs it.
+        venv.create(folder, with_pip=False)
         installed = subprocess.run(
-            [str(folder / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-             f"duckdb=={OLDEST_CLIENT}"],
+            [sys.executable, "-m", "pip", "--python", str(folder / "bin" / "python"), "install", "--quiet",
+             "--disable-pip-version-check", f"duckdb=={OLDEST_CLIENT}"],
             capture_output=True, text=True, timeout=600,
         )
         if installed.returncode != 0:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -98,36 +99,53 @@ def test_in_memory_streaming_and_sharded_agree(
     assert summary.select(in_memory.summary.columns).equals(in_memory.summary)
 
 
+@pytest.fixture(scope="module")
+def stored_by_layout(
+    prefect_harness: str, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, tuple[Path, str, str]]:
+    """The sample's DoRA_Large run and judgments stored once per layout, by position (its queries lie together) and
+    by bucket (the store's choice overruled): layout -> (warehouse, judgment set id, run id). Each evaluation below
+    starts from a copy, so that none reuses another's."""
+    import judged.flows.store.warehouse as warehouse_module
+
+    qrels, run = SAMPLE / "qrels.dl20-passage.txt", SAMPLE / "runs" / "input.DoRA_Large.gz"
+    stored = {}
+    for layout in ("position", "bucket"):
+        warehouse = tmp_path_factory.mktemp(f"stored-by-{layout}")
+        with pytest.MonkeyPatch.context() as patch:
+            if layout == "bucket":
+                patch.setattr(warehouse_module, "position_blocks", lambda *args: None)
+            judgments = ingest_judgments(str(qrels), str(warehouse), rows_per_shard=2_000).id
+            run_id = ingest_run(str(run), str(warehouse), rows_per_shard=20_000).id
+        record = Store(warehouse).record("run", run_id)
+        # 200,000 rows: 10 stretches of 20 whole queries, or 16 shards of buckets.
+        assert (record["layout"], int(record["n_shards"])) == (layout, 10 if layout == "position" else 16)
+        stored[layout] = (warehouse, judgments, run_id)
+    return stored
+
+
 @pytest.mark.parametrize("spec", [PRESETS["trec_eval"].with_options(cutoffs=(10, 100)),  # a head read
                                   PRESETS["trec_eval"].with_options(cutoffs=(10, None))],  # whole lists
                          ids=["head", "whole"])
 def test_dask_cluster_gives_the_local_result(
-    prefect_harness: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spec: EvaluationSpec
+    stored_by_layout: dict[str, tuple[Path, str, str]], tmp_path: Path, spec: EvaluationSpec
 ) -> None:
-    """The evaluate flow on a thread pool and on a Dask cluster, with the run stored by position (its queries lie
-    together) and by bucket (the store's choice overruled): one evaluation id, and byte for byte the same rows."""
+    """The evaluate flow on a thread pool and on a Dask cluster, over the run stored by position and by bucket: one
+    evaluation id, and byte for byte the same rows."""
     from distributed import LocalCluster
 
-    import judged.flows.store.warehouse as warehouse_module
-
-    qrels, run = SAMPLE / "qrels.dl20-passage.txt", SAMPLE / "runs" / "input.DoRA_Large.gz"
     results = {}
     with LocalCluster(n_workers=2, processes=False, dashboard_address=None) as cluster:
-        for layout in ("position", "bucket"):
-            if layout == "bucket":
-                monkeypatch.setattr(warehouse_module, "position_blocks", lambda *args: None)
+        for layout, (stored, judgments, run_id) in stored_by_layout.items():
             for where, runner in (("local", task_runner(None)), ("dask", task_runner(cluster.scheduler_address))):
                 warehouse = tmp_path / f"{layout}-{where}"
-                judgments = ingest_judgments(str(qrels), str(warehouse), rows_per_shard=2_000).id
-                run_id = ingest_run(str(run), str(warehouse), rows_per_shard=20_000).id
+                shutil.copytree(stored, warehouse)
                 (report,) = evaluate_flow.with_options(task_runner=runner)(
                     judgments, [run_id], spec.canonical_json(), str(warehouse)
                 )
-                stored = Store(warehouse).load_evaluation(report.evaluation_id)
-                results[(layout, where)] = (report.evaluation_id, stored)
-            record = Store(tmp_path / f"{layout}-dask").record("run", run_id)
-            # 200,000 rows: 10 stretches of 20 whole queries, or 16 shards of buckets.
-            assert (record["layout"], int(record["n_shards"])) == (layout, 10 if layout == "position" else 16)
+                assert report.created, (layout, where)
+                stored_rows = Store(warehouse).load_evaluation(report.evaluation_id)
+                results[(layout, where)] = (report.evaluation_id, stored_rows)
     local_id, (_, local_rows, local_summary) = results[("position", "local")]
     for key, (evaluation_id, (_, rows, summary)) in results.items():
         assert evaluation_id == local_id, key
