@@ -31,7 +31,7 @@ from judged.transforms.judging import ranked_and_judged
 from judged.transforms.measures import per_query_measures
 from judged.transforms.measures.ndcg import gains_beyond_float64, grades_outside_gain_map
 from judged.transforms.ranking import QUERY, candidate_rows, first_rows_needed, stretch_starts
-from judged.transforms.shards import RunLayout, shard_count
+from judged.transforms.shards import RunLayout, shard_count, whole_stretch_batches
 from judged.transforms.summary import summarize
 
 
@@ -528,38 +528,6 @@ def scanned_candidate_parts(rows: pl.LazyFrame, spec: EvaluationSpec, part_rows:
     in-memory engine finds its candidates faster than the streaming one."""
     for batch in whole_stretch_batches(rows, part_rows):
         yield candidate_rows(batch.lazy(), spec).collect(engine="in-memory")
-
-
-def whole_stretch_batches(rows: pl.LazyFrame, part_rows: int) -> Iterator[pl.DataFrame]:
-    """A scan's rows read once in batches of about `part_rows` rows, each cut after its last whole stretch of one
-    query id (the rest waits for the next batch)."""
-    held: pl.DataFrame | None = None
-    for batch in rows.collect_batches(chunk_size=part_rows, engine="streaming"):
-        if batch.height == 0:
-            continue
-        if held is not None:
-            batch = pl.concat([held, batch], rechunk=False)
-        last_start = last_stretch_start(batch[QUERY])
-        if last_start:
-            yield batch.slice(0, last_start)
-        held = batch.slice(last_start)
-    if held is not None and held.height:
-        yield held
-
-
-def last_stretch_start(query_ids: pl.Series) -> int:
-    """The offset of the last stretch of one query id in `query_ids` (0: one stretch throughout). It is looked for
-    from the end, in windows that double: a stretch is one query's rows, short beside a batch, so this compares a
-    few thousand ids where `stretch_starts` compares every one (most of a batch's cost beside its candidates)."""
-    last, window = query_ids[-1], 1 << 12
-    while True:
-        start = max(query_ids.len() - window, 0)
-        others = (query_ids.slice(start) != last).arg_true()
-        if others.len():
-            return start + int(others[-1]) + 1
-        if start == 0:
-            return 0
-        window *= 2
 
 
 def may_repeat_documents(table: LoadedTable, part_rows: int) -> bool:

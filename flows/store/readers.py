@@ -36,7 +36,10 @@ from judged.transforms.parse import (
     conform_judgments, conform_run, ignored_run_columns, in_contract, parse_trec_qrels, parse_trec_run,
     raise_first_problem, run_problem_probe,
 )
-from judged.transforms.shards import RunLayout, in_shard, query_buckets, shards_of_buckets, together, with_bucket
+from judged.transforms.duplicates import may_have_duplicates
+from judged.transforms.shards import (
+    RunLayout, in_shard, query_buckets, shards_of_buckets, together, whole_stretch_batches, with_bucket,
+)
 
 TableKind = Literal["judgments", "run"]
 _PARQUET_MAGIC = b"PAR1"
@@ -66,7 +69,8 @@ class LoadedTable:
     hashes: Future[tuple[str, str]]
     source_format: Literal["trec", "trec.gz", "parquet", "warehouse", "python"]  # python: a frame or dict (flows.api)
     metadata: Metadata
-    duplicate_free: bool = False  # proven at ingest: no (query, document) pair occurs twice
+    # proven at ingest, or by the reading pass of a scanned text file: no (query, document) pair occurs twice
+    duplicate_free: bool = False
     stored_order: pl.LazyFrame | None = None  # a stored run's rows with `position` and `query_rows` (StoredTable)
     in_memory: bool = False  # rows held in memory (parsed text) or few by construction (a stored run's head)
     # `query_id` -> `n_rows` (with `first_line` and `last_line`) of a run when the reading pass counted them (a
@@ -325,6 +329,7 @@ class ParsedTable:
     common_tag: str | None = None
     query_rows: pl.DataFrame | None = None  # `query_id` -> `n_rows`, when the reading pass counted them
     warnings: tuple[str, ...] = ()  # what the reader must not miss about the file (`ignored_columns_warning`)
+    duplicate_free: bool = False  # proven by the reading pass (`_checked_by_query`): no (query, document) pair twice
 
 
 def _first_line(path: Path, gzipped: bool, window: Window | None = None) -> str:
@@ -448,9 +453,9 @@ def _read_fast(
         if kind == "run":
             # NaN and non-finite scores (inf, -inf, 1e999) are left to the exact parser, which names the line.
             checks += [(~pl.col("score").is_finite()).any().alias("nan"), *_tag_summary()]
-        query_rows = None
+        query_rows, duplicate_free = None, False
         if streamed:
-            found, query_rows = _checked_by_query(rows, kind)
+            found, query_rows, duplicate_free = _checked_by_query(rows, kind, limits.streamed_candidate_part_rows)
         else:
             found = rows.select(checks).collect(engine=engine).row(0, named=True)
     except (pl.exceptions.PolarsError, OSError, UnicodeDecodeError):
@@ -459,34 +464,56 @@ def _read_fast(
         return None
     # Left lazy over the rows read (or the file, when streamed): line numbers are only made when a query uses them.
     common_tag = _tag_of(found["some_tag"], found["tags_differ"]) if kind == "run" else None
-    return ParsedTable(in_contract(rows, input_kind(kind).input_contract.schema), common_tag, query_rows)
+    return ParsedTable(in_contract(rows, input_kind(kind).input_contract.schema), common_tag, query_rows,
+                       duplicate_free=duplicate_free)
 
 
-def _checked_by_query(rows: pl.LazyFrame, kind: TableKind) -> tuple[dict[str, Any], pl.DataFrame]:
-    """`_read_fast`'s checks of a scanned file, made in the same streaming pass that counts each query's rows:
-    (the checks, `query_id` -> `n_rows`, `first_line`, `last_line`). The store takes its counts, the query ids and
-    whether each query's lines lie together from these, instead of parsing a large file again to find them."""
+def _checked_by_query(
+    rows: pl.LazyFrame, kind: TableKind, batch_rows: int
+) -> tuple[dict[str, Any], pl.DataFrame, bool]:
+    """`_read_fast`'s checks of a scanned file, made in the same pass that counts each query's rows, read a batch of
+    about `batch_rows` rows of whole stretches of one query id at a time (`whole_stretch_batches`): (the checks,
+    `query_id` -> `n_rows`, `first_line`, `last_line`, and whether no (query, document) pair occurs twice, proven
+    when each query's rows lie in one stretch and no batch may repeat a document within a query). The store takes
+    its counts, the query ids and whether each query's lines lie together from these, and the checks before storing
+    and the store's duplicate count take the proof, instead of parsing a large file again to find them. Beside a
+    batch, this holds one row per query and batch (a query in several stretches of a batch counted once)."""
     tag = pl.col("run_tag")
-    per_query = rows.group_by("query_id").agg(
-        n_rows=pl.len(),
-        # Where each query's lines begin and end: whether every query's lines lie together, for the store's layout
-        # (`LoadedTable.query_blocks`), without another pass over the file.
-        first_line=pl.col("source_line").min(), last_line=pl.col("source_line").max(),
-        missing=pl.any_horizontal(pl.exclude("source_line").is_null().any()),
-        **({"nan": (~pl.col("score").is_finite()).any(), "tag_min": tag.min(), "tag_max": tag.max()}
-           if kind == "run" else {}),
-    ).collect(engine="streaming")
     checks = [
-        (pl.col("missing").any() | pl.col("query_id").is_null().any()).alias("missing"),
+        pl.any_horizontal(pl.exclude("source_line").is_null().any()).alias("missing"),
         pl.col("query_id").str.starts_with("#").any().alias("comment"),
+        *([(~pl.col("score").is_finite()).any().alias("nan"), tag.min().alias("tag_min"), tag.max().alias("tag_max")]
+          if kind == "run" else []),
     ]
-    if kind == "run":
-        checks += [
-            pl.col("nan").any(), pl.col("tag_min").min().alias("some_tag"),
-            (pl.col("tag_min").min() != pl.col("tag_max").max()).alias("tags_differ"),
-        ]
-    counted = per_query.select("query_id", "n_rows", "first_line", "last_line")
-    return per_query.select(checks).row(0, named=True), counted
+    per_query = [
+        pl.col("len").sum().alias("n_rows"), pl.col("first_line").min(), pl.col("last_line").max(),
+        pl.len().alias("stretches"),
+    ]
+    empty = rows.clear().collect()
+    found = [empty.select(checks)]
+    counted = [empty.select(QUERY, len=pl.lit(0, pl.UInt32), first_line="source_line", last_line="source_line")
+               .group_by(QUERY).agg(per_query)]
+    duplicate_free = True
+    for batch in whole_stretch_batches(rows, batch_rows):
+        found.append(batch.select(checks))
+        stretches = batch[QUERY].rle().struct.unnest().rename({"value": QUERY})
+        ends = stretches["len"].cum_sum()
+        stretches = stretches.with_columns(first_line=batch["source_line"].gather(ends - stretches["len"]),
+                                           last_line=batch["source_line"].gather(ends - 1))
+        counted.append(stretches.group_by(QUERY).agg(per_query))
+        if duplicate_free:
+            duplicate_free = (counted[-1].height == stretches.height
+                              and not may_have_duplicates(batch.lazy()).collect().item())
+    queries = pl.concat(counted).group_by(QUERY).agg(
+        pl.col("n_rows").sum(), pl.col("first_line").min(), pl.col("last_line").max(), pl.col("stretches").sum())
+    summary = pl.concat(found)
+    checked = summary.select(
+        pl.col("missing").any(), pl.col("comment").any(),
+        *([pl.col("nan").any(), pl.col("tag_min").min().alias("some_tag"),
+           (pl.col("tag_min").min() != pl.col("tag_max").max()).alias("tags_differ")] if kind == "run" else []),
+    ).row(0, named=True)
+    duplicate_free = duplicate_free and bool((queries["stretches"] == 1).all())
+    return checked, queries.select(QUERY, "n_rows", "first_line", "last_line"), duplicate_free
 
 
 def read_lines(path: Path, gzipped: bool, window: Window | None = None) -> pl.LazyFrame:
@@ -629,6 +656,7 @@ def load_table(
         in_memory=source_format != "parquet" and not _streamed(path, source_format, limits),
         query_rows=parsed.query_rows if kind == "run" else None,
         warnings=parsed.warnings,
+        duplicate_free=parsed.duplicate_free,
     )
     if kind == "run" and not table.in_memory:
         with _SCANNED_TABLES_LOCK:  # a flow's tasks run in threads

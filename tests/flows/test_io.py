@@ -180,6 +180,29 @@ def test_the_scan_of_a_plain_run_counts_its_queries_in_its_checking_pass(tmp_pat
     assert scanned.counts == {"n_rows": 3, "n_unresolved": 0, "n_queries": 2}
 
 
+@pytest.mark.parametrize(
+    ("lines", "proven"),
+    [
+        (["q2 Q0 d1 1 3.0 a", "q2 Q0 d2 2 2.0 a", "q2 Q0 d3 3 1.0 a", "q1 Q0 d1 1 2.0 a", "q1 Q0 d2 2 1.0 a"], True),
+        (["q2 Q0 d1 1 3.0 a", "q2 Q0 d2 2 2.0 a", "q2 Q0 d1 3 1.0 a", "q1 Q0 d1 1 2.0 a"], False),  # d1 twice in q2
+        (["q2 Q0 d1 1 3.0 a", "q1 Q0 d1 1 2.0 a", "q2 Q0 d2 2 1.0 a"], False),  # q2 in two stretches
+    ],
+)
+def test_the_checking_pass_of_a_scanned_run_proves_it_free_of_repeated_pairs(
+    tmp_path: Path, lines: list[str], proven: bool
+) -> None:
+    """The pass that checks and counts a scanned run, a batch of whole stretches at a time (here of about 2 rows,
+    so a query's stretch runs on past a batch), also finds whether a (query, document) pair could occur twice: a
+    run without one, each query in one stretch, is proven free of them (`duplicate_free`), so the checks before
+    storing and the store look no further; a repeat, or a query in two stretches, leaves it unproven. A run parsed
+    in memory is not looked at here."""
+    path = write(tmp_path / "run.txt", "\n".join(lines) + "\n")
+    scanned = load_table(path, "run", limits=Limits(in_memory_text_bytes=1, streamed_candidate_part_rows=2))
+    assert scanned.duplicate_free is proven
+    assert scanned.counts == load_table(path, "run").counts
+    assert not load_table(path, "run").duplicate_free
+
+
 def test_crlf_text_is_read_like_lf(tmp_path: Path) -> None:
     path = write(tmp_path / "qrels.txt", QRELS_TEXT.replace("\n", "\r\n"))
     assert load_table(path, "judgments").frame.rows() == QRELS_ROWS

@@ -10,6 +10,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+import judged.flows.store.readers as readers_module
 import judged.flows.store.warehouse as warehouse_module
 from judged.flows.engine.limits import Limits
 from judged.flows.pipeline.tasks import ingest_file
@@ -97,3 +98,23 @@ def test_both_routes_store_the_same_bytes(
     assert len(fast) > 2 and fast.keys() == full.keys()
     for name in fast:
         assert fast[name] == full[name], name
+
+
+def test_a_run_its_reading_pass_proved_free_of_repeats_is_stored_with_the_same_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A scanned run whose reading pass proved it free of repeated (query, document) pairs (`duplicate_free`) is
+    stored without counting them shard by shard, and its files are byte for byte those of the same run counted."""
+    run = write_variant(tmp_path / "run.txt", "in_order")
+    monkeypatch.setattr(warehouse_module, "now_utc", lambda: datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC))
+    looked = []
+    look = warehouse_module.may_have_duplicates
+    monkeypatch.setattr(warehouse_module, "may_have_duplicates", lambda rows: looked.append(1) or look(rows))
+    proven_id, proven = stored_files(tmp_path / "proven", STREAMED, run)
+    assert not looked
+    check = readers_module._checked_by_query
+    monkeypatch.setattr(readers_module, "_checked_by_query", lambda *args: (*check(*args)[:2], False))
+    readers_module._SCANNED_TABLES.clear()  # the run is read again, unproven
+    counted_id, counted = stored_files(tmp_path / "counted", STREAMED, run)
+    assert len(looked) == len(counted) - 1 > 1  # every shard counted
+    assert proven_id == counted_id and proven == counted
