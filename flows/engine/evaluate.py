@@ -646,17 +646,21 @@ def coverage_warnings(summary: pl.DataFrame, spec: EvaluationSpec) -> list[str]:
 
 def check_before_storing(
     run: LoadedTable, judgments: LoadedTable, spec: EvaluationSpec, limits: Limits = DEFAULT_LIMITS
-) -> None:
+) -> bool:
     """Every check of `evaluate_part` that can refuse these inputs under the spec (duplicates under an `error`
-    policy, then `check_inputs`), without evaluating: a flow runs it before it stores anything of them."""
+    policy, then `check_inputs`), without evaluating: a flow runs it before it stores anything of them. Returns
+    whether the run is known to hold no (query, document) pair twice (proven before, or by this check's look), which
+    the store then need not count again (`readers.proven_duplicate_free`)."""
     # The pairs are looked at only where a query may repeat a document: a run of tens of millions of rows is
     # never grouped by pair in memory to find none.
     def suspected(table: LoadedTable) -> bool:
         return may_repeat_documents(table, limits.streamed_candidate_part_rows)
 
     judgment_rows, _ = without_duplicates(judgments, spec.judgment_duplicates, suspected(judgments))
-    run_rows, _ = without_duplicates(run, spec.run_duplicates, not run.duplicate_free and suspected(run))
+    run_suspected = not run.duplicate_free and suspected(run)
+    run_rows, _ = without_duplicates(run, spec.run_duplicates, run_suspected)
     check_inputs(run, run_rows, judgments, judgment_rows, spec)
+    return not run_suspected
 
 
 def check_judgments_before_storing(

@@ -687,6 +687,20 @@ _SCANNED_TABLES_KEPT = 2
 _SCANNED_TABLES_LOCK = threading.Lock()
 
 
+def proven_duplicate_free(table: LoadedTable) -> LoadedTable:
+    """The table, found by the checks before storing to hold no (query, document) pair twice (see
+    `check_before_storing`), saying so (`duplicate_free`). A scanned table this process keeps is replaced by it,
+    so the store that reads the same file next takes the proof instead of counting each shard's pairs again."""
+    if table.duplicate_free:
+        return table
+    proven = replace(table, duplicate_free=True)
+    with _SCANNED_TABLES_LOCK:
+        for key, kept in _SCANNED_TABLES.items():
+            if kept is table:
+                _SCANNED_TABLES[key] = proven
+    return proven
+
+
 # Files already warned of in this process (path, size, mtime): a file read twice (checked, then stored) is named
 # once.
 _WARNED_FILES: set[tuple[str, int, int]] = set()
