@@ -83,7 +83,7 @@ def input_runs(warehouse: Store, runs: list[str], allow_empty: bool = False) -> 
     stored run's folder, else a run id of the warehouse."""
     for run in runs:
         if Path(run).is_file():
-            yield load_table(run, "run", allow_empty=allow_empty)
+            yield load_table(run, "run", allow_empty=allow_empty, look_for_repeats=True)
         elif Path(run).is_dir():
             yield open_stored(Path(run), "run").load()
         else:
@@ -118,7 +118,7 @@ def check_run(
 ) -> LoadedTable:
     """`ingest_checked_run` short of storing the run (the nightly job with --dask then stores it in pieces): read,
     validated, checked under every spec, and with a `claim_folder`, whether it is new noted there."""
-    run = load_table(path, "run", allow_empty=allow_empty)
+    run = load_table(path, "run", allow_empty=allow_empty, look_for_repeats=True)
     judgments = warehouse.load_stored("judgments", judgment_set_id)
     for spec in specs:  # once proven free of repeated pairs, the run is not looked at for them again
         if check_before_storing(run, judgments, spec):

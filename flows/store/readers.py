@@ -361,7 +361,8 @@ def _tag_of(tag: object, differ: object) -> str:
 
 
 def read_trec_fast(
-    path: Path, gzipped: bool, kind: TableKind, limits: Limits = DEFAULT_LIMITS, window: Window | None = None
+    path: Path, gzipped: bool, kind: TableKind, limits: Limits = DEFAULT_LIMITS, window: Window | None = None,
+    look_for_repeats: bool = False,
 ) -> ParsedTable | None:
     """The common case at full speed: a run's six (qrels' four) columns split by one tab or one space throughout,
     Polars' multithreaded CSV reader (in memory, or streaming for large files). Returns None whenever the file is
@@ -370,7 +371,8 @@ def read_trec_fast(
 
     A run's rows nearly always carry one tag, so the tag column is first read as an Enum of the first line's tag
     (one byte a row instead of a string); a run with another tag anywhere (or that this
-    first read turns down for any reason) is read again with plain strings. With a `window`, only its lines."""
+    first read turns down for any reason) is read again with plain strings. With a `window`, only its lines.
+    `look_for_repeats`: see `load_table`."""
     columns = _FAST_COLUMNS[kind]
     try:
         first_line = _first_line(path, gzipped, window)
@@ -382,7 +384,7 @@ def read_trec_fast(
     if kind == "run" and len(fields) == len(columns) and fields[-1]:
         attempts.insert(0, columns | {"run_tag": pl.Enum([fields[-1]])})
     for attempt in attempts:
-        read = _read_fast(path, gzipped, kind, separator, attempt, limits, window)
+        read = _read_fast(path, gzipped, kind, separator, attempt, limits, window, look_for_repeats)
         if read is not None:
             return read
     return None
@@ -420,7 +422,7 @@ def _piece_ends(fd: int, size: int, piece_bytes: int, start: int = 0) -> list[in
 
 def _read_fast(
     path: Path, gzipped: bool, kind: TableKind, separator: str, columns: dict[str, pl.DataType], limits: Limits,
-    window: Window | None = None,
+    window: Window | None = None, look_for_repeats: bool = False,
 ) -> ParsedTable | None:
     """One attempt of `read_trec_fast`, with these column types."""
     options = dict(
@@ -455,7 +457,8 @@ def _read_fast(
             checks += [(~pl.col("score").is_finite()).any().alias("nan"), *_tag_summary()]
         query_rows, duplicate_free = None, False
         if streamed:
-            found, query_rows, duplicate_free = _checked_by_query(rows, kind, limits.streamed_candidate_part_rows)
+            found, query_rows, duplicate_free = _checked_by_query(rows, kind, limits.streamed_candidate_part_rows,
+                                                                  look_for_repeats)
         else:
             found = rows.select(checks).collect(engine=engine).row(0, named=True)
     except (pl.exceptions.PolarsError, OSError, UnicodeDecodeError):
@@ -469,12 +472,13 @@ def _read_fast(
 
 
 def _checked_by_query(
-    rows: pl.LazyFrame, kind: TableKind, batch_rows: int
+    rows: pl.LazyFrame, kind: TableKind, batch_rows: int, look_for_repeats: bool = False
 ) -> tuple[dict[str, Any], pl.DataFrame, bool]:
     """`_read_fast`'s checks of a scanned file, made in the same pass that counts each query's rows, read a batch of
     about `batch_rows` rows of whole stretches of one query id at a time (`whole_stretch_batches`): (the checks,
     `query_id` -> `n_rows`, `first_line`, `last_line`, and whether no (query, document) pair occurs twice, proven
-    when each query's rows lie in one stretch and no batch may repeat a document within a query). The store takes
+    with `look_for_repeats` when each query's rows lie in one stretch and no batch may repeat a document within a
+    query; without it, False). The store takes
     its counts, the query ids and whether each query's lines lie together from these, and the checks before storing
     and the store's duplicate count take the proof, instead of parsing a large file again to find them. Beside a
     batch, this holds one row per query and batch (a query in several stretches of a batch counted once)."""
@@ -493,7 +497,7 @@ def _checked_by_query(
     found = [empty.select(checks)]
     counted = [empty.select(QUERY, len=pl.lit(0, pl.UInt32), first_line="source_line", last_line="source_line")
                .group_by(QUERY).agg(per_query)]
-    duplicate_free = True
+    duplicate_free = look_for_repeats
     for batch in whole_stretch_batches(rows, batch_rows):
         found.append(batch.select(checks))
         stretches = batch[QUERY].rle().struct.unnest().rename({"value": QUERY})
@@ -610,6 +614,7 @@ def load_table(
     allow_empty: bool = False,
     print_warnings: bool = True,
     allow_empty_option: str | None = None,
+    look_for_repeats: bool = False,
 ) -> LoadedTable:
     """Read, parse and validate judgments or a run; any problem raises InputError naming the file and line.
     Without `metadata`, the sidecar `<file>.meta.toml` is read when present. `hashes` is the file's
@@ -617,7 +622,9 @@ def load_table(
     says which text is parsed in memory, and in what pieces. A table without rows is refused unless `allow_empty`
     (see `require_rows`; `allow_empty_option` is how the refusal names the switch, `--allow-empty` by default).
     The table's `warnings` are printed on stderr as well (once per file and process) unless `print_warnings` is
-    false (the Python API, whose results carry them)."""
+    false (the Python API, whose results carry them). `look_for_repeats` (the checks before storing): a text file
+    large enough to be scanned is also looked at for repeated (query, document) pairs in its reading pass, and
+    proven free of them when it holds none (`duplicate_free`), so neither the checks nor the store look again."""
     path = Path(path)
     require_regular_file(path, "judgments file" if kind == "judgments" else "run file")
     if metadata is None:
@@ -637,7 +644,7 @@ def load_table(
         return scanned
     if hashes is None:
         hashes = hash_in_background([path])[path]
-    parsed = _parse(path, kind, source_format, metadata, limits)
+    parsed = _parse(path, kind, source_format, metadata, limits, look_for_repeats=look_for_repeats)
     if print_warnings:
         print_once(path, parsed.warnings)
     if not allow_empty:  # a Parquet file's own rows (its footer says), not the checked scan over them
@@ -769,7 +776,8 @@ def _parquet_common_tag(run: pl.LazyFrame) -> str | None:
 
 
 def _parse(
-    path: Path, kind: TableKind, source_format: str, metadata: Metadata, limits: Limits, window: Window | None = None
+    path: Path, kind: TableKind, source_format: str, metadata: Metadata, limits: Limits, window: Window | None = None,
+    look_for_repeats: bool = False,
 ) -> ParsedTable:
     """The validated table in its contract; InputError on the first problem. A Parquet input stays a lazy scan,
     validated on its own columns (a run: `run_problem_probe`) or in one streaming pass that numbers the rows, which
@@ -777,7 +785,7 @@ def _parse(
     as in the whole file."""
     unresolved_token = getattr(metadata, "unresolved_token", None)
     if source_format != "parquet" and unresolved_token is None:
-        fast = read_trec_fast(path, source_format == "trec.gz", kind, limits, window)
+        fast = read_trec_fast(path, source_format == "trec.gz", kind, limits, window, look_for_repeats)
         if fast is not None:
             return fast
     if source_format == "parquet":

@@ -250,7 +250,7 @@ def test_checks_before_storing_look_at_a_scanned_run_in_bounded_batches(
     qrels = tmp_path / "qrels.txt"
     qrels.write_text("q1 0 d0 1\nq2 0 d1 2\n")
     bounded = Limits(in_memory_text_bytes=1, streamed_candidate_part_rows=4)
-    scanned, in_memory = load_table(text, "run", limits=bounded), load_table(text, "run")
+    scanned, in_memory = load_table(text, "run", limits=bounded, look_for_repeats=True), load_table(text, "run")
     assert not scanned.in_memory and in_memory.in_memory
     assert may_repeat_documents(scanned, 4) is repeated
     assert may_repeat_documents(in_memory, 4) is repeated

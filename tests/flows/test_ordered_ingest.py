@@ -105,18 +105,18 @@ def test_both_routes_store_the_same_bytes(
 def test_a_run_its_reading_pass_proved_free_of_repeats_is_stored_with_the_same_bytes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A scanned run whose reading pass proved it free of repeated (query, document) pairs (`duplicate_free`) is
-    stored without counting them shard by shard, and its files are byte for byte those of the same run counted."""
+    """A scanned run whose reading pass proved it free of repeated (query, document) pairs (`duplicate_free`, the
+    checks before storing ask for it) is stored without counting them shard by shard, and its files are byte for
+    byte those of the same run counted."""
     run = write_variant(tmp_path / "run.txt", "in_order")
     monkeypatch.setattr(warehouse_module, "now_utc", lambda: datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC))
     looked = []
     look = warehouse_module.may_have_duplicates
     monkeypatch.setattr(warehouse_module, "may_have_duplicates", lambda rows: looked.append(1) or look(rows))
-    proven_id, proven = stored_files(tmp_path / "proven", STREAMED, run)
+    assert load_table(run, "run", limits=STREAMED, look_for_repeats=True).duplicate_free  # as the checks read it
+    proven_id, proven = stored_files(tmp_path / "proven", STREAMED, run)  # the store takes the table they kept
     assert not looked
-    check = readers_module._checked_by_query
-    monkeypatch.setattr(readers_module, "_checked_by_query", lambda *args: (*check(*args)[:2], False))
-    readers_module._SCANNED_TABLES.clear()  # the run is read again, unproven
+    readers_module._SCANNED_TABLES.clear()  # the run is read again, not looked at (as `ingest-run` reads it)
     counted_id, counted = stored_files(tmp_path / "counted", STREAMED, run)
     assert len(looked) == len(counted) - 1 > 1  # every shard counted
     assert proven_id == counted_id and proven == counted
