@@ -31,7 +31,7 @@ from judged.transforms.judging import ranked_and_judged
 from judged.transforms.measures import per_query_measures
 from judged.transforms.measures.ndcg import gains_beyond_float64, grades_outside_gain_map
 from judged.transforms.ranking import QUERY, candidate_rows, first_rows_needed, stretch_starts
-from judged.transforms.shards import RunLayout, shard_count
+from judged.transforms.shards import RunLayout, shard_count, whole_stretch_batches
 from judged.transforms.summary import summarize
 
 
@@ -530,38 +530,6 @@ def scanned_candidate_parts(rows: pl.LazyFrame, spec: EvaluationSpec, part_rows:
         yield candidate_rows(batch.lazy(), spec).collect(engine="in-memory")
 
 
-def whole_stretch_batches(rows: pl.LazyFrame, part_rows: int) -> Iterator[pl.DataFrame]:
-    """A scan's rows read once in batches of about `part_rows` rows, each cut after its last whole stretch of one
-    query id (the rest waits for the next batch)."""
-    held: pl.DataFrame | None = None
-    for batch in rows.collect_batches(chunk_size=part_rows, engine="streaming"):
-        if batch.height == 0:
-            continue
-        if held is not None:
-            batch = pl.concat([held, batch], rechunk=False)
-        last_start = last_stretch_start(batch[QUERY])
-        if last_start:
-            yield batch.slice(0, last_start)
-        held = batch.slice(last_start)
-    if held is not None and held.height:
-        yield held
-
-
-def last_stretch_start(query_ids: pl.Series) -> int:
-    """The offset of the last stretch of one query id in `query_ids` (0: one stretch throughout). It is looked for
-    from the end, in windows that double: a stretch is one query's rows, short beside a batch, so this compares a
-    few thousand ids where `stretch_starts` compares every one (most of a batch's cost beside its candidates)."""
-    last, window = query_ids[-1], 1 << 12
-    while True:
-        start = max(query_ids.len() - window, 0)
-        others = (query_ids.slice(start) != last).arg_true()
-        if others.len():
-            return start + int(others[-1]) + 1
-        if start == 0:
-            return 0
-        window *= 2
-
-
 def may_repeat_documents(table: LoadedTable, part_rows: int) -> bool:
     """`may_have_duplicates` of a table. A scanned table is looked at a batch of whole stretches at a time, so
     memory holds one batch, not a distinct count over every row; a query listed in several stretches was never
@@ -678,17 +646,21 @@ def coverage_warnings(summary: pl.DataFrame, spec: EvaluationSpec) -> list[str]:
 
 def check_before_storing(
     run: LoadedTable, judgments: LoadedTable, spec: EvaluationSpec, limits: Limits = DEFAULT_LIMITS
-) -> None:
+) -> bool:
     """Every check of `evaluate_part` that can refuse these inputs under the spec (duplicates under an `error`
-    policy, then `check_inputs`), without evaluating: a flow runs it before it stores anything of them."""
+    policy, then `check_inputs`), without evaluating: a flow runs it before it stores anything of them. Returns
+    whether the run is known to hold no (query, document) pair twice (proven before, or by this check's look), which
+    the store then need not count again (`readers.proven_duplicate_free`)."""
     # The pairs are looked at only where a query may repeat a document: a run of tens of millions of rows is
     # never grouped by pair in memory to find none.
     def suspected(table: LoadedTable) -> bool:
         return may_repeat_documents(table, limits.streamed_candidate_part_rows)
 
     judgment_rows, _ = without_duplicates(judgments, spec.judgment_duplicates, suspected(judgments))
-    run_rows, _ = without_duplicates(run, spec.run_duplicates, not run.duplicate_free and suspected(run))
+    run_suspected = not run.duplicate_free and suspected(run)
+    run_rows, _ = without_duplicates(run, spec.run_duplicates, run_suspected)
     check_inputs(run, run_rows, judgments, judgment_rows, spec)
+    return not run_suspected
 
 
 def check_judgments_before_storing(

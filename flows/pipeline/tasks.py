@@ -24,7 +24,9 @@ from judged.flows.pipeline.evaluation import EvaluationReport, evaluate_shard, f
 from judged.flows.pipeline.nightly import RUN_WAS_NEW, RUN_WAS_STORED, run_was_new
 from judged.flows.report.wording import counted
 from judged.flows.store.kinds import input_kind
-from judged.flows.store.readers import LoadedTable, Metadata, Window, load_table, open_stored
+from judged.flows.store.readers import (
+    LoadedTable, Metadata, Window, load_table, open_stored, proven_duplicate_free,
+)
 from judged.flows.store.scaled import ShardGroup, Survey, survey_piece, write_shard_group
 from judged.flows.store.warehouse import Store, StoreReport
 from judged.schemas.provenance import RunMetadata
@@ -61,8 +63,9 @@ def check_inputs_before_storing(
         return
     judgment_table = input_judgments(warehouse, judgments, judgments_metadata, allow_empty)
     for run_table in input_runs(warehouse, runs, allow_empty):
-        for spec in specs:
-            check_before_storing(run_table, judgment_table, spec)
+        for spec in specs:  # once proven free of repeated pairs, the run is not looked at for them again
+            if check_before_storing(run_table, judgment_table, spec):
+                run_table = proven_duplicate_free(run_table)  # and the store reading its file next takes the proof
 
 
 def input_judgments(
@@ -80,7 +83,7 @@ def input_runs(warehouse: Store, runs: list[str], allow_empty: bool = False) -> 
     stored run's folder, else a run id of the warehouse."""
     for run in runs:
         if Path(run).is_file():
-            yield load_table(run, "run", allow_empty=allow_empty)
+            yield load_table(run, "run", allow_empty=allow_empty, look_for_repeats=True)
         elif Path(run).is_dir():
             yield open_stored(Path(run), "run").load()
         else:
@@ -115,10 +118,11 @@ def check_run(
 ) -> LoadedTable:
     """`ingest_checked_run` short of storing the run (the nightly job with --dask then stores it in pieces): read,
     validated, checked under every spec, and with a `claim_folder`, whether it is new noted there."""
-    run = load_table(path, "run", allow_empty=allow_empty)
+    run = load_table(path, "run", allow_empty=allow_empty, look_for_repeats=True)
     judgments = warehouse.load_stored("judgments", judgment_set_id)
-    for spec in specs:
-        check_before_storing(run, judgments, spec)
+    for spec in specs:  # once proven free of repeated pairs, the run is not looked at for them again
+        if check_before_storing(run, judgments, spec):
+            run = proven_duplicate_free(run)
     if claim_folder is not None and run_was_new(claim_folder) is None:
         note = RUN_WAS_STORED if warehouse.run_record(run.table_id).exists() else RUN_WAS_NEW
         (claim_folder / note).touch()

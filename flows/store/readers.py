@@ -36,7 +36,10 @@ from judged.transforms.parse import (
     conform_judgments, conform_run, ignored_run_columns, in_contract, parse_trec_qrels, parse_trec_run,
     raise_first_problem, run_problem_probe,
 )
-from judged.transforms.shards import RunLayout, in_shard, query_buckets, shards_of_buckets, together, with_bucket
+from judged.transforms.duplicates import may_have_duplicates
+from judged.transforms.shards import (
+    RunLayout, in_shard, query_buckets, shards_of_buckets, together, whole_stretch_batches, with_bucket,
+)
 
 TableKind = Literal["judgments", "run"]
 _PARQUET_MAGIC = b"PAR1"
@@ -66,7 +69,8 @@ class LoadedTable:
     hashes: Future[tuple[str, str]]
     source_format: Literal["trec", "trec.gz", "parquet", "warehouse", "python"]  # python: a frame or dict (flows.api)
     metadata: Metadata
-    duplicate_free: bool = False  # proven at ingest: no (query, document) pair occurs twice
+    # proven at ingest, or by the reading pass of a scanned text file: no (query, document) pair occurs twice
+    duplicate_free: bool = False
     stored_order: pl.LazyFrame | None = None  # a stored run's rows with `position` and `query_rows` (StoredTable)
     in_memory: bool = False  # rows held in memory (parsed text) or few by construction (a stored run's head)
     # `query_id` -> `n_rows` (with `first_line` and `last_line`) of a run when the reading pass counted them (a
@@ -325,6 +329,7 @@ class ParsedTable:
     common_tag: str | None = None
     query_rows: pl.DataFrame | None = None  # `query_id` -> `n_rows`, when the reading pass counted them
     warnings: tuple[str, ...] = ()  # what the reader must not miss about the file (`ignored_columns_warning`)
+    duplicate_free: bool = False  # proven by the reading pass (`_checked_by_query`): no (query, document) pair twice
 
 
 def _first_line(path: Path, gzipped: bool, window: Window | None = None) -> str:
@@ -356,7 +361,8 @@ def _tag_of(tag: object, differ: object) -> str:
 
 
 def read_trec_fast(
-    path: Path, gzipped: bool, kind: TableKind, limits: Limits = DEFAULT_LIMITS, window: Window | None = None
+    path: Path, gzipped: bool, kind: TableKind, limits: Limits = DEFAULT_LIMITS, window: Window | None = None,
+    look_for_repeats: bool = False,
 ) -> ParsedTable | None:
     """The common case at full speed: a run's six (qrels' four) columns split by one tab or one space throughout,
     Polars' multithreaded CSV reader (in memory, or streaming for large files). Returns None whenever the file is
@@ -365,7 +371,8 @@ def read_trec_fast(
 
     A run's rows nearly always carry one tag, so the tag column is first read as an Enum of the first line's tag
     (one byte a row instead of a string); a run with another tag anywhere (or that this
-    first read turns down for any reason) is read again with plain strings. With a `window`, only its lines."""
+    first read turns down for any reason) is read again with plain strings. With a `window`, only its lines.
+    `look_for_repeats`: see `load_table`."""
     columns = _FAST_COLUMNS[kind]
     try:
         first_line = _first_line(path, gzipped, window)
@@ -377,7 +384,7 @@ def read_trec_fast(
     if kind == "run" and len(fields) == len(columns) and fields[-1]:
         attempts.insert(0, columns | {"run_tag": pl.Enum([fields[-1]])})
     for attempt in attempts:
-        read = _read_fast(path, gzipped, kind, separator, attempt, limits, window)
+        read = _read_fast(path, gzipped, kind, separator, attempt, limits, window, look_for_repeats)
         if read is not None:
             return read
     return None
@@ -415,7 +422,7 @@ def _piece_ends(fd: int, size: int, piece_bytes: int, start: int = 0) -> list[in
 
 def _read_fast(
     path: Path, gzipped: bool, kind: TableKind, separator: str, columns: dict[str, pl.DataType], limits: Limits,
-    window: Window | None = None,
+    window: Window | None = None, look_for_repeats: bool = False,
 ) -> ParsedTable | None:
     """One attempt of `read_trec_fast`, with these column types."""
     options = dict(
@@ -448,9 +455,10 @@ def _read_fast(
         if kind == "run":
             # NaN and non-finite scores (inf, -inf, 1e999) are left to the exact parser, which names the line.
             checks += [(~pl.col("score").is_finite()).any().alias("nan"), *_tag_summary()]
-        query_rows = None
+        query_rows, duplicate_free = None, False
         if streamed:
-            found, query_rows = _checked_by_query(rows, kind)
+            found, query_rows, duplicate_free = _checked_by_query(rows, kind, limits.streamed_candidate_part_rows,
+                                                                  look_for_repeats)
         else:
             found = rows.select(checks).collect(engine=engine).row(0, named=True)
     except (pl.exceptions.PolarsError, OSError, UnicodeDecodeError):
@@ -459,34 +467,57 @@ def _read_fast(
         return None
     # Left lazy over the rows read (or the file, when streamed): line numbers are only made when a query uses them.
     common_tag = _tag_of(found["some_tag"], found["tags_differ"]) if kind == "run" else None
-    return ParsedTable(in_contract(rows, input_kind(kind).input_contract.schema), common_tag, query_rows)
+    return ParsedTable(in_contract(rows, input_kind(kind).input_contract.schema), common_tag, query_rows,
+                       duplicate_free=duplicate_free)
 
 
-def _checked_by_query(rows: pl.LazyFrame, kind: TableKind) -> tuple[dict[str, Any], pl.DataFrame]:
-    """`_read_fast`'s checks of a scanned file, made in the same streaming pass that counts each query's rows:
-    (the checks, `query_id` -> `n_rows`, `first_line`, `last_line`). The store takes its counts, the query ids and
-    whether each query's lines lie together from these, instead of parsing a large file again to find them."""
+def _checked_by_query(
+    rows: pl.LazyFrame, kind: TableKind, batch_rows: int, look_for_repeats: bool = False
+) -> tuple[dict[str, Any], pl.DataFrame, bool]:
+    """`_read_fast`'s checks of a scanned file, made in the same pass that counts each query's rows, read a batch of
+    about `batch_rows` rows of whole stretches of one query id at a time (`whole_stretch_batches`): (the checks,
+    `query_id` -> `n_rows`, `first_line`, `last_line`, and whether no (query, document) pair occurs twice, proven
+    with `look_for_repeats` when each query's rows lie in one stretch and no batch may repeat a document within a
+    query; without it, False). The store takes
+    its counts, the query ids and whether each query's lines lie together from these, and the checks before storing
+    and the store's duplicate count take the proof, instead of parsing a large file again to find them. Beside a
+    batch, this holds one row per query and batch (a query in several stretches of a batch counted once)."""
     tag = pl.col("run_tag")
-    per_query = rows.group_by("query_id").agg(
-        n_rows=pl.len(),
-        # Where each query's lines begin and end: whether every query's lines lie together, for the store's layout
-        # (`LoadedTable.query_blocks`), without another pass over the file.
-        first_line=pl.col("source_line").min(), last_line=pl.col("source_line").max(),
-        missing=pl.any_horizontal(pl.exclude("source_line").is_null().any()),
-        **({"nan": (~pl.col("score").is_finite()).any(), "tag_min": tag.min(), "tag_max": tag.max()}
-           if kind == "run" else {}),
-    ).collect(engine="streaming")
     checks = [
-        (pl.col("missing").any() | pl.col("query_id").is_null().any()).alias("missing"),
+        pl.any_horizontal(pl.exclude("source_line").is_null().any()).alias("missing"),
         pl.col("query_id").str.starts_with("#").any().alias("comment"),
+        *([(~pl.col("score").is_finite()).any().alias("nan"), tag.min().alias("tag_min"), tag.max().alias("tag_max")]
+          if kind == "run" else []),
     ]
-    if kind == "run":
-        checks += [
-            pl.col("nan").any(), pl.col("tag_min").min().alias("some_tag"),
-            (pl.col("tag_min").min() != pl.col("tag_max").max()).alias("tags_differ"),
-        ]
-    counted = per_query.select("query_id", "n_rows", "first_line", "last_line")
-    return per_query.select(checks).row(0, named=True), counted
+    per_query = [
+        pl.col("len").sum().alias("n_rows"), pl.col("first_line").min(), pl.col("last_line").max(),
+        pl.len().alias("stretches"),
+    ]
+    empty = rows.clear().collect()
+    found = [empty.select(checks)]
+    counted = [empty.select(QUERY, len=pl.lit(0, pl.UInt32), first_line="source_line", last_line="source_line")
+               .group_by(QUERY).agg(per_query)]
+    duplicate_free = look_for_repeats
+    for batch in whole_stretch_batches(rows, batch_rows):
+        found.append(batch.select(checks))
+        stretches = batch[QUERY].rle().struct.unnest().rename({"value": QUERY})
+        ends = stretches["len"].cum_sum()
+        stretches = stretches.with_columns(first_line=batch["source_line"].gather(ends - stretches["len"]),
+                                           last_line=batch["source_line"].gather(ends - 1))
+        counted.append(stretches.group_by(QUERY).agg(per_query))
+        if duplicate_free:
+            duplicate_free = (counted[-1].height == stretches.height
+                              and not may_have_duplicates(batch.lazy()).collect().item())
+    queries = pl.concat(counted).group_by(QUERY).agg(
+        pl.col("n_rows").sum(), pl.col("first_line").min(), pl.col("last_line").max(), pl.col("stretches").sum())
+    summary = pl.concat(found)
+    checked = summary.select(
+        pl.col("missing").any(), pl.col("comment").any(),
+        *([pl.col("nan").any(), pl.col("tag_min").min().alias("some_tag"),
+           (pl.col("tag_min").min() != pl.col("tag_max").max()).alias("tags_differ")] if kind == "run" else []),
+    ).row(0, named=True)
+    duplicate_free = duplicate_free and bool((queries["stretches"] == 1).all())
+    return checked, queries.select(QUERY, "n_rows", "first_line", "last_line"), duplicate_free
 
 
 def read_lines(path: Path, gzipped: bool, window: Window | None = None) -> pl.LazyFrame:
@@ -583,6 +614,7 @@ def load_table(
     allow_empty: bool = False,
     print_warnings: bool = True,
     allow_empty_option: str | None = None,
+    look_for_repeats: bool = False,
 ) -> LoadedTable:
     """Read, parse and validate judgments or a run; any problem raises InputError naming the file and line.
     Without `metadata`, the sidecar `<file>.meta.toml` is read when present. `hashes` is the file's
@@ -590,7 +622,9 @@ def load_table(
     says which text is parsed in memory, and in what pieces. A table without rows is refused unless `allow_empty`
     (see `require_rows`; `allow_empty_option` is how the refusal names the switch, `--allow-empty` by default).
     The table's `warnings` are printed on stderr as well (once per file and process) unless `print_warnings` is
-    false (the Python API, whose results carry them)."""
+    false (the Python API, whose results carry them). `look_for_repeats` (the checks before storing): a text file
+    large enough to be scanned is also looked at for repeated (query, document) pairs in its reading pass, and
+    proven free of them when it holds none (`duplicate_free`), so neither the checks nor the store look again."""
     path = Path(path)
     require_regular_file(path, "judgments file" if kind == "judgments" else "run file")
     if metadata is None:
@@ -610,7 +644,7 @@ def load_table(
         return scanned
     if hashes is None:
         hashes = hash_in_background([path])[path]
-    parsed = _parse(path, kind, source_format, metadata, limits)
+    parsed = _parse(path, kind, source_format, metadata, limits, look_for_repeats=look_for_repeats)
     if print_warnings:
         print_once(path, parsed.warnings)
     if not allow_empty:  # a Parquet file's own rows (its footer says), not the checked scan over them
@@ -629,6 +663,7 @@ def load_table(
         in_memory=source_format != "parquet" and not _streamed(path, source_format, limits),
         query_rows=parsed.query_rows if kind == "run" else None,
         warnings=parsed.warnings,
+        duplicate_free=parsed.duplicate_free,
     )
     if kind == "run" and not table.in_memory:
         with _SCANNED_TABLES_LOCK:  # a flow's tasks run in threads
@@ -657,6 +692,20 @@ def _swapped_arguments(path: Path, kind: TableKind, limits: Limits) -> InputErro
 _SCANNED_TABLES: dict[tuple[object, ...], LoadedTable] = {}
 _SCANNED_TABLES_KEPT = 2
 _SCANNED_TABLES_LOCK = threading.Lock()
+
+
+def proven_duplicate_free(table: LoadedTable) -> LoadedTable:
+    """The table, found by the checks before storing to hold no (query, document) pair twice (see
+    `check_before_storing`), saying so (`duplicate_free`). A scanned table this process keeps is replaced by it,
+    so the store that reads the same file next takes the proof instead of counting each shard's pairs again."""
+    if table.duplicate_free:
+        return table
+    proven = replace(table, duplicate_free=True)
+    with _SCANNED_TABLES_LOCK:
+        for key, kept in _SCANNED_TABLES.items():
+            if kept is table:
+                _SCANNED_TABLES[key] = proven
+    return proven
 
 
 # Files already warned of in this process (path, size, mtime): a file read twice (checked, then stored) is named
@@ -727,7 +776,8 @@ def _parquet_common_tag(run: pl.LazyFrame) -> str | None:
 
 
 def _parse(
-    path: Path, kind: TableKind, source_format: str, metadata: Metadata, limits: Limits, window: Window | None = None
+    path: Path, kind: TableKind, source_format: str, metadata: Metadata, limits: Limits, window: Window | None = None,
+    look_for_repeats: bool = False,
 ) -> ParsedTable:
     """The validated table in its contract; InputError on the first problem. A Parquet input stays a lazy scan,
     validated on its own columns (a run: `run_problem_probe`) or in one streaming pass that numbers the rows, which
@@ -735,7 +785,7 @@ def _parse(
     as in the whole file."""
     unresolved_token = getattr(metadata, "unresolved_token", None)
     if source_format != "parquet" and unresolved_token is None:
-        fast = read_trec_fast(path, source_format == "trec.gz", kind, limits, window)
+        fast = read_trec_fast(path, source_format == "trec.gz", kind, limits, window, look_for_repeats)
         if fast is not None:
             return fast
     if source_format == "parquet":

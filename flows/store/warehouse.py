@@ -205,6 +205,7 @@ def sink_position_shards(
     metadata: dict[str, str],
     limits: Limits = DEFAULT_LIMITS,
     phases: Phases | None = None,
+    duplicate_free: bool = False,
 ) -> Path:
     """Write the rows of a run (a ranked kind) whose queries each lie in one stretch of the file in ONE streaming
     pass: the rows are read in batches of `limits.sink_batch_rows`, cut into the shards of `blocks` (each query's
@@ -212,24 +213,25 @@ def sink_position_shards(
     `write_ranked` as soon as its last row has been read, `limits.shard_writers` at a time. Each part lists its
     queries in its metadata (`PART_QUERIES_KEY`). A shard holds no query from elsewhere in the file, so nothing is
     regrouped: no spill, no second read. Published as `sink_shards` publishes (staged, renamed into place whole;
-    an existing folder is left as it is)."""
+    an existing folder is left as it is). `duplicate_free`: as `write_ranked` takes it."""
     shards = int(blocks["shard"].max()) + 1
     return _publish_rows(kind.rows_path(root, table_id), root, lambda temporary: write_position_parts(
-        rows, blocks, shards, temporary, kind, table_id, metadata, limits, phases
+        rows, blocks, shards, temporary, kind, table_id, metadata, limits, phases, duplicate_free=duplicate_free
     ))
 
 
 def write_position_parts(
     rows: pl.LazyFrame, blocks: pl.DataFrame, of: int, folder: Path, kind: InputKind, table_id: str,
     metadata: dict[str, str], limits: Limits = DEFAULT_LIMITS, phases: Phases | None = None,
-    check_queries: bool = False,
+    check_queries: bool = False, duplicate_free: bool = False,
 ) -> None:
     """`sink_position_shards`' writing, into `folder`: `rows` are those of the consecutive shards of `blocks` (each
     query's rows with its `shard` of `of`, in the file's order), read in batches of `limits.sink_batch_rows` and
     cut into those shards; each is written by `write_ranked` as `shard_file(shard, of)` as soon as its last row has
     been read, `limits.shard_writers` at a time, listing its queries (`PART_QUERIES_KEY`). A scaled-out ingest's
     worker writes its stretch of shards with it too, with `check_queries`: each shard's query ids, as read, must be
-    those its blocks list (a RuntimeError otherwise: the piece was not cut where the plan said)."""
+    those its blocks list (a RuntimeError otherwise: the piece was not cut where the plan said). `duplicate_free`:
+    as `write_ranked` takes it."""
     phases = phases or Phases()
     constants = _leading_columns(kind, table_id)
     by_shard = blocks.group_by("shard", maintain_order=True).agg(pl.col(QUERY), n_rows=pl.col("n_rows").sum())
@@ -245,7 +247,8 @@ def write_position_parts(
                                    "cut elsewhere than its survey found, or it changed while it was stored")
             part = piece.select(*constants, pl.all(), bucket=_row_buckets(piece, buckets))
             listed = metadata | {PART_QUERIES_KEY: json.dumps(queries)}
-            pending.append(pool.submit(write_ranked, part, folder / shard_file(shard, of), listed, phases))
+            pending.append(pool.submit(write_ranked, part, folder / shard_file(shard, of), listed, phases,
+                                       duplicate_free))
             del part, piece
             # At most one shard read ahead of those being written: memory holds writers + 1 shards.
             while len(pending) > writers:
@@ -410,13 +413,18 @@ def _rewrite_spilled(
     shutil.rmtree(spill / f"{SPILL_KEY}={shard}")
 
 
-def write_ranked(rows: pl.DataFrame, target: Path, metadata: dict[str, str], phases: Phases | None = None) -> None:
+def write_ranked(
+    rows: pl.DataFrame, target: Path, metadata: dict[str, str], phases: Phases | None = None,
+    duplicate_free: bool = False,
+) -> None:
     """One shard of a run in stored order (`transforms.layout.in_stored_order`), with its own count of duplicate
-    (query, document) pairs (a query lies in one shard, so the count is exact), written by `write_stored_part`."""
+    (query, document) pairs (a query lies in one shard, so the count is exact), written by `write_stored_part`.
+    `duplicate_free`: the run is proven to hold no pair twice (`LoadedTable.duplicate_free`), so the count is 0
+    without looking."""
     phases = phases or Phases()
     # The rows are in memory: Polars' in-memory engine sorts them faster than its default streaming one.
     with phases.measure("duplicates"):
-        suspected = may_have_duplicates(rows.lazy()).collect(engine="in-memory").item()
+        suspected = not duplicate_free and may_have_duplicates(rows.lazy()).collect(engine="in-memory").item()
         duplicates = duplicate_pairs(rows.lazy()).collect(engine="in-memory").height if suspected else 0
     # A run written in rank order (nearly every run) is put in stored order without sorting it; any other run,
     # or one that may hold a pair twice, is sorted. Both give the same rows in the same order.
@@ -601,7 +609,8 @@ class Store:
             stored = sink_shards(table.scan, kind, table_id, self.root, shards, n_rows, metadata, limits,
                                  queries=table.query_rows, phases=phases)
         else:
-            stored = sink_position_shards(table.scan, kind, table_id, self.root, blocks, metadata, limits, phases)
+            stored = sink_position_shards(table.scan, kind, table_id, self.root, blocks, metadata, limits, phases,
+                                          table.duplicate_free)
         self._write_record(kind, record, record_path, metadata, stored, phases)
         return StoreReport(kind.name, table_id, True, n_rows)
 

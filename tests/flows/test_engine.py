@@ -11,12 +11,13 @@ import pytest
 from polars.testing import assert_frame_equal
 
 import judged.flows.engine.evaluate
-from judged.flows.engine.evaluate import evaluate, last_stretch_start, plan
+from judged.flows.engine.evaluate import evaluate, plan
 from judged.flows.store.readers import load_table
 from judged.flows.engine.limits import Limits
 from judged.schemas.spec import PRESETS, EvaluationSpec, build_spec
 from judged.transforms.errors import InputError
 from judged.transforms.ranking import candidate_rows, stretch_starts
+from judged.transforms.shards import last_stretch_start
 
 SPECS = {
     "trec_eval@10": PRESETS["trec_eval"].with_options(cutoffs=(10,)),
@@ -230,7 +231,7 @@ def test_a_scanned_run_is_cut_between_queries(tmp_path: Path, monkeypatch: pytes
     ],
 )
 def test_checks_before_storing_look_at_a_scanned_run_in_bounded_batches(
-    tmp_path: Path, layout: str, repeated: bool
+    tmp_path: Path, layout: str, repeated: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A scanned run (`in_memory_text_bytes=1`) is checked for repeated documents a few rows at a time: a repeat
     within a stretch, and one across two stretches of a query (never seen together in a batch), are both refused;
@@ -249,16 +250,24 @@ def test_checks_before_storing_look_at_a_scanned_run_in_bounded_batches(
     qrels = tmp_path / "qrels.txt"
     qrels.write_text("q1 0 d0 1\nq2 0 d1 2\n")
     bounded = Limits(in_memory_text_bytes=1, streamed_candidate_part_rows=4)
-    scanned, in_memory = load_table(text, "run", limits=bounded), load_table(text, "run")
+    scanned, in_memory = load_table(text, "run", limits=bounded, look_for_repeats=True), load_table(text, "run")
     assert not scanned.in_memory and in_memory.in_memory
     assert may_repeat_documents(scanned, 4) is repeated
     assert may_repeat_documents(in_memory, 4) is repeated
+    # The pass that read and checked the scanned run proved it free of repeats when its queries lie together.
+    assert scanned.duplicate_free is (not repeated and layout == "one stretch per query")
     judgments, spec = load_table(qrels, "judgments"), PRESETS["trec_eval"]
+    looked_at = []
+    look = judged.flows.engine.evaluate.may_repeat_documents
+    monkeypatch.setattr(judged.flows.engine.evaluate, "may_repeat_documents",
+                        lambda table, rows: looked_at.append(table) or look(table, rows))
     if repeated:
         with pytest.raises(InputError, match="duplicate"):
             check_before_storing(scanned, judgments, spec, bounded)
     else:
         check_before_storing(scanned, judgments, spec, bounded)
+    # A run proven free of repeats is not read again for them.
+    assert (scanned in looked_at) is not scanned.duplicate_free
 
 
 @pytest.mark.parametrize("run_kind", ["text", "parquet", "stored"])

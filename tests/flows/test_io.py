@@ -7,6 +7,7 @@ import gzip
 import hashlib
 import os
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 
 import polars as pl
@@ -178,6 +179,33 @@ def test_the_scan_of_a_plain_run_counts_its_queries_in_its_checking_pass(tmp_pat
         ("q1", 2, 2), ("q2", 1, 3)]
     assert scanned.query_blocks(batch_rows=2) is None
     assert scanned.counts == {"n_rows": 3, "n_unresolved": 0, "n_queries": 2}
+
+
+@pytest.mark.parametrize(
+    ("lines", "proven"),
+    [
+        (["q2 Q0 d1 1 3.0 a", "q2 Q0 d2 2 2.0 a", "q2 Q0 d3 3 1.0 a", "q1 Q0 d1 1 2.0 a", "q1 Q0 d2 2 1.0 a"], True),
+        (["q2 Q0 d1 1 3.0 a", "q2 Q0 d2 2 2.0 a", "q2 Q0 d1 3 1.0 a", "q1 Q0 d1 1 2.0 a"], False),  # d1 twice in q2
+        (["q2 Q0 d1 1 3.0 a", "q1 Q0 d1 1 2.0 a", "q2 Q0 d2 2 1.0 a"], False),  # q2 in two stretches
+    ],
+)
+def test_the_checking_pass_of_a_scanned_run_proves_it_free_of_repeated_pairs(
+    tmp_path: Path, lines: list[str], proven: bool
+) -> None:
+    """Asked to (`look_for_repeats`, as the checks before storing ask), the pass that checks and counts a scanned
+    run, a batch of whole stretches at a time (here of about 2 rows, so a query's stretch runs on past a batch),
+    also finds whether a (query, document) pair could occur twice: a run without one, each query in one stretch,
+    is proven free of them (`duplicate_free`), so the checks before storing and the store look no further; a
+    repeat, or a query in two stretches, leaves it unproven. A run parsed in memory is not looked at here."""
+    path = write(tmp_path / "run.txt", "\n".join(lines) + "\n")
+    limits = Limits(in_memory_text_bytes=1, streamed_candidate_part_rows=2)
+    scanned = load_table(path, "run", limits=limits, look_for_repeats=True)
+    assert scanned.duplicate_free is proven
+    assert scanned.counts == load_table(path, "run").counts
+    assert not load_table(path, "run", look_for_repeats=True).duplicate_free
+    # Not asked to look (the direct evaluation, `ingest-run`), the pass looks at no pair (other limits: the file is
+    # read anew, not taken from the table kept above).
+    assert not load_table(path, "run", limits=replace(limits, text_piece_bytes=3)).duplicate_free
 
 
 def test_crlf_text_is_read_like_lf(tmp_path: Path) -> None:

@@ -10,10 +10,13 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+import judged.flows.store.readers as readers_module
 import judged.flows.store.warehouse as warehouse_module
 from judged.flows.engine.limits import Limits
-from judged.flows.pipeline.tasks import ingest_file
+from judged.flows.pipeline.tasks import check_inputs_before_storing, ingest_file
+from judged.flows.store.readers import load_table
 from judged.flows.store.warehouse import Store
+from judged.schemas.spec import PRESETS
 
 IN_MEMORY = Limits(rows_per_shard=120)
 STREAMED = Limits(
@@ -97,3 +100,49 @@ def test_both_routes_store_the_same_bytes(
     assert len(fast) > 2 and fast.keys() == full.keys()
     for name in fast:
         assert fast[name] == full[name], name
+
+
+def test_a_run_its_reading_pass_proved_free_of_repeats_is_stored_with_the_same_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A scanned run whose reading pass proved it free of repeated (query, document) pairs (`duplicate_free`, the
+    checks before storing ask for it) is stored without counting them shard by shard, and its files are byte for
+    byte those of the same run counted."""
+    run = write_variant(tmp_path / "run.txt", "in_order")
+    monkeypatch.setattr(warehouse_module, "now_utc", lambda: datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC))
+    looked = []
+    look = warehouse_module.may_have_duplicates
+    monkeypatch.setattr(warehouse_module, "may_have_duplicates", lambda rows: looked.append(1) or look(rows))
+    assert load_table(run, "run", limits=STREAMED, look_for_repeats=True).duplicate_free  # as the checks read it
+    proven_id, proven = stored_files(tmp_path / "proven", STREAMED, run)  # the store takes the table they kept
+    assert not looked
+    readers_module._SCANNED_TABLES.clear()  # the run is read again, not looked at (as `ingest-run` reads it)
+    counted_id, counted = stored_files(tmp_path / "counted", STREAMED, run)
+    assert len(looked) == len(counted) - 1 > 1  # every shard counted
+    assert proven_id == counted_id and proven == counted
+
+
+@pytest.mark.parametrize(("variant", "proven"), [("in_order", True), ("duplicate", False)])
+def test_the_checks_before_storing_hand_their_proof_to_the_store_of_the_same_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, variant: str, proven: bool
+) -> None:
+    """The checks before storing look at a Parquet run (which reading it does not) for repeated pairs: a run
+    without one is then proven free of them (`proven_duplicate_free`), and the store that reads the same file next
+    counts no shard's pairs; its files are byte for byte those of the run stored unchecked. A run with a repeat
+    (kept under the policy `first`) stays unproven, and is counted."""
+    parquet = tmp_path / "run.parquet"
+    load_table(write_variant(tmp_path / "run.txt", variant), "run").frame.drop("source_line").write_parquet(parquet)
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("9 0 D1 1\n")
+    monkeypatch.setattr(warehouse_module, "now_utc", lambda: datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC))
+    unchecked_id, unchecked = stored_files(tmp_path / "unchecked", Limits(), parquet)
+    readers_module._SCANNED_TABLES.clear()  # read again, as a new command would
+    looked = []
+    look = warehouse_module.may_have_duplicates
+    monkeypatch.setattr(warehouse_module, "may_have_duplicates", lambda rows: looked.append(1) or look(rows))
+    spec = PRESETS["trec_eval"].with_options(run_duplicates="first")
+    check_inputs_before_storing(Store(tmp_path / "checked"), str(qrels), [str(parquet)], [spec, spec])
+    assert load_table(parquet, "run").duplicate_free is proven
+    checked_id, checked = stored_files(tmp_path / "checked", Limits(), parquet)
+    assert bool(looked) is not proven
+    assert checked_id == unchecked_id and checked == unchecked
