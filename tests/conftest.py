@@ -9,7 +9,7 @@
 - Hypothesis profiles: `ci` (400 examples) when CI is set or HYPOTHESIS_PROFILE=ci, `dev` (25) otherwise.
 - One Prefect server per session (`prefect_harness`, started by the first test that needs it): subprocesses of
   subprocess tests report to it through PREFECT_API_URL, except in tests marked `own_prefect_server`, whose subject
-  is starting a server.
+  is starting a server. It starts from a copy of a Prefect database migrated once per run (`prefect_database`).
 - Under pytest-xdist (`-n 2`, as CI runs) each worker is a session: its own PREFECT_HOME, Prefect server and
   session-end check for servers left running.
 """
