@@ -19,7 +19,6 @@ semi-join on that list, not by a shared bucket function.
 from __future__ import annotations
 
 import zlib
-from collections.abc import Iterator
 from enum import Enum
 
 import polars as pl
@@ -94,35 +93,3 @@ def together(stretch_queries: pl.Series) -> bool:
     query id) in order: no id occurs in two stretches."""
     return stretch_queries.n_unique() == stretch_queries.len()
 
-
-def whole_stretch_batches(rows: pl.LazyFrame, part_rows: int) -> Iterator[pl.DataFrame]:
-    """A scan's rows read once in batches of about `part_rows` rows, each cut after its last whole stretch of one
-    query id (the rest waits for the next batch)."""
-    held: pl.DataFrame | None = None
-    for batch in rows.collect_batches(chunk_size=part_rows, engine="streaming"):
-        if batch.height == 0:
-            continue
-        if held is not None:
-            batch = pl.concat([held, batch], rechunk=False)
-        last_start = last_stretch_start(batch["query_id"])
-        if last_start:
-            yield batch.slice(0, last_start)
-        held = batch.slice(last_start)
-    if held is not None and held.height:
-        yield held
-
-
-def last_stretch_start(query_ids: pl.Series) -> int:
-    """The offset of the last stretch of one query id in `query_ids` (0: one stretch throughout). It is looked for
-    from the end, in windows that double: a stretch is one query's rows, short beside a batch, so this compares a
-    few thousand ids where `transforms.ranking.stretch_starts` compares every one (most of a batch's cost beside its
-    candidates)."""
-    last, window = query_ids[-1], 1 << 12
-    while True:
-        start = max(query_ids.len() - window, 0)
-        others = (query_ids.slice(start) != last).arg_true()
-        if others.len():
-            return start + int(others[-1]) + 1
-        if start == 0:
-            return 0
-        window *= 2

@@ -18,7 +18,7 @@ from typing import Literal
 
 import polars as pl
 
-from judged.flows.store.readers import LoadedTable, Table
+from judged.flows.store.readers import LoadedTable, Table, whole_stretch_batches
 from judged.flows.engine.limits import DEFAULT_LIMITS, Limits
 from judged.flows.engine.versions import implementation_version
 from judged.flows.report.wording import counted
@@ -31,7 +31,7 @@ from judged.transforms.judging import ranked_and_judged
 from judged.transforms.measures import per_query_measures
 from judged.transforms.measures.ndcg import gains_beyond_float64, grades_outside_gain_map
 from judged.transforms.ranking import QUERY, candidate_rows, first_rows_needed, stretch_starts
-from judged.transforms.shards import RunLayout, shard_count, whole_stretch_batches
+from judged.transforms.shards import RunLayout, shard_count
 from judged.transforms.summary import summarize
 
 

@@ -1,7 +1,9 @@
 """Reading input files: TREC text (plain or gzip, detected from the bytes) and Parquet, into the typed tables.
 
 Belongs here: everything that touches a path on the way in (opening, decompressing, hashing, turning the file's lines
-into a LazyFrame), then the parse and conform transforms and the checks that raise `InputError` naming the file.
+into a LazyFrame), then the parse and conform transforms and the checks that raise `InputError` naming the file;
+and reading a large scan once in batches of whole queries (`whole_stretch_batches`), which the reading pass's
+checks and the engine's scanned parts share.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import os
 import sys
 import threading
 import tomllib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass, replace
 from functools import cached_property
@@ -38,7 +40,7 @@ from judged.transforms.parse import (
 )
 from judged.transforms.duplicates import may_have_duplicates
 from judged.transforms.shards import (
-    RunLayout, in_shard, query_buckets, shards_of_buckets, together, whole_stretch_batches, with_bucket,
+    RunLayout, in_shard, query_buckets, shards_of_buckets, together, with_bucket,
 )
 
 TableKind = Literal["judgments", "run"]
@@ -469,6 +471,39 @@ def _read_fast(
     common_tag = _tag_of(found["some_tag"], found["tags_differ"]) if kind == "run" else None
     return ParsedTable(in_contract(rows, input_kind(kind).input_contract.schema), common_tag, query_rows,
                        duplicate_free=duplicate_free)
+
+
+def whole_stretch_batches(rows: pl.LazyFrame, part_rows: int) -> Iterator[pl.DataFrame]:
+    """A scan's rows read once in batches of about `part_rows` rows, each cut after its last whole stretch of one
+    query id (the rest waits for the next batch)."""
+    held: pl.DataFrame | None = None
+    for batch in rows.collect_batches(chunk_size=part_rows, engine="streaming"):
+        if batch.height == 0:
+            continue
+        if held is not None:
+            batch = pl.concat([held, batch], rechunk=False)
+        last_start = last_stretch_start(batch[QUERY])
+        if last_start:
+            yield batch.slice(0, last_start)
+        held = batch.slice(last_start)
+    if held is not None and held.height:
+        yield held
+
+
+def last_stretch_start(query_ids: pl.Series) -> int:
+    """The offset of the last stretch of one query id in `query_ids` (0: one stretch throughout). It is looked for
+    from the end, in windows that double: a stretch is one query's rows, short beside a batch, so this compares a
+    few thousand ids where `transforms.ranking.stretch_starts` compares every one (most of a batch's cost beside its
+    candidates)."""
+    last, window = query_ids[-1], 1 << 12
+    while True:
+        start = max(query_ids.len() - window, 0)
+        others = (query_ids.slice(start) != last).arg_true()
+        if others.len():
+            return start + int(others[-1]) + 1
+        if start == 0:
+            return 0
+        window *= 2
 
 
 def _checked_by_query(
