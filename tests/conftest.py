@@ -339,8 +339,8 @@ PREFECT_DATABASE_VARIABLE = "JUDGED_TEST_PREFECT_DATABASE"
 def prefect_database(pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A Prefect database migrated once per test run, which the servers that tests start as a means (the session's
     server, and the local servers of tests/e2e/test_local_server.py) begin from as a copy: migrating a new SQLite
-    database is most of a Prefect server's start (about 10 s of CPU), and would be paid by every one. Tests whose
-    subject is a user's first start (tests/e2e/test_prefect_server.py, the wheel's demo) start from nothing."""
+    database is most of a Prefect server's start, and would be paid by every one. Tests whose subject is a user's
+    first start (tests/e2e/test_prefect_server.py, the wheel's demo) start from nothing."""
     inherited = os.environ.get(PREFECT_DATABASE_VARIABLE)
     if inherited and Path(inherited).is_file():
         return Path(inherited)
