@@ -85,15 +85,22 @@ def write_three_queries(folder: Path) -> tuple[Path, Path, Path]:
     return qrels, runs[0], runs[1]
 
 
-def test_compare_and_report_take_measures_and_interval_width(tmp_path: Path) -> None:
+SETTINGS = ["--permutations", "100", "--resamples", "100"]
+
+
+def test_compare_takes_measures_and_interval_width(tmp_path: Path) -> None:
     qrels, run_a, run_b = write_three_queries(tmp_path)
-    settings = ["--permutations", "100", "--resamples", "100"]
     compared = judged("compare", qrels, run_a, run_b, "--measures", "nDCG@5,AP", "--interval-width", "0.3",
-                      *settings, "--format", "json")
+                      *SETTINGS, "--format", "json")
     assert compared.exit_code == 0, compared.output
     assert {row["measure"] for row in json.loads(compared.stdout)["comparisons"]} >= {"AP"}
+
+
+@pytest.mark.slow  # the report's plots: 2 s of CPU, most of it matplotlib's import, which no fast test needs
+def test_report_takes_measures_and_interval_width(tmp_path: Path) -> None:
+    qrels, run_a, run_b = write_three_queries(tmp_path)
     out = tmp_path / "report.html"
-    reported = judged("report", qrels, run_a, run_b, "--measures", "AP", "--interval-width", "0.3", *settings,
+    reported = judged("report", qrels, run_a, run_b, "--measures", "AP", "--interval-width", "0.3", *SETTINGS,
                       "--out", out)
     assert reported.exit_code == 0, reported.output
     assert "AP" in out.read_text()

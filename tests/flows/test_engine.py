@@ -153,11 +153,12 @@ def bounded_inputs(tmp_path: Path, rows: list[str]) -> tuple[Path, Path, Path]:
 
 
 # Every measure at once costs as much as the other specs together, and the condensed spec is near the fast loop's
-# limit: the fast loop keeps the trec_eval spec in every order.
+# limit; each case takes over a second of CPU: the fast loop keeps the trec_eval spec on a run grouped by query.
 @pytest.mark.parametrize("spec_name", [
     name if name == "trec_eval@10" else pytest.param(name, marks=pytest.mark.slow) for name in BOUNDED_SPECS
 ])
-@pytest.mark.parametrize("order", ["grouped", "blocks", "shuffled"])
+@pytest.mark.parametrize("order", ["grouped", pytest.param("blocks", marks=pytest.mark.slow),
+                                   pytest.param("shuffled", marks=pytest.mark.slow)])
 def test_scanned_runs_in_batches_give_the_in_memory_result(tmp_path: Path, order: str, spec_name: str) -> None:
     """A run too large to parse in memory (here: any text, by `Limits`) and a Parquet run are scanned, their
     candidates found a batch of a few hundred rows at a time (or a small Parquet run's in one pass) and evaluated

@@ -188,7 +188,9 @@ WORLD_SCHEMA = {
 }
 
 
-@pytest.mark.parametrize("levels", [(0.0, 1.0, 2.0, 3.0), (0.0, 1.0, 3.0, 7.0), (1.0, 2.0), (0.0, 1.0)])
+# A third to three quarters of a second of CPU each: the fast loop keeps the usual four grades.
+@pytest.mark.parametrize("levels", [(0.0, 1.0, 2.0, 3.0), *(pytest.param(levels, marks=pytest.mark.slow)
+                                    for levels in ((0.0, 1.0, 3.0, 7.0), (1.0, 2.0), (0.0, 1.0)))])
 @pytest.mark.parametrize("zero_if_no_ideal", [False, True])
 def test_batched_worlds_equal_one_by_one(levels: tuple[float, ...], zero_if_no_ideal: bool) -> None:
     # The evaluation computes a batch's usual worlds in shared numpy operations (`intervals_of_worlds`); each end

@@ -259,7 +259,8 @@ def test_batched_worlds_equal_one_by_one(zero_if_no_ideal: bool) -> None:
         assert got["difference_kind"] == ("exact" if one[2] else "bound")
 
 
-@pytest.mark.parametrize("scale", [(0, 1, 2, 3), (-1, 0, 1, 2)], ids=["graded", "with-negative-grades"])
+@pytest.mark.parametrize("scale", [(0, 1, 2, 3), pytest.param((-1, 0, 1, 2), marks=pytest.mark.slow)],
+                         ids=["graded", "with-negative-grades"])  # about a second of CPU each: the fast loop keeps one
 def test_worklist_width_of_ndcg_by_its_kernel_equals_the_engines_what_if(scale: tuple[int, ...]) -> None:
     # The nDCG path (its interval kernel, world by world) and the engine's what-if path give the same widths; a
     # document judged with a negative grade keeps its place in a list that is not condensed.
