@@ -104,9 +104,13 @@ def _code_objects(code: types.CodeType) -> Iterator[types.CodeType]:
             yield from _code_objects(constant)
 
 
+def _starts_processes(module: str | None) -> bool:
+    return module is not None and module.split(".")[0] in ("subprocess", "multiprocessing")
+
+
 def reaches_subprocess(function: Callable[..., object], seen: set[types.FunctionType] | None = None) -> bool:
     """Whether the function, or a function of tests/ or benchmarks/ it names (followed through their names in turn),
-    names the `subprocess` module or something taken from it."""
+    names the `subprocess` or `multiprocessing` module or something taken from them."""
     function = getattr(function, "__func__", function)
     if not isinstance(function, types.FunctionType):
         return False
@@ -118,7 +122,7 @@ def reaches_subprocess(function: Callable[..., object], seen: set[types.Function
     for name in names:
         value = function.__globals__.get(name)
         if isinstance(value, types.ModuleType):
-            if value.__name__ == "subprocess":
+            if _starts_processes(value.__name__):
                 return True
             if not _followed(getattr(value, "__file__", None)):
                 continue
@@ -127,7 +131,7 @@ def reaches_subprocess(function: Callable[..., object], seen: set[types.Function
         else:
             candidates = [value]
         for candidate in candidates:
-            if getattr(candidate, "__module__", None) == "subprocess":
+            if _starts_processes(getattr(candidate, "__module__", None)):
                 return True
             if not isinstance(candidate, types.FunctionType) or not _followed(candidate.__code__.co_filename):
                 continue

@@ -4,11 +4,13 @@ its time limit, and that each pytest-xdist worker is a session of its own."""
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import signal
 import subprocess
 import sys
 import textwrap
+from multiprocessing import Pipe
 from pathlib import Path
 
 from hypothesis import settings
@@ -48,16 +50,27 @@ def _through_a_lambda() -> None:
     list(map(lambda argv: subprocess.run(argv, check=True), []))
 
 
+def _forks_one() -> None:
+    process = multiprocessing.get_context("forkserver").Process(target=print)
+    process.start()
+    process.join()
+
+
+def _through_a_name_taken_from_multiprocessing() -> None:
+    Pipe()
+
+
 # Held in a mapping so that the tests below do not name these functions, which would make them subprocess tests.
 EXAMPLES = {
     "direct": _starts_one, "helper": _through_a_helper, "string": _names_it_in_a_string_only,
-    "lambda": _through_a_lambda,
+    "lambda": _through_a_lambda, "multiprocessing": _forks_one, "taken": _through_a_name_taken_from_multiprocessing,
 }
 
 
 def test_a_subprocess_is_found_through_helpers_and_inner_code_only() -> None:
     found = {name: reaches_subprocess(function) for name, function in EXAMPLES.items()}
-    assert found == {"direct": True, "helper": True, "string": False, "lambda": True}
+    assert found == {"direct": True, "helper": True, "string": False, "lambda": True, "multiprocessing": True,
+                     "taken": True}
 
 
 PROJECT_TESTS = '''

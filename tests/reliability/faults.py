@@ -1,18 +1,21 @@
 """The writers the fault-injection suite kills, and what it checks of a warehouse afterwards.
 
-Imported by the test and by its child processes (`python -c` in the repository): each trial's writer is one of the
-Prefect flows (ingest-run, ingest-judgments, evaluate, nightly) on the bundled TREC DL 2020 sample, with inputs made
-unique per trial (metadata for ingests, cutoffs for evaluations, fresh files for the nightly), so a trial always has
-something new to write. The newer writers run as the CLI commands (in process, as `judged` would): a stored
+Imported by the test and, through its fork server, by its child processes (`write_in_child`): each trial's writer is one
+of the Prefect flows (ingest-run, ingest-judgments, evaluate, nightly) on the bundled TREC DL 2020 sample, with inputs
+made unique per trial (metadata for ingests, cutoffs for evaluations, fresh files for the nightly), so a trial always
+has something new to write. The newer writers run as the CLI commands (in process, as `judged` would): a stored
 comparison (`compare --warehouse`, its seed per trial), `report --warehouse` (a comparison stored and an HTML file
-written; its seed per trial), `worklist` (its budget per trial, an assessor file written) and a new judgment version
-by `ingest-judgments --extends` (a new pair per trial) or `--extends --revise` (a regraded pair per trial). Their
---out files go in the trial's own folder (`inbox`), the answers files beside it (`answers/`).
+written; its seed per trial), `worklist` (its budget per trial, an assessor file written) and a new judgment version by
+`ingest-judgments --extends` (a new pair per trial) or `--extends --revise` (a regraded pair per trial). Their --out
+files go in the trial's own folder (`inbox`), the answers files beside it (`answers/`).
 """
 
 from __future__ import annotations
 
 import shutil
+import time
+import traceback
+from multiprocessing.connection import Connection
 from pathlib import Path
 
 import duckdb
@@ -212,3 +215,17 @@ def content(warehouse: Path) -> dict[str, list[tuple]]:
         return {name: connection.execute(query).fetchall() for name, query in CONTENT.items()}
     finally:
         connection.close()
+
+
+def write_in_child(connection: Connection, args: list) -> None:
+    """A trial's `write` in a child process (tests/reliability/test_faults.py): sends "ready", then the write's
+    seconds, or ("failed", traceback) before raising."""
+    writer, warehouse, trial, judgment_set_id, run_id, inbox, *evaluations = args
+    connection.send("ready")
+    started = time.perf_counter()
+    try:
+        write(writer, Path(warehouse), trial, judgment_set_id, run_id, Path(inbox), evaluations)
+    except BaseException:
+        connection.send(("failed", traceback.format_exc()))
+        raise
+    connection.send(time.perf_counter() - started)

@@ -2,7 +2,8 @@
 storing a comparison, report, worklist, ingest-judgments --extends and --extends --revise) is killed with SIGKILL at a
 random point, the warehouse is checked (every view answers, no partial table), the write is run again, and at the end
 the warehouse's content equals that of a clean warehouse that ran the same writes without faults. Analysts query
-the warehouse in a loop all along (0 errors allowed), and every nightly file has exactly one `nightly` row. A file
+the faulted warehouse in a loop all along (0 errors allowed; they look away only while the test writes the clean
+one), and every nightly file has exactly one `nightly` row. A file
 written outside the warehouse (report's and worklist's --out) is absent or whole after a kill, never a part.
 
 Short by default (one kill per writer, for CI). The long run, whose figures are in the README, also runs ten rounds
@@ -14,8 +15,9 @@ of two nightly processes started together on one inbox:
 writers only, e.g. to run them in parallel processes; the newer ones: compare,report,worklist,extends,revise.) The
 killed writers are the Prefect flows themselves (the newer ones: their commands, in process), each in a child process
 that talks to the session's one test server (`prefect_harness`) rather than starting a temporary server of its own:
-the flows' code paths are what is killed, at the cost of a child's start-up. Each child says when its imports are
-done, and again when its write has ended; the kill comes at a uniformly random time within the write's duration as
+the flows' code paths are what is killed. The children are forked by a multiprocessing fork server that imported
+what the writers import once (`CHILD_IMPORTS`), so a child does not import Prefect, Polars and judged anew (about
+3 s of CPU each). Each child says when it is ready, and again when its write has ended; the kill comes at a uniformly random time within the write's duration as
 measured in children that were not killed: a clean run of the same writer (trial 0), then the median with every
 miss's. A kill counts only when it lands while the write runs: one that comes after the write ended is a miss (its
 child's duration is measured), and trials go on, each with inputs of its own, until N kills have landed. A child
@@ -25,13 +27,14 @@ that fails by itself fails the test.
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import random
 import signal
-import subprocess
-import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import median
@@ -43,9 +46,9 @@ from judged.flows.pipeline.nightly import CLAIMED
 from judged.flows.store.sql import open_readonly
 from judged.flows.store.warehouse import STAGING, Store
 from judged.schemas.spec import PRESETS
-from tests.conftest import REPO
 from tests.reliability.faults import (
     CLI_WRITERS, OUTPUTS, QRELS, RUN, SECOND_RUN, WRITERS, content, make_inbox, output_problems, problems, write,
+    write_in_child,
 )
 
 
@@ -59,18 +62,9 @@ def kills_per_writer() -> int:
     return 30 if setting == "long" else 1 if setting == "short" else int(setting)
 
 
-CHILD = """
-import json, sys, time
-from pathlib import Path
-from tests.reliability.faults import CLI_WRITERS, write
-writer, warehouse, trial, judgment_set_id, run_id, inbox, *evaluations = json.loads(sys.argv[1])
-if writer in CLI_WRITERS:  # what the command imports, before the clock starts
-    import typer.testing, judged.flows.cli.app, judged.flows.pipeline.flows, judged.flows.pipeline.compare
-print("ready", flush=True)
-started = time.perf_counter()
-write(writer, Path(warehouse), trial, judgment_set_id, run_id, Path(inbox), evaluations)
-print(time.perf_counter() - started, flush=True)
-"""
+# What the writers import, imported once by the fork server: a child forked from it starts with them loaded.
+CHILD_IMPORTS = ["tests.reliability.faults", "typer.testing", "judged.flows.cli.app", "judged.flows.pipeline.flows",
+                 "judged.flows.pipeline.compare"]
 
 
 @dataclass
@@ -81,6 +75,17 @@ class Analysts:
     queries: int = 0
     errors: list[str] = field(default_factory=list)
     stop: threading.Event = field(default_factory=threading.Event)
+    paused: threading.Event = field(default_factory=threading.Event)
+
+    @contextmanager
+    def looking_away(self) -> Iterator[None]:
+        """No queries while the test writes a warehouse they do not watch (the clean one): a query costs as much as
+        a fifth of a second of CPU, which would only slow that write down."""
+        self.paused.set()
+        try:
+            yield
+        finally:
+            self.paused.clear()
 
     def run(self) -> None:
         connection = open_readonly(Store(self.warehouse))
@@ -90,6 +95,9 @@ class Analysts:
                  "(SELECT count(*) FROM worklists), (SELECT count(*) FROM judgment_lineage)")
         try:
             while not self.stop.is_set():
+                if self.paused.is_set():
+                    time.sleep(0.05)
+                    continue
                 try:
                     connection.execute(query).fetchall()
                 except Exception as error:  # any failure an analyst would see counts
@@ -100,53 +108,84 @@ class Analysts:
             connection.close()
 
 
-def _start_child(args: list, env: dict[str, str]) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-c", CHILD, json.dumps(args)], cwd=REPO, env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+@dataclass
+class Child:
+    """A forked child running one trial's write, and the parent's end of its pipe."""
+
+    process: multiprocessing.process.BaseProcess
+    connection: multiprocessing.connection.Connection
+
+    def message(self, timeout: float) -> object:
+        """The child's next message, None when it ended without one; AssertionError when it failed or sends none
+        within `timeout` seconds."""
+        if not self.connection.poll(timeout):
+            raise AssertionError(f"a child sent nothing for {timeout} s (exit code {self.process.exitcode})")
+        try:
+            message = self.connection.recv()
+        except EOFError:  # its end of the pipe closed: it ended (or was killed) before sending
+            return None
+        if isinstance(message, tuple):
+            raise AssertionError(f"a child failed by itself: {message[1][-2000:]}")
+        return message
 
 
-def _wait_ready(child: subprocess.Popen[str]) -> None:
-    line = child.stdout.readline()  # type: ignore[union-attr]
-    if line.strip() != "ready":
-        raise AssertionError(f"child failed before its write: {child.stderr.read()[-2000:]}")  # type: ignore[union-attr]
+def child_processes() -> multiprocessing.context.BaseContext:
+    """The multiprocessing context whose fork server (started by the first child, stopped when the session's
+    process exits) has imported `CHILD_IMPORTS`; it forks each child from that state."""
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(CHILD_IMPORTS)
+    return context
+
+
+def _start_child(args: list) -> Child:
+    """A child running a trial's write; it reports to the server in PREFECT_API_URL (the fork server inherits the
+    test's environment)."""
+    parent_end, child_end = multiprocessing.Pipe()
+    process = child_processes().Process(target=write_in_child, args=(child_end, args), daemon=True)
+    process.start()
+    child_end.close()
+    child = Child(process, parent_end)
+    if child.message(timeout=300) != "ready":
+        raise AssertionError("a child did not say it was ready")
+    return child
 
 
 # Trials a writer may take per kill wanted before the test gives up (a kill after the write ended is a miss).
 MAX_TRIALS_PER_KILL = 3
 
 
-def _clean_child(args: list, env: dict[str, str]) -> float:
-    """Run a trial's write in a child to its end; the seconds it took (from its imports done to its write ended)."""
-    child = _start_child(args, env)
-    _wait_ready(child)
-    out, error = child.communicate(timeout=900)
-    if child.returncode != 0:
-        raise AssertionError(f"a clean child exited {child.returncode}: {error[-2000:]}")
-    return float(out.strip())
+def _clean_child(args: list) -> float:
+    """Run a trial's write in a child to its end; the seconds it took (from its start to its write ended)."""
+    child = _start_child(args)
+    seconds = child.message(timeout=900)
+    child.process.join(timeout=60)
+    if not isinstance(seconds, float) or child.process.exitcode != 0:
+        raise AssertionError(f"a clean child exited {child.process.exitcode} without ending its write")
+    return seconds
 
 
-def _killed_child(args: list, env: dict[str, str], delay: float, trial: str) -> float | None:
-    """Start a trial's write in a child and SIGKILL it `delay` seconds after its imports are done. None when the
-    kill landed while the write ran; the write's seconds when it had ended before the kill (a miss). A child that
-    failed by itself fails the test."""
-    child = _start_child(args, env)
+def _killed_child(args: list, delay: float, trial: str) -> float | None:
+    """Start a trial's write in a child and SIGKILL it `delay` seconds after it is ready. None when the kill landed
+    while the write ran; the write's seconds when it had ended before the kill (a miss). A child that failed by
+    itself fails the test."""
+    child = _start_child(args)
     try:
-        _wait_ready(child)
         time.sleep(delay)
     finally:
-        child.send_signal(signal.SIGKILL)
-        out, error = child.communicate(timeout=60)
-    if out.strip():  # it printed the write's duration: the write had ended
-        return float(out.strip())
-    if child.returncode != -signal.SIGKILL:
-        raise AssertionError(f"{trial}: the child exited {child.returncode} by itself: {error[-2000:]}")
+        child.process.kill()
+        child.process.join(timeout=60)
+    ended = child.message(timeout=0)  # the write's seconds when it had ended (or its failure), else None
+    if ended is not None:
+        return float(ended)  # type: ignore[arg-type]
+    if child.process.exitcode != -signal.SIGKILL:
+        raise AssertionError(f"{trial}: the child exited {child.process.exitcode} by itself")
     return None
 
 
 def test_killed_writers_leave_a_warehouse_equal_to_a_clean_one(prefect_harness: str, tmp_path: Path) -> None:
     kills = kills_per_writer()
     rng = random.Random(15)
-    env = os.environ | {"PREFECT_API_URL": prefect_harness}
+    assert os.environ["PREFECT_API_URL"] == prefect_harness  # the children's server, through the fork server
     faulted, clean = tmp_path / "faulted", tmp_path / "clean"
     base = {}
     evaluations: dict[Path, list[str]] = {faulted: [], clean: []}
@@ -180,11 +219,11 @@ def test_killed_writers_leave_a_warehouse_equal_to_a_clean_one(prefect_harness: 
                 args = [writer, str(faulted), trial, base["judgments"], base["run"], str(inboxes[faulted]),
                         *evaluations[faulted]]
                 if trial == 0:  # a clean run, in a child as the killed ones, timed there
-                    durations.append(_clean_child(args, env))
+                    durations.append(_clean_child(args))
                     found = output_problems(writer, inboxes[faulted], False, faulted, trial)
                     assert found == [], f"{writer} trial {trial}, a clean run: {found}"
                 else:
-                    ended = _killed_child(args, env, rng.uniform(0, median(durations)), f"{writer} trial {trial}")
+                    ended = _killed_child(args, rng.uniform(0, median(durations)), f"{writer} trial {trial}")
                     if ended is None:
                         landed += 1
                     else:
@@ -199,7 +238,8 @@ def test_killed_writers_leave_a_warehouse_equal_to_a_clean_one(prefect_harness: 
                           evaluations[faulted])
                     found = problems(faulted) + output_problems(writer, inboxes[faulted], False, faulted, trial)
                     assert found == [], f"{writer} trial {trial}, after the rerun: {found}"
-                write(writer, clean, trial, base["judgments"], base["run"], inboxes[clean], evaluations[clean])
+                with analysts.looking_away():
+                    write(writer, clean, trial, base["judgments"], base["run"], inboxes[clean], evaluations[clean])
                 trial += 1
             figures[writer] = {"kills": landed, "missed": missed, "clean_seconds": round(median(durations), 1),
                                "wall_seconds": round(time.perf_counter() - writer_started)}
@@ -244,7 +284,7 @@ def test_two_nightlies_on_one_inbox_never_crash_and_record_each_file_once(
     """Rounds of two nightly processes started together on one inbox (four runs and a bad file each), while an
     analyst queries: both exit 0, each file has one `nightly` row, nothing stays in the inbox or its claims."""
     rounds = concurrent_nightly_rounds()
-    env = os.environ | {"PREFECT_API_URL": prefect_harness}
+    assert os.environ["PREFECT_API_URL"] == prefect_harness  # the children's server, through the fork server
     warehouse = tmp_path / "warehouse"
     judgment_set_id = ingest_judgments(str(QRELS), str(warehouse)).id
     analysts = Analysts(warehouse)
@@ -259,11 +299,15 @@ def test_two_nightlies_on_one_inbox_never_crash_and_record_each_file_once(
             (inbox / f"bad-{round_}.txt").write_text("q1 Q0 d1 one 3.0 bad\n")
             files.append(f"bad-{round_}.txt")
             args = ["nightly", str(warehouse), 2 * round_, judgment_set_id, "", str(inbox)]
-            children = [_start_child(args, env) for _ in range(2)]
+            children = [_start_child(args) for _ in range(2)]
             for child in children:
-                _, error = child.communicate(timeout=900)
-                if child.returncode != 0:
-                    crashes.append(error[-2000:])
+                try:
+                    child.message(timeout=900)
+                except AssertionError as error:
+                    crashes.append(str(error))
+                child.process.join(timeout=60)
+                if child.process.exitcode != 0:
+                    crashes.append(f"a nightly child exited {child.process.exitcode}")
             assert [p.name for p in inbox.iterdir() if p.is_file()] == []
             assert not (inbox / CLAIMED).exists() or list((inbox / CLAIMED).iterdir()) == []
     finally:
