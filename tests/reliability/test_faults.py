@@ -1,10 +1,10 @@
 """Fault injection: each writer (ingest-run, ingest-judgments, evaluate, nightly, and the newer commands: compare
 storing a comparison, report, worklist, ingest-judgments --extends and --extends --revise) is killed with SIGKILL at a
 random point, the warehouse is checked (every view answers, no partial table), the write is run again, and at the end
-the warehouse's content equals that of a clean warehouse that ran the same writes without faults. Analysts query
-the faulted warehouse in a loop all along (0 errors allowed; they look away only while the test writes the clean
-one), and every nightly file has exactly one `nightly` row. A file
-written outside the warehouse (report's and worklist's --out) is absent or whole after a kill, never a part.
+the warehouse's content equals that of a clean warehouse that ran the same writes without faults. Analysts query the
+faulted warehouse in a loop all along (0 errors allowed; they look away only while the test writes the clean one), and
+every nightly file has exactly one `nightly` row. A file written outside the warehouse (report's and worklist's --out)
+is absent or whole after a kill, never a part.
 
 Short by default (one kill per writer, for CI). The long run, whose figures are in the README, also runs ten rounds
 of two nightly processes started together on one inbox:
@@ -14,14 +14,14 @@ of two nightly processes started together on one inbox:
 (30 kills per writer; `JUDGED_FAULTS=N` for N kills per writer; `JUDGED_FAULTS_WRITERS=evaluate,nightly` for some
 writers only, e.g. to run them in parallel processes; the newer ones: compare,report,worklist,extends,revise.) The
 killed writers are the Prefect flows themselves (the newer ones: their commands, in process), each in a child process
-that talks to the session's one test server (`prefect_harness`) rather than starting a temporary server of its own:
-the flows' code paths are what is killed. The children are forked by a multiprocessing fork server that imported
-what the writers import once (`CHILD_IMPORTS`), so a child does not import Prefect, Polars and judged anew (about
-3 s of CPU each). Each child says when it is ready, and again when its write has ended; the kill comes at a uniformly random time within the write's duration as
-measured in children that were not killed: a clean run of the same writer (trial 0), then the median with every
-miss's. A kill counts only when it lands while the write runs: one that comes after the write ended is a miss (its
-child's duration is measured), and trials go on, each with inputs of its own, until N kills have landed. A child
-that fails by itself fails the test.
+that talks to the session's one test server (`prefect_harness`) rather than starting a temporary server of its own: the
+flows' code paths are what is killed. The children are forked by a multiprocessing fork server that imported what the
+writers import once (`CHILD_IMPORTS`), so a child does not import Prefect, Polars and judged anew (about 3 s of CPU
+each). Each child says when it is ready, and again when its write has ended; the kill comes at a uniformly random time
+within the write's duration as measured in children that were not killed: a clean run of the same writer (trial 0), then
+the median with every miss's. A kill counts only when it lands while the write runs: one that comes after the write
+ended is a miss (its child's duration is measured), and trials go on, each with inputs of its own, until N kills have
+landed. A child that fails by itself fails the test.
 """
 
 from __future__ import annotations
