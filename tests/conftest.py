@@ -3,8 +3,8 @@
 - Where ../shared is, and a skip with a clear reason when a clone has no ../shared beside it.
 - `slow`, marked at collection by rule (`slow_reason`): tests under tests/e2e and tests/reliability, tests that use
   the Prefect server (`prefect_harness`), property tests (Hypothesis), and tests whose own code (the test, its
-  fixtures, and the functions of tests/ and benchmarks/ they call) starts a subprocess; the mark's `reason` says
-  which. What no rule sees carries an explicit `pytest.mark.slow`. `pytest -m "not slow"` is the fast loop, and
+  fixtures, and the functions of tests/ and benchmarks/ they call) starts a subprocess (`subprocess` or
+  `multiprocessing`); the mark's `reason` says which. What no rule sees carries an explicit `pytest.mark.slow`. `pytest -m "not slow"` is the fast loop, and
   there a test taking over `FAST_TEST_SECONDS` fails, asking to be marked slow.
 - Hypothesis profiles: `ci` (400 examples) when CI is set or HYPOTHESIS_PROFILE=ci, `dev` (25) otherwise.
 - One Prefect server per session (`prefect_harness`, started by the first test that needs it): subprocesses of
