@@ -33,7 +33,7 @@ from judged.flows.report.wording import counted
 from judged.flows.store.hashing import content_hashes, hash_in_background
 from judged.flows.store.readers import Metadata, open_stored, print_once, read_sidecar, require_regular_file
 from judged.flows.store.scaled import Local, PiecesPlan, cut_pieces, plan_pieces
-from judged.flows.store.warehouse import Store, StoreReport, now_utc
+from judged.flows.store.warehouse import Store, StoreReport, discard_staged_runs, now_utc
 from judged.schemas.spec import EvaluationSpec
 from judged.schemas.tables import NIGHTLY
 from judged.transforms.errors import InputError
@@ -200,10 +200,13 @@ def evaluate_flow(
     `allow_empty`."""
     spec = EvaluationSpec.from_canonical_json(spec_json)
     store = Store(warehouse)
-    # before anything is stored
-    check_inputs_task(warehouse, judgments, runs, [spec_json], judgments_metadata, allow_empty)
-    judgment_set_id = _judgment_set(store, judgments, judgments_metadata, allow_empty)
-    run_ids = [_run(store, run, allow_empty) for run in runs]
+    try:
+        # before anything is stored (a large text run's reading pass stages its shards, which its store publishes)
+        check_inputs_task(warehouse, judgments, runs, [spec_json], judgments_metadata, allow_empty)
+        judgment_set_id = _judgment_set(store, judgments, judgments_metadata, allow_empty)
+        run_ids = [_run(store, run, allow_empty) for run in runs]
+    finally:
+        discard_staged_runs(store.root)  # what a failed store left staged
     reports = evaluate_runs(warehouse, run_ids, judgment_set_id, [spec])
     refresh_catalog_task(warehouse)
     publish_artifacts_task(warehouse, reports)

@@ -28,7 +28,7 @@ from judged.flows.store.readers import (
     LoadedTable, Metadata, Window, load_table, open_stored, proven_duplicate_free,
 )
 from judged.flows.store.scaled import ShardGroup, Survey, survey_piece, write_shard_group
-from judged.flows.store.warehouse import Store, StoreReport
+from judged.flows.store.warehouse import Store, StoreReport, discard_staged_runs
 from judged.schemas.provenance import RunMetadata
 from judged.schemas.spec import EvaluationSpec
 from judged.transforms.errors import InputError
@@ -42,12 +42,19 @@ def ingest_file(
 ) -> StoreReport:
     """Read, validate and store one file. Bad input raises InputError and writes nothing (an empty table is bad
     input unless `allow_empty`). The report's `seconds` is the time this took (reading to the last file written),
-    without any orchestration around it, and its `phases` where that time went."""
+    without any orchestration around it, and its `phases` where that time went. A large text run is stored from
+    the pass that reads and checks it (`Store.read_run_writing_shards`)."""
     started = time.perf_counter()
     phases = Phases()
     with phases.measure("read and check"):
-        loaded = load_table(path, kind, metadata, limits=limits, allow_empty=allow_empty)  # type: ignore[arg-type]
-    report = warehouse.store_table(loaded, limits, phases)
+        if kind == "run":
+            loaded = warehouse.read_run_writing_shards(path, metadata, limits, allow_empty, phases)
+        else:
+            loaded = load_table(path, kind, metadata, limits=limits, allow_empty=allow_empty)  # type: ignore[arg-type]
+    try:
+        report = warehouse.store_table(loaded, limits, phases)
+    finally:
+        discard_staged_runs(warehouse.root, loaded.table_id)  # staged and not stored (the store failed)
     return replace(report, seconds=time.perf_counter() - started, phases=phases.as_tuples())
 
 
@@ -61,11 +68,15 @@ def check_inputs_before_storing(
     the evaluation's own checks refuse what is wrong, and these are skipped."""
     if not _stores_something(warehouse, judgments, runs):
         return
-    judgment_table = input_judgments(warehouse, judgments, judgments_metadata, allow_empty)
-    for run_table in input_runs(warehouse, runs, allow_empty):
-        for spec in specs:  # once proven free of repeated pairs, the run is not looked at for them again
-            if check_before_storing(run_table, judgment_table, spec):
-                run_table = proven_duplicate_free(run_table)  # and the store reading its file next takes the proof
+    try:
+        judgment_table = input_judgments(warehouse, judgments, judgments_metadata, allow_empty)
+        for run_table in input_runs(warehouse, runs, allow_empty, write_shards=True):
+            for spec in specs:  # once proven free of repeated pairs, the run is not looked at for them again
+                if check_before_storing(run_table, judgment_table, spec):
+                    run_table = proven_duplicate_free(run_table)  # and the store of its file next takes the proof
+    except BaseException:
+        discard_staged_runs(warehouse.root)  # nothing of refused inputs is kept, even where no view sees it
+        raise
 
 
 def input_judgments(
@@ -78,11 +89,17 @@ def input_judgments(
     return warehouse.load_stored("judgments", warehouse.resolve_judgment_set(judgments))
 
 
-def input_runs(warehouse: Store, runs: list[str], allow_empty: bool = False) -> Iterator[LoadedTable]:
+def input_runs(
+    warehouse: Store, runs: list[str], allow_empty: bool = False, write_shards: bool = False
+) -> Iterator[LoadedTable]:
     """The runs `evaluate_flow` takes, read one at a time without storing anything: a file read and validated, a
-    stored run's folder, else a run id of the warehouse."""
+    stored run's folder, else a run id of the warehouse. `write_shards` (the checks before a store in this
+    process): a large text run's reading pass also stages its shards (`Store.read_run_writing_shards`), which its
+    store publishes once the checks have passed."""
     for run in runs:
-        if Path(run).is_file():
+        if Path(run).is_file() and write_shards:
+            yield warehouse.read_run_writing_shards(run, allow_empty=allow_empty)
+        elif Path(run).is_file():
             yield load_table(run, "run", allow_empty=allow_empty, look_for_repeats=True)
         elif Path(run).is_dir():
             yield open_stored(Path(run), "run").load()

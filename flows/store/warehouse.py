@@ -33,10 +33,11 @@ import fcntl
 import json
 import os
 import shutil
+import threading
 import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib import resources
@@ -47,8 +48,11 @@ import duckdb
 import polars as pl
 import pyarrow.parquet as pq
 
+from judged.flows.store.hashing import hash_in_background
+from judged.flows.store.pending_footer import fill_pending_value, pending_value
 from judged.flows.store.readers import (
-    DUPLICATE_PAIRS_KEY, PART_QUERIES_KEY, LoadedTable, Metadata, StoredTable, stored_duplicate_pairs,
+    DUPLICATE_PAIRS_KEY, PART_QUERIES_KEY, LoadedTable, Metadata, StoredTable, kept_scan, line_count, load_table, read_sidecar,
+    sniff_format, stored_duplicate_pairs, streamed_text,
 )
 from judged.flows.engine.limits import DEFAULT_LIMITS, Limits
 from judged.flows.engine.phases import Phases
@@ -66,14 +70,15 @@ from judged.flows.store.kinds import (
     input_kind,
     kind_named,
 )
-from judged.schemas.provenance import METHOD_VERSION_UNRECORDED, JudgmentSetMetadata, canonical_json
+from judged.schemas.provenance import METHOD_VERSION_UNRECORDED, JudgmentSetMetadata, RunMetadata, canonical_json
+from judged.schemas.provenance import table_id as derive_table_id
 from judged.schemas.spec import EvaluationSpec
 from judged.schemas.tables import comment_statements
 from judged.transforms.duplicates import duplicate_pairs, may_have_duplicates
 from judged.transforms.errors import InputError
 from judged.transforms.layout import in_stored_order, in_stored_order_of_ranked, is_ranked
 from judged.schemas.fields import QUERY
-from judged.transforms.shards import RunLayout, position_shards, query_buckets, shard_count
+from judged.transforms.shards import RunLayout, cut_targets, position_shards, query_buckets, shard_count, shards_at
 
 STAGING = "_staging"
 CATALOG = "catalog.duckdb"
@@ -281,6 +286,159 @@ def cut_rows(rows: pl.LazyFrame, sizes: list[int], batch_rows: int) -> Iterator[
                 pieces, held, wanted = [], 0, next(sizes_left, 0)
     if wanted or held:
         raise RuntimeError("the run has fewer rows than were counted: it changed while it was stored")
+
+
+class OnePassShards:
+    """A scanned text run's shards by position, cut and written from the batches of the pass that reads and checks
+    it (the reader's `BatchTaker`; `Store.read_run_writing_shards`), into a staging `folder`: the same shards, rows
+    and files `write_position_parts` writes from a second pass, but each part's `judged.record` left pending
+    (`flows/store/pending_footer.py`), since the record holds what only the end of the file says, and the parts
+    named by shard alone until the shard count is known (`publish`). The shards are cut for the run's lines as
+    counted before it is read (`expected_rows`, a line count beside the read): `Store.store_table` keeps them only
+    when they are the shards `position_blocks` cuts from the pass's own counts. The rows' run id waits for the
+    file's hash (`run_id`, from the tag the reader names). Shards are written `limits.shard_writers` at a time, as
+    `write_position_parts` writes them; a failed write stops the taking, and the run is then stored as before."""
+
+    def __init__(
+        self, folder: Path, kind: InputKind, expected_rows: Future[int], run_id: Callable[[str], str],
+        limits: Limits, phases: Phases,
+    ) -> None:
+        self.folder, self.kind, self.limits, self.phases = folder, kind, limits, phases
+        self._expected_rows, self._run_id = expected_rows, run_id
+        self.placeholder = pending_value()
+        self.run_id: str | None = None  # the rows' run id, once the first part is written
+        self.stopped: str | None = None  # why no more batches are taken
+        self.ended = False
+        self._tag = ""
+        self._targets: pl.Series | None = None
+        self._before = (0, 0)  # `shards_at`'s pair of the last block taken
+        self._rows_taken = 0
+        self._shard = 0
+        self._held: list[pl.DataFrame] = []  # the rows of shard `_shard` read so far
+        self._blocks: list[pl.DataFrame] = []
+        self._pool = ThreadPoolExecutor(limits.shard_writers)
+        self._pending: list[Future[None]] = []
+
+    @property
+    def complete(self) -> bool:
+        """Whether every batch of a whole pass was taken and every shard written."""
+        return self.ended and self.stopped is None
+
+    @property
+    def blocks(self) -> pl.DataFrame:
+        """`query_id`, `n_rows`, `shard` of each block written, as `position_blocks` gives them."""
+        schema = {QUERY: pl.String(), "n_rows": pl.Int64(), "shard": pl.Int32()}
+        return pl.concat(self._blocks) if self._blocks else pl.DataFrame(schema=schema)
+
+    def begin(self, tag: str) -> None:
+        self._tag = tag
+
+    def take(self, batch: pl.DataFrame) -> None:
+        if self.stopped is not None or not batch.height:
+            return
+        try:
+            if self._targets is None:
+                self._targets = cut_targets(self._expected_rows.result(), self.limits.rows_per_shard)
+            stretches = batch[QUERY].rle().struct.unnest().select(
+                pl.col("value").alias(QUERY), n_rows=pl.col("len").cast(pl.Int64))
+            starts = stretches["n_rows"].cum_sum() - stretches["n_rows"] + self._rows_taken
+            shards, self._before = shards_at(starts, self._targets, self._before)
+            blocks = stretches.with_columns(shard=shards)
+            self._blocks.append(blocks)
+            offset = 0
+            for shard, rows in blocks.group_by("shard", maintain_order=True).agg(pl.col("n_rows").sum()).iter_rows():
+                if shard != self._shard:
+                    self._write_held()
+                    self._shard = shard
+                self._held.append(batch.slice(offset, rows))
+                offset += rows
+            self._rows_taken += batch.height
+        except Exception as error:  # noqa: BLE001 - the run is then stored as before, which names any real fault
+            self.stop(f"a shard could not be written: {error}")
+
+    def stop(self, reason: str) -> None:
+        if self.stopped is None:
+            self.stopped = reason
+        self._held = []
+
+    def end(self) -> None:
+        if self.stopped is None:
+            try:
+                self._write_held()
+                for future in self._pending:
+                    future.result()
+            except Exception as error:  # noqa: BLE001 - as in `take`
+                self.stop(f"a shard could not be written: {error}")
+        self.ended = True
+
+    def close(self) -> None:
+        """Wait for the writes under way (before their folder is published or removed)."""
+        self._pool.shutdown(wait=True)
+
+    def publish(self, record_json: str) -> None:
+        """Fill in each part's record and give it its name (`shard_file`)."""
+        self.close()
+        of = self._shard + 1
+        for shard in range(of):
+            pending = self._pending_file(shard)
+            fill_pending_value(pending, self.placeholder, record_json)
+            os.replace(pending, self.folder / shard_file(shard, of))
+
+    def _pending_file(self, shard: int) -> Path:
+        return self.folder / f"shard-{shard:04d}.parquet"
+
+    def _write_held(self) -> None:
+        if not self._held:
+            return
+        piece = pl.concat(self._held, rechunk=True)  # one chunk a column, as `cut_rows` gives a shard
+        self._held = []
+        self._pending.append(self._pool.submit(self._write_part, piece, self._pending_file(self._shard)))
+        # At most one shard read ahead of those being written, as in `write_position_parts`.
+        while len(self._pending) > self.limits.shard_writers:
+            self._pending.pop(0).result()
+
+    def _write_part(self, piece: pl.DataFrame, target: Path) -> None:
+        self.run_id = self._run_id(self._tag)
+        queries = piece[QUERY].rle().struct.field("value")
+        buckets = query_buckets(queries.to_frame(QUERY).lazy()).collect()
+        part = piece.select(*_leading_columns(self.kind, self.run_id), pl.all(), bucket=_row_buckets(piece, buckets))
+        metadata = {"judged.table": self.kind.name, "judged.record": self.placeholder,
+                    PART_QUERIES_KEY: json.dumps(queries.to_list())}
+        write_ranked(part, target, metadata, self.phases, duplicate_free=True)
+
+
+@dataclass(frozen=True)
+class StagedRun:
+    """A run's parts written by its reading pass (`OnePassShards`) in a staging folder this process holds, waiting
+    for its store (`Store.store_table`) to publish them, or to be discarded."""
+
+    shards: OnePassShards
+    stage: ExitStack  # closing it waits for the writers, then removes the staging folder and its lock
+
+    def discard(self) -> None:
+        self.stage.close()
+
+
+# The runs this process read and staged, by (warehouse, run id): the checks before storing read a run, its store
+# publishes what the reading wrote. Kept until stored or discarded; a process that ends drops its staging lock,
+# and the next writer removes the folder (`remove_dead_staging`).
+_STAGED_RUNS: dict[tuple[Path, str], StagedRun] = {}
+_STAGED_RUNS_LOCK = threading.Lock()
+
+
+def _take_staged_run(root: Path, table_id: str) -> StagedRun | None:
+    with _STAGED_RUNS_LOCK:
+        return _STAGED_RUNS.pop((root, table_id), None)
+
+
+def discard_staged_runs(root: Path, table_id: str | None = None) -> None:
+    """Remove what the reading passes of this process staged for the warehouse `root` (only run `table_id`'s, when
+    given) and no store took: after a check that refused the inputs, or a flow that ended without storing them."""
+    with _STAGED_RUNS_LOCK:
+        keys = [key for key in _STAGED_RUNS if key[0] == root and table_id in (None, key[1])]
+        dropped = [_STAGED_RUNS.pop(key) for key in keys]
+    for staged_run in dropped:
+        staged_run.discard()
 
 
 def _leading_columns(kind: InputKind, table_id: str) -> list[pl.Expr]:
@@ -594,18 +752,27 @@ class Store:
         with phases.measure("hash (waiting for it)"):
             table_id = table.table_id
         record_path = kind.record_path(self.root, table_id)
+        staged_run = _take_staged_run(self.root, table_id)
         with phases.measure("count"):
             n_rows = table.counts["n_rows"]
         if record_path.exists():
+            if staged_run is not None:
+                staged_run.discard()
             return StoreReport(kind.name, table_id, False, n_rows)
         self.require_free_version(table.metadata, table_id)
         with phases.measure("layout"):
             blocks = position_blocks(table, kind, limits)
+        if staged_run is not None and (blocks is None or not staged_run.shards.blocks.equals(blocks)):
+            staged_run.discard()  # cut for another count of rows (blank lines), or scattered: stored as before
+            staged_run = None
         layout = RunLayout.BUCKET if blocks is None else RunLayout.POSITION
         shards = shard_count(n_rows, limits.rows_per_shard) if blocks is None else int(blocks["shard"].max()) + 1
         record = self._table_record(table, kind, shards, layout)
         metadata = {"judged.table": kind.name, "judged.record": record.write_json()}
-        if blocks is None:
+        if staged_run is not None:
+            with phases.measure("parts' record filled in, published"):
+                stored = self._publish_staged(staged_run, kind.rows_path(self.root, table_id), metadata)
+        elif blocks is None:
             stored = sink_shards(table.scan, kind, table_id, self.root, shards, n_rows, metadata, limits,
                                  queries=table.query_rows, phases=phases)
         else:
@@ -613,6 +780,78 @@ class Store:
                                           table.duplicate_free)
         self._write_record(kind, record, record_path, metadata, stored, phases)
         return StoreReport(kind.name, table_id, True, n_rows)
+
+    def read_run_writing_shards(
+        self, path: str | Path, metadata: Metadata | None = None, limits: Limits = DEFAULT_LIMITS,
+        allow_empty: bool = False, phases: Phases | None = None,
+    ) -> LoadedTable:
+        """`load_table(path, "run", look_for_repeats=True)` that, for a text run large enough to be scanned, also
+        writes the run's shards by position from the batches its reading pass checks (`OnePassShards`), into a
+        staging folder of this warehouse that no view sees: the run's store (`store_table`, in this process) then
+        publishes them and writes the record last, instead of parsing the text a second time. Nothing is staged
+        when the pass stops short (a line the fast reader leaves to the exact parser, a query in two stretches, a
+        document a query may hold twice, several tags): then, as on any error, what was written is removed, and the
+        table or the error is the one `load_table` gives. The checks that refuse the run afterwards discard it
+        (`discard_staged_runs`)."""
+        path = Path(path)
+        if not (path.is_file() and sniff_format(path) == "trec" and streamed_text(path, "trec", limits)):
+            return load_table(path, "run", metadata, limits=limits, allow_empty=allow_empty, look_for_repeats=True)
+        if metadata is None:
+            try:
+                metadata = read_sidecar(path, "run")
+            except InputError:  # `load_table` names the sidecar's problem, or the swapped arguments
+                return load_table(path, "run", limits=limits, allow_empty=allow_empty, look_for_repeats=True)
+        assert isinstance(metadata, RunMetadata)
+        kept = kept_scan(path, "run", metadata, limits, allow_empty)
+        if kept is not None:  # read by the checks before storing, which staged its shards if they could
+            return kept
+        self.ensure()
+        stage = ExitStack()
+        try:
+            folder = stage.enter_context(staged(self.root, RUN.rows_path(self.root, "pending")))
+            folder.mkdir()
+            hashes = hash_in_background([path])[path]
+            counting = ThreadPoolExecutor(1)
+            expected_rows = counting.submit(line_count, path)
+            counting.shutdown(wait=False)
+
+            def run_id(tag: str) -> str:
+                declared = metadata if metadata.tag else metadata.model_copy(update={"tag": tag})
+                return derive_table_id(RUN.name, hashes.result()[1], declared)
+
+            shards = OnePassShards(folder, RUN, expected_rows, run_id, limits, phases or Phases())
+            stage.callback(shards.close)  # runs first: the writers end before their folder is removed
+            table = load_table(path, "run", metadata, hashes, limits, allow_empty, look_for_repeats=True,
+                               taker=shards)
+            shards.close()
+        except BaseException:
+            stage.close()
+            raise
+        if not (shards.complete and table.duplicate_free and shards.run_id == table.table_id):
+            stage.close()
+            return table
+        with _STAGED_RUNS_LOCK:
+            replaced = _STAGED_RUNS.pop((self.root, table.table_id), None)
+            _STAGED_RUNS[(self.root, table.table_id)] = StagedRun(shards, stage)
+        if replaced is not None:
+            replaced.discard()
+        return table
+
+    def _publish_staged(self, staged_run: StagedRun, folder: Path, metadata: dict[str, str]) -> Path:
+        """A run's staged parts with their record filled in, renamed into place whole (`folder`, returned); an
+        existing folder is left as it is (same content)."""
+        try:
+            if not folder.exists():
+                staged_run.shards.publish(metadata["judged.record"])
+                folder.parent.mkdir(parents=True, exist_ok=True)
+                try:
+                    os.replace(staged_run.shards.folder, folder)
+                except OSError:
+                    if not folder.exists():
+                        raise
+        finally:
+            staged_run.discard()
+        return folder
 
     def store_by_position(
         self, table: Described, blocks: pl.DataFrame, write: Callable[[Path, dict[str, str]], None],
