@@ -4,7 +4,8 @@ Belongs here, and only here: the one place that edits a Parquet file's footer. A
 record in their metadata (`judged.record`), which holds what only the end of the file says (the row and query
 counts, the shard count). A run stored in the same pass that reads its text (flows/store/warehouse.py,
 `OnePassShards`) writes each part as soon as its rows are read, with a unique placeholder as that value
-(`pending_value`), and `fill_pending_value` puts the record in its place once it is known.
+(`pending_value`), and `fill_pending_value` puts the record in its place once it is known: holding the parts until
+then would hold the whole run in memory, and rewriting them would write every part twice.
 
 Why this gives the bytes a direct write gives: a Parquet file is its row groups, then its footer (the Thrift
 compact encoding of `FileMetaData`), the footer's length (4 bytes, little-endian) and `PAR1`. The key-value
@@ -36,12 +37,14 @@ def fill_pending_value(path: Path, placeholder: str, value: str) -> None:
     placeholder exactly once as a whole string (a file this module did not prepare)."""
     with path.open("r+b") as handle:
         size = handle.seek(0, os.SEEK_END)
-        handle.seek(size - _TAIL)
+        handle.seek(max(size - _TAIL, 0))
         tail = handle.read(_TAIL)
-        if tail[4:] != _MAGIC:
+        if size < len(_MAGIC) + _TAIL or tail[4:] != _MAGIC:
             raise RuntimeError(f"{path}: not a Parquet file (no PAR1 at its end)")
         footer_length = struct.unpack("<I", tail[:4])[0]
         footer_start = size - _TAIL - footer_length
+        if footer_start < len(_MAGIC):
+            raise RuntimeError(f"{path}: not a Parquet file (its footer's length runs past its start)")
         handle.seek(footer_start)
         footer = handle.read(footer_length)
         old = _thrift_string(placeholder)
