@@ -75,6 +75,13 @@ def stagings(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return staged
 
 
+def run_and_qrels(tmp_path: Path, qrels_lines: str) -> tuple[Path, Path]:
+    """A run in order (`write_variant`) and a qrels file of these lines."""
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text(qrels_lines)
+    return write_variant(tmp_path / "run.txt", "in_order"), qrels
+
+
 def nothing_left(root: Path) -> bool:
     """Whether the warehouse holds no run rows, no run record and nothing staged."""
     staged = list((root / "_staging").iterdir()) if (root / "_staging").exists() else []
@@ -133,9 +140,8 @@ def test_a_bad_line_late_in_the_file_leaves_nothing_and_the_same_message(tmp_pat
 def test_checks_that_refuse_the_run_discard_its_shards(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, every_text_scanned: None
 ) -> None:
-    run = write_variant(tmp_path / "run.txt", "in_order")
-    qrels = tmp_path / "qrels.txt"
-    qrels.write_text("9 0 D1 1\n404 0 D2 1\n")  # query 404 is not in the run: refused under a strict query set
+    # query 404 is not in the run: refused under a strict query set
+    run, qrels = run_and_qrels(tmp_path, "9 0 D1 1\n404 0 D2 1\n")
     spec = PRESETS["trec_eval"].with_options(query_set="judged_strict")
     staged = stagings(monkeypatch)
     store = Store(tmp_path / "w")
@@ -149,9 +155,7 @@ def test_checks_that_refuse_the_run_discard_its_shards(
 def test_the_checks_stage_and_the_store_publishes_without_reading_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, every_text_scanned: None
 ) -> None:
-    run = write_variant(tmp_path / "run.txt", "in_order")
-    qrels = tmp_path / "qrels.txt"
-    qrels.write_text("9 0 D1 1\n")
+    run, qrels = run_and_qrels(tmp_path, "9 0 D1 1\n")
     store = Store(tmp_path / "w")
     parses = run_parses(monkeypatch)
     passes = second_passes(monkeypatch)
@@ -226,9 +230,7 @@ def test_a_nightly_run_is_stored_from_its_checking_pass_and_a_refused_one_leaves
 def test_the_evaluate_flow_stores_a_run_from_its_checking_pass(
     prefect_harness: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, every_text_scanned: None
 ) -> None:
-    run = write_variant(tmp_path / "run.txt", "in_order")
-    qrels = tmp_path / "qrels.txt"
-    qrels.write_text("9 0 D1 1\n")
+    run, qrels = run_and_qrels(tmp_path, "9 0 D1 1\n")
     parses, passes, staged = run_parses(monkeypatch), second_passes(monkeypatch), stagings(monkeypatch)
     (report,) = evaluate_flow(str(qrels), [str(run)], PRESETS["trec_eval"].canonical_json(), str(tmp_path / "w"))
     assert parses == ["run.txt"] and not passes and staged == [report.run_id]
