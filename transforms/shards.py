@@ -77,15 +77,30 @@ def position_shards(blocks: pl.DataFrame, rows_per_shard: int) -> pl.DataFrame:
     are even when the queries are small beside them; a query larger than that takes a shard of its own (and the
     cuts it spans collapse into one, so no shard is empty)."""
     sizes = blocks["n_rows"].cast(pl.Int64)
-    total = int(sizes.sum())
-    wanted = max(1, -(-total // rows_per_shard))
     starts = sizes.cum_sum() - sizes  # each block's first row
-    targets = pl.Series([total * k // wanted for k in range(1, wanted)], dtype=pl.Int64)
-    # The first block starting at or after each target; a cut at block 0 or past the last block cuts nothing.
-    cuts = starts.search_sorted(targets, side="left").unique(maintain_order=True)
-    cuts = cuts.filter((cuts > 0) & (cuts < blocks.height))
-    shard = cuts.search_sorted(pl.Series(range(blocks.height), dtype=cuts.dtype), side="right")
-    return blocks.with_columns(shard=shard.cast(pl.Int32))
+    shards, _ = shards_at(starts, cut_targets(int(sizes.sum()), rows_per_shard))
+    return blocks.with_columns(shard=shards)
+
+
+def cut_targets(total_rows: int, rows_per_shard: int) -> pl.Series:
+    """The rows `position_shards` cuts a run of `total_rows` rows at (each cut at the first block boundary at or
+    after its target)."""
+    wanted = max(1, -(-total_rows // rows_per_shard))
+    return pl.Series([total_rows * k // wanted for k in range(1, wanted)], dtype=pl.Int64)
+
+
+def shards_at(
+    starts: pl.Series, targets: pl.Series, before: tuple[int, int] = (0, 0)
+) -> tuple[pl.Series, tuple[int, int]]:
+    """The shard of each block, from its first row (`starts`, ascending; the file's first block starts at 0) and the
+    `cut_targets`: a block starts a new shard when a target lies after the previous block's start and at or before
+    its own (targets past the last block's start cut nothing). The blocks may come a stretch at a time: `before`
+    is (targets at or before the start, shard) of the block before the first of `starts`, and the same pair of the
+    last block is returned with the shards, to be passed with the next stretch."""
+    passed = targets.search_sorted(starts, side="right").cast(pl.Int64)
+    opens = pl.concat([pl.Series([before[0]], dtype=pl.Int64), passed]).diff().drop_nulls() > 0
+    shards = (opens.cast(pl.Int32).cum_sum() + before[1]).cast(pl.Int32)
+    return shards, ((int(passed[-1]), int(shards[-1])) if starts.len() else before)
 
 
 def together(stretch_queries: pl.Series) -> bool:

@@ -33,7 +33,7 @@ from judged.flows.report.wording import counted
 from judged.flows.store.hashing import content_hashes, hash_in_background
 from judged.flows.store.readers import Metadata, open_stored, print_once, read_sidecar, require_regular_file
 from judged.flows.store.scaled import Local, PiecesPlan, cut_pieces, plan_pieces
-from judged.flows.store.warehouse import Store, StoreReport, now_utc
+from judged.flows.store.warehouse import Store, StoreReport, now_utc, staging_area
 from judged.schemas.spec import EvaluationSpec
 from judged.schemas.tables import NIGHTLY
 from judged.transforms.errors import InputError
@@ -200,22 +200,28 @@ def evaluate_flow(
     `allow_empty`."""
     spec = EvaluationSpec.from_canonical_json(spec_json)
     store = Store(warehouse)
-    # before anything is stored
-    check_inputs_task(warehouse, judgments, runs, [spec_json], judgments_metadata, allow_empty)
-    judgment_set_id = _judgment_set(store, judgments, judgments_metadata, allow_empty)
-    run_ids = [_run(store, run, allow_empty) for run in runs]
+    # Held until the runs are stored: a large text run's reading pass in the checks stages its shards there, for
+    # its store to publish; whatever is left (refused inputs, a failed store) goes with it.
+    with staging_area(store.root) as staging:
+        # before anything is stored
+        staged = check_inputs_task(warehouse, judgments, runs, [spec_json], judgments_metadata, allow_empty,
+                                   str(staging))
+        judgment_set_id = _judgment_set(store, judgments, judgments_metadata, allow_empty)
+        run_ids = [_run(store, run, allow_empty, staged.get(run)) for run in runs]
     reports = evaluate_runs(warehouse, run_ids, judgment_set_id, [spec])
     refresh_catalog_task(warehouse)
     publish_artifacts_task(warehouse, reports)
     return reports
 
 
-def _run(store: Store, reference: str, allow_empty: bool = False) -> str:
-    """A run file is ingested; a stored run's folder gives its id (its rows are stored here first when it comes
-    from another warehouse); otherwise an id already in the warehouse."""
+def _run(store: Store, reference: str, allow_empty: bool = False, staged_shards: str | None = None) -> str:
+    """A run file is ingested (from the shards its checks staged, when they did); a stored run's folder gives its
+    id (its rows are stored here first when it comes from another warehouse); otherwise an id already in the
+    warehouse."""
     path = Path(reference)
     if path.is_file():
-        return ingest_file_task(str(store.root), reference, "run", allow_empty=allow_empty).id
+        return ingest_file_task(str(store.root), reference, "run", allow_empty=allow_empty,
+                                staged_shards=staged_shards).id
     if path.is_dir():
         stored = open_stored(path, "run")
         if not store.run_record(stored.table_id).exists():

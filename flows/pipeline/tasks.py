@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from contextlib import ExitStack
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
@@ -28,7 +29,7 @@ from judged.flows.store.readers import (
     LoadedTable, Metadata, Window, load_table, open_stored, proven_duplicate_free,
 )
 from judged.flows.store.scaled import ShardGroup, Survey, survey_piece, write_shard_group
-from judged.flows.store.warehouse import Store, StoreReport
+from judged.flows.store.warehouse import ReadRun, Store, StoreReport, read_run, staging_area
 from judged.schemas.provenance import RunMetadata
 from judged.schemas.spec import EvaluationSpec
 from judged.transforms.errors import InputError
@@ -38,34 +39,52 @@ from judged.transforms.errors import InputError
 
 def ingest_file(
     warehouse: Store, path: str | Path, kind: str, metadata: Metadata | None = None,
-    limits: Limits = DEFAULT_LIMITS, allow_empty: bool = False,
+    limits: Limits = DEFAULT_LIMITS, allow_empty: bool = False, staged_shards: Path | None = None,
 ) -> StoreReport:
     """Read, validate and store one file. Bad input raises InputError and writes nothing (an empty table is bad
     input unless `allow_empty`). The report's `seconds` is the time this took (reading to the last file written),
-    without any orchestration around it, and its `phases` where that time went."""
+    without any orchestration around it, and its `phases` where that time went. A large text run is stored from
+    the pass that reads and checks it (`read_run`): here, or, with `staged_shards`, the checks' own pass, which
+    staged its shards there (`check_inputs_before_storing`; the table is the one those checks read)."""
     started = time.perf_counter()
     phases = Phases()
-    with phases.measure("read and check"):
-        loaded = load_table(path, kind, metadata, limits=limits, allow_empty=allow_empty)  # type: ignore[arg-type]
-    report = warehouse.store_table(loaded, limits, phases)
+    with ExitStack() as staging:
+        with phases.measure("read and check"):
+            if kind == "run" and staged_shards is None:
+                read = read_run(path, staging.enter_context(staging_area(warehouse.root)), metadata, limits,
+                                allow_empty, phases)
+                table, staged_shards = read.table, read.staged_shards
+            else:  # judgments, or a run its checks read in this process (the table they keep)
+                table = load_table(path, kind, metadata,  # type: ignore[arg-type]
+                                   limits=limits, allow_empty=allow_empty)
+        report = warehouse.store_table(table, limits, phases, staged_shards)
     return replace(report, seconds=time.perf_counter() - started, phases=phases.as_tuples())
 
 
 def check_inputs_before_storing(
     warehouse: Store, judgments: str, runs: list[str], specs: list[EvaluationSpec],
-    judgments_metadata: Metadata | None = None, allow_empty: bool = False,
-) -> None:
+    judgments_metadata: Metadata | None = None, allow_empty: bool = False, staging: Path | None = None,
+) -> dict[str, str]:
     """Every check that could refuse these inputs under these specs, before anything of them is stored: files are
     read and validated, ids resolved, and each run checked against the judgments as its evaluation would check it.
     Raises InputError naming the input. When nothing would be stored (every input is already in the warehouse),
-    the evaluation's own checks refuse what is wrong, and these are skipped."""
+    the evaluation's own checks refuse what is wrong, and these are skipped. With a `staging` folder (a
+    `staging_area` of this warehouse, held until the runs are stored), a large text run's reading pass stages its
+    shards there (`read_run`): returned is the folder of each run file that has them, by the run as given, for
+    its store (`ingest_file(staged_shards=...)`); what refused inputs staged stays in `staging`, removed with it."""
     if not _stores_something(warehouse, judgments, runs):
-        return
+        return {}
     judgment_table = input_judgments(warehouse, judgments, judgments_metadata, allow_empty)
-    for run_table in input_runs(warehouse, runs, allow_empty):
+    staged: dict[str, str] = {}
+    for run in runs:
+        read = input_run(warehouse, run, allow_empty, staging)
+        run_table = read.table
         for spec in specs:  # once proven free of repeated pairs, the run is not looked at for them again
             if check_before_storing(run_table, judgment_table, spec):
-                run_table = proven_duplicate_free(run_table)  # and the store reading its file next takes the proof
+                run_table = proven_duplicate_free(run_table)  # and the store of its file next takes the proof
+        if read.staged_shards is not None:
+            staged[run] = str(read.staged_shards)
+    return staged
 
 
 def input_judgments(
@@ -79,15 +98,20 @@ def input_judgments(
 
 
 def input_runs(warehouse: Store, runs: list[str], allow_empty: bool = False) -> Iterator[LoadedTable]:
-    """The runs `evaluate_flow` takes, read one at a time without storing anything: a file read and validated, a
-    stored run's folder, else a run id of the warehouse."""
+    """The runs `evaluate_flow` takes, read one at a time without storing anything (`input_run`)."""
     for run in runs:
-        if Path(run).is_file():
-            yield load_table(run, "run", allow_empty=allow_empty, look_for_repeats=True)
-        elif Path(run).is_dir():
-            yield open_stored(Path(run), "run").load()
-        else:
-            yield warehouse.load_stored("run", warehouse.require_run(run))
+        yield input_run(warehouse, run, allow_empty).table
+
+
+def input_run(warehouse: Store, run: str, allow_empty: bool = False, staging: Path | None = None) -> ReadRun:
+    """A run `evaluate_flow` takes, read without storing anything: a file read and validated (with a `staging`
+    folder, a large text run's shards staged there by its reading pass: `read_run`), a stored run's folder, else a
+    run id of the warehouse."""
+    if Path(run).is_file():
+        return read_run(run, staging, allow_empty=allow_empty)
+    if Path(run).is_dir():
+        return ReadRun(open_stored(Path(run), "run").load())
+    return ReadRun(warehouse.load_stored("run", warehouse.require_run(run)))
 
 
 def _stores_something(warehouse: Store, judgments: str, runs: list[str]) -> bool:
@@ -105,20 +129,25 @@ def ingest_checked_run(
 ) -> StoreReport:
     """Read and validate a run, check it against a stored judgment set under every spec, and only then store it:
     a run its evaluation would refuse is never stored. With a nightly `claim_folder`, whether the run was new is
-    noted there before storing (see `run_was_new`)."""
+    noted there before storing (see `run_was_new`). A large text run is stored from the pass that reads and checks
+    it (`read_run`): what it staged is published, or removed with its staging area when the checks refuse it."""
     started = time.perf_counter()
-    run = check_run(warehouse, path, judgment_set_id, specs, claim_folder, allow_empty)
-    report = warehouse.store_table(run)
+    with staging_area(warehouse.root) as staging:
+        run = check_run(warehouse, path, judgment_set_id, specs, claim_folder, allow_empty, staging)
+        report = warehouse.store_table(run.table, staged_shards=run.staged_shards)
     return replace(report, seconds=time.perf_counter() - started)
 
 
 def check_run(
     warehouse: Store, path: str | Path, judgment_set_id: str, specs: list[EvaluationSpec],
-    claim_folder: Path | None = None, allow_empty: bool = False,
-) -> LoadedTable:
-    """`ingest_checked_run` short of storing the run (the nightly job with --dask then stores it in pieces): read,
-    validated, checked under every spec, and with a `claim_folder`, whether it is new noted there."""
-    run = load_table(path, "run", allow_empty=allow_empty, look_for_repeats=True)
+    claim_folder: Path | None = None, allow_empty: bool = False, staging: Path | None = None,
+) -> ReadRun:
+    """`ingest_checked_run` short of storing the run: read, validated, checked under every spec, and with a
+    `claim_folder`, whether it is new noted there. With a `staging` folder, a large text run's shards are staged
+    there by its reading pass (`read_run`) for its store; without (the nightly job with --dask, whose workers then
+    store the run in pieces), nothing is staged."""
+    read = read_run(path, staging, allow_empty=allow_empty)
+    run = read.table
     judgments = warehouse.load_stored("judgments", judgment_set_id)
     for spec in specs:  # once proven free of repeated pairs, the run is not looked at for them again
         if check_before_storing(run, judgments, spec):
@@ -126,7 +155,7 @@ def check_run(
     if claim_folder is not None and run_was_new(claim_folder) is None:
         note = RUN_WAS_STORED if warehouse.run_record(run.table_id).exists() else RUN_WAS_NEW
         (claim_folder / note).touch()
-    return run
+    return replace(read, table=run)
 
 
 def current_flow_run_id() -> str | None:
@@ -140,9 +169,10 @@ def current_flow_run_id() -> str | None:
 @task(name="ingest-file")
 def ingest_file_task(
     warehouse_root: str, path: str, kind: str, metadata: Metadata | None = None, limits: Limits = DEFAULT_LIMITS,
-    allow_empty: bool = False,
+    allow_empty: bool = False, staged_shards: str | None = None,
 ) -> StoreReport:
-    return log_stored(path, kind, ingest_file(Store(warehouse_root), path, kind, metadata, limits, allow_empty))
+    staged = Path(staged_shards) if staged_shards else None
+    return log_stored(path, kind, ingest_file(Store(warehouse_root), path, kind, metadata, limits, allow_empty, staged))
 
 
 def log_stored(path: str, kind: str, report: StoreReport) -> StoreReport:
@@ -160,10 +190,11 @@ def log_stored(path: str, kind: str, report: StoreReport) -> StoreReport:
 @task(name="check-inputs")
 def check_inputs_task(
     warehouse_root: str, judgments: str, runs: list[str], spec_jsons: list[str], judgments_metadata: Metadata | None,
-    allow_empty: bool = False,
-) -> None:
+    allow_empty: bool = False, staging: str | None = None,
+) -> dict[str, str]:
     specs = [EvaluationSpec.from_canonical_json(text) for text in spec_jsons]
-    check_inputs_before_storing(Store(warehouse_root), judgments, runs, specs, judgments_metadata, allow_empty)
+    return check_inputs_before_storing(Store(warehouse_root), judgments, runs, specs, judgments_metadata, allow_empty,
+                                       Path(staging) if staging else None)
 
 
 @task(name="check-night-judgments")

@@ -334,6 +334,35 @@ class ParsedTable:
     duplicate_free: bool = False  # proven by the reading pass (`_checked_by_query`): no (query, document) pair twice
 
 
+class BatchTaker(Protocol):
+    """Who takes a scanned text run's batches from its reading pass, as they are checked: the store writing the run's
+    shards in the same pass (flows/store/warehouse.py, `OnePassShards`). `begin` names the tag every row carries (the
+    reader's attempt that assumes one); `take` gets each batch of whole stretches in the contract, once it passed
+    the checks and the look for repeats; `stop` says why no more will come (a batch failed them: the reader then
+    names the problem, or reads the file another way); `end` follows the last batch of a pass that stopped
+    nowhere."""
+
+    def begin(self, tag: str) -> None: ...
+
+    def take(self, batch: pl.DataFrame) -> None: ...
+
+    def stop(self, reason: str) -> None: ...
+
+    def end(self) -> None: ...
+
+
+def line_count(path: Path, chunk_bytes: int = 16 << 20) -> int:
+    """The lines of a plain text file (a last line without its newline counted too), from its bytes alone: what a
+    run stored in its reading pass cuts its shards for before the pass has counted its rows (blank lines make it
+    more than the rows, and the shards are then cut again: `OnePassShards`)."""
+    lines, last = 0, b"\n"
+    with path.open("rb", buffering=0) as handle:
+        while chunk := handle.read(chunk_bytes):
+            lines += chunk.count(b"\n")
+            last = chunk[-1:]
+    return lines + (last != b"\n")
+
+
 def _first_line(path: Path, gzipped: bool, window: Window | None = None) -> str:
     opener = gzip.open if gzipped else open
     with opener(path, "rt", errors="replace") as handle:  # type: ignore[operator]
@@ -342,7 +371,7 @@ def _first_line(path: Path, gzipped: bool, window: Window | None = None) -> str:
         return handle.readline()
 
 
-def _streamed(path: Path, source_format: str, limits: Limits, window: Window | None = None) -> bool:
+def streamed_text(path: Path, source_format: str, limits: Limits, window: Window | None = None) -> bool:
     """Whether a text input is too large to parse in memory (then it is scanned). A window is always parsed in
     memory: its size is chosen for that."""
     if window is not None:
@@ -364,7 +393,7 @@ def _tag_of(tag: object, differ: object) -> str:
 
 def read_trec_fast(
     path: Path, gzipped: bool, kind: TableKind, limits: Limits = DEFAULT_LIMITS, window: Window | None = None,
-    look_for_repeats: bool = False,
+    look_for_repeats: bool = False, taker: BatchTaker | None = None,
 ) -> ParsedTable | None:
     """The common case at full speed: a run's six (qrels' four) columns split by one tab or one space throughout,
     Polars' multithreaded CSV reader (in memory, or streaming for large files). Returns None whenever the file is
@@ -374,7 +403,8 @@ def read_trec_fast(
     A run's rows nearly always carry one tag, so the tag column is first read as an Enum of the first line's tag
     (one byte a row instead of a string); a run with another tag anywhere (or that this
     first read turns down for any reason) is read again with plain strings. With a `window`, only its lines.
-    `look_for_repeats`: see `load_table`."""
+    `look_for_repeats` and `taker`: see `load_table` (the taker takes the batches of the read that assumes one tag
+    only)."""
     columns = _FAST_COLUMNS[kind]
     try:
         first_line = _first_line(path, gzipped, window)
@@ -386,7 +416,13 @@ def read_trec_fast(
     if kind == "run" and len(fields) == len(columns) and fields[-1]:
         attempts.insert(0, columns | {"run_tag": pl.Enum([fields[-1]])})
     for attempt in attempts:
-        read = _read_fast(path, gzipped, kind, separator, attempt, limits, window, look_for_repeats)
+        one_tag = attempt is not columns
+        if one_tag and taker is not None:
+            taker.begin(fields[-1])
+        read = _read_fast(path, gzipped, kind, separator, attempt, limits, window, look_for_repeats,
+                          taker if one_tag else None)
+        if one_tag and taker is not None and read is None:
+            taker.stop("the run is not plainly six columns with one tag")
         if read is not None:
             return read
     return None
@@ -424,14 +460,14 @@ def _piece_ends(fd: int, size: int, piece_bytes: int, start: int = 0) -> list[in
 
 def _read_fast(
     path: Path, gzipped: bool, kind: TableKind, separator: str, columns: dict[str, pl.DataType], limits: Limits,
-    window: Window | None = None, look_for_repeats: bool = False,
+    window: Window | None = None, look_for_repeats: bool = False, taker: BatchTaker | None = None,
 ) -> ParsedTable | None:
-    """One attempt of `read_trec_fast`, with these column types."""
+    """One attempt of `read_trec_fast`, with these column types (`taker`: of a scanned file's batches)."""
     options = dict(
         separator=separator, has_header=False, new_columns=list(columns), schema_overrides=columns,
         quote_char=None, comment_prefix=None, raise_if_empty=False,
     )
-    streamed = _streamed(path, "trec.gz" if gzipped else "trec", limits, window)
+    streamed = streamed_text(path, "trec.gz" if gzipped else "trec", limits, window)
     engine = "streaming" if streamed else "in-memory"
     first = 1 if window is None else window.first
     try:
@@ -460,7 +496,7 @@ def _read_fast(
         query_rows, duplicate_free = None, False
         if streamed:
             found, query_rows, duplicate_free = _checked_by_query(rows, kind, limits.streamed_candidate_part_rows,
-                                                                  look_for_repeats)
+                                                                  look_for_repeats, taker)
         else:
             found = rows.select(checks).collect(engine=engine).row(0, named=True)
     except (pl.exceptions.PolarsError, OSError, UnicodeDecodeError):
@@ -507,7 +543,8 @@ def last_stretch_start(query_ids: pl.Series) -> int:
 
 
 def _checked_by_query(
-    rows: pl.LazyFrame, kind: TableKind, batch_rows: int, look_for_repeats: bool = False
+    rows: pl.LazyFrame, kind: TableKind, batch_rows: int, look_for_repeats: bool = False,
+    taker: BatchTaker | None = None,
 ) -> tuple[dict[str, Any], pl.DataFrame, bool]:
     """`_read_fast`'s checks of a scanned file, made in the same pass that counts each query's rows, read a batch of
     about `batch_rows` rows of whole stretches of one query id at a time (`whole_stretch_batches`): (the checks,
@@ -516,7 +553,9 @@ def _checked_by_query(
     query; without it, False). The store takes
     its counts, the query ids and whether each query's lines lie together from these, and the checks before storing
     and the store's duplicate count take the proof, instead of parsing a large file again to find them. Beside a
-    batch, this holds one row per query and batch (a query in several stretches of a batch counted once)."""
+    batch, this holds one row per query and batch (a query in several stretches of a batch counted once). A `taker`
+    (with `look_for_repeats`) gets each batch that passed the checks and the look, in the contract, until one
+    fails them."""
     tag = pl.col("run_tag")
     checks = [
         pl.any_horizontal(pl.exclude("source_line").is_null().any()).alias("missing"),
@@ -543,6 +582,15 @@ def _checked_by_query(
         if duplicate_free:
             duplicate_free = (counted[-1].height == stretches.height
                               and not may_have_duplicates(batch.lazy()).collect().item())
+        if taker is not None:
+            if not duplicate_free:
+                taker.stop("a query's rows in two stretches, or a document it may hold twice")
+            elif found[-1].select(pl.any_horizontal(pl.exclude("tag_min", "tag_max"))).item():
+                taker.stop("a line the fast reader leaves to the exact parser")
+            else:
+                taker.take(in_contract(batch.lazy(), input_kind(kind).input_contract.schema).collect())
+    if taker is not None:
+        taker.end()
     queries = pl.concat(counted).group_by(QUERY).agg(
         pl.col("n_rows").sum(), pl.col("first_line").min(), pl.col("last_line").max(), pl.col("stretches").sum())
     summary = pl.concat(found)
@@ -650,6 +698,7 @@ def load_table(
     print_warnings: bool = True,
     allow_empty_option: str | None = None,
     look_for_repeats: bool = False,
+    taker: BatchTaker | None = None,
 ) -> LoadedTable:
     """Read, parse and validate judgments or a run; any problem raises InputError naming the file and line.
     Without `metadata`, the sidecar `<file>.meta.toml` is read when present. `hashes` is the file's
@@ -659,7 +708,9 @@ def load_table(
     The table's `warnings` are printed on stderr as well (once per file and process) unless `print_warnings` is
     false (the Python API, whose results carry them). `look_for_repeats` (the checks before storing): a text file
     large enough to be scanned is also looked at for repeated (query, document) pairs in its reading pass, and
-    proven free of them when it holds none (`duplicate_free`), so neither the checks nor the store look again."""
+    proven free of them when it holds none (`duplicate_free`), so neither the checks nor the store look again. A
+    `taker` (with `look_for_repeats`, a scanned text run) gets the reading pass's batches as they pass the checks
+    (`BatchTaker`); the file is then read even when this process read it before."""
     path = Path(path)
     require_regular_file(path, "judgments file" if kind == "judgments" else "run file")
     if metadata is None:
@@ -670,16 +721,13 @@ def load_table(
             # to say, not how the sidecar differs from this kind's.
             raise (_swapped_arguments(path, kind, limits) or sidecar_error) from None
     source_format = sniff_format(path)
-    status = path.stat()
-    key = (str(path.resolve()), status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns, kind,
-           metadata.model_dump_json(), limits, allow_empty)
-    with _SCANNED_TABLES_LOCK:
-        scanned = _SCANNED_TABLES.get(key) if hashes is None else None
+    key = _scan_key(path, kind, metadata, limits, allow_empty)
+    scanned = kept_scan(path, kind, metadata, limits, allow_empty) if hashes is None and taker is None else None
     if scanned is not None:
         return scanned
     if hashes is None:
         hashes = hash_in_background([path])[path]
-    parsed = _parse(path, kind, source_format, metadata, limits, look_for_repeats=look_for_repeats)
+    parsed = _parse(path, kind, source_format, metadata, limits, look_for_repeats=look_for_repeats, taker=taker)
     if print_warnings:
         print_once(path, parsed.warnings)
     if not allow_empty:  # a Parquet file's own rows (its footer says), not the checked scan over them
@@ -695,7 +743,7 @@ def load_table(
         hashes=hashes,
         source_format=source_format,
         metadata=metadata,
-        in_memory=source_format != "parquet" and not _streamed(path, source_format, limits),
+        in_memory=source_format != "parquet" and not streamed_text(path, source_format, limits),
         query_rows=parsed.query_rows if kind == "run" else None,
         warnings=parsed.warnings,
         duplicate_free=parsed.duplicate_free,
@@ -727,6 +775,21 @@ def _swapped_arguments(path: Path, kind: TableKind, limits: Limits) -> InputErro
 _SCANNED_TABLES: dict[tuple[object, ...], LoadedTable] = {}
 _SCANNED_TABLES_KEPT = 2
 _SCANNED_TABLES_LOCK = threading.Lock()
+
+
+def _scan_key(path: Path, kind: TableKind, metadata: Metadata, limits: Limits, allow_empty: bool) -> tuple[object, ...]:
+    status = path.stat()
+    return (str(path.resolve()), status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns, kind,
+            metadata.model_dump_json(), limits, allow_empty)
+
+
+def kept_scan(
+    path: Path, kind: TableKind, metadata: Metadata, limits: Limits = DEFAULT_LIMITS, allow_empty: bool = False
+) -> LoadedTable | None:
+    """The table `load_table` read from this file (unchanged since) with these arguments, when this process keeps
+    it (a scanned run), else None."""
+    with _SCANNED_TABLES_LOCK:
+        return _SCANNED_TABLES.get(_scan_key(path, kind, metadata, limits, allow_empty))
 
 
 def proven_duplicate_free(table: LoadedTable) -> LoadedTable:
@@ -812,7 +875,7 @@ def _parquet_common_tag(run: pl.LazyFrame) -> str | None:
 
 def _parse(
     path: Path, kind: TableKind, source_format: str, metadata: Metadata, limits: Limits, window: Window | None = None,
-    look_for_repeats: bool = False,
+    look_for_repeats: bool = False, taker: BatchTaker | None = None,
 ) -> ParsedTable:
     """The validated table in its contract; InputError on the first problem. A Parquet input stays a lazy scan,
     validated on its own columns (a run: `run_problem_probe`) or in one streaming pass that numbers the rows, which
@@ -820,7 +883,7 @@ def _parse(
     as in the whole file."""
     unresolved_token = getattr(metadata, "unresolved_token", None)
     if source_format != "parquet" and unresolved_token is None:
-        fast = read_trec_fast(path, source_format == "trec.gz", kind, limits, window, look_for_repeats)
+        fast = read_trec_fast(path, source_format == "trec.gz", kind, limits, window, look_for_repeats, taker)
         if fast is not None:
             return fast
     if source_format == "parquet":

@@ -9,7 +9,10 @@ Staging: every file or folder is written under `_staging/<uuid>/` (mirroring its
 reaches, and renamed into place whole. The writer holds an exclusive lock (flock) on `_staging/<uuid>.lock` while it
 writes; the kernel drops the lock when its process dies, even by kill -9. Every writer, when it starts
 (`Store.ensure`), removes the staging folders whose lock nobody holds: a crashed writer's leftovers can neither
-show in a view nor break a refresh or a rerun.
+show in a view nor break a refresh or a rerun. A flow that checks a large text run before storing it holds a
+`staging_area` from the checks to the store: the run's reading pass stages its shards there (`read_run`), the
+checks return that folder's path, and the store is handed it (`StagedShards`); the area's removal drops whatever no
+store took.
 
 Layout (every table's files are immutable; ids are content-derived; each kind's folders: flows/store/kinds.py):
     judgment_sets/<judgment_set_id>.parquet     record    judgments/<judgment_set_id>/part-SSSS-of-NNNN.parquet  rows
@@ -47,8 +50,11 @@ import duckdb
 import polars as pl
 import pyarrow.parquet as pq
 
+from judged.flows.store.hashing import hash_in_background
+from judged.flows.store.pending_footer import fill_pending_value, pending_value
 from judged.flows.store.readers import (
-    DUPLICATE_PAIRS_KEY, PART_QUERIES_KEY, LoadedTable, Metadata, StoredTable, stored_duplicate_pairs,
+    DUPLICATE_PAIRS_KEY, PART_QUERIES_KEY, LoadedTable, Metadata, StoredTable, kept_scan, line_count, load_table,
+    read_sidecar, sniff_format, stored_duplicate_pairs, streamed_text,
 )
 from judged.flows.engine.limits import DEFAULT_LIMITS, Limits
 from judged.flows.engine.phases import Phases
@@ -66,14 +72,15 @@ from judged.flows.store.kinds import (
     input_kind,
     kind_named,
 )
-from judged.schemas.provenance import METHOD_VERSION_UNRECORDED, JudgmentSetMetadata, canonical_json
+from judged.schemas.provenance import METHOD_VERSION_UNRECORDED, JudgmentSetMetadata, RunMetadata, canonical_json
+from judged.schemas.provenance import table_id as derive_table_id
 from judged.schemas.spec import EvaluationSpec
 from judged.schemas.tables import comment_statements
 from judged.transforms.duplicates import duplicate_pairs, may_have_duplicates
 from judged.transforms.errors import InputError
 from judged.transforms.layout import in_stored_order, in_stored_order_of_ranked, is_ranked
 from judged.schemas.fields import QUERY
-from judged.transforms.shards import RunLayout, position_shards, query_buckets, shard_count
+from judged.transforms.shards import RunLayout, cut_targets, position_shards, query_buckets, shard_count, shards_at
 
 STAGING = "_staging"
 CATALOG = "catalog.duckdb"
@@ -115,9 +122,9 @@ def hold_lock(lock_path: Path, create: bool = True) -> BinaryIO | None:
 
 
 @contextmanager
-def staged(root: Path, target: Path) -> Iterator[Path]:
-    """Where to write `target` (a path under the warehouse `root`) before renaming it into place: the same relative
-    path inside a private folder `_staging/<uuid>/`, locked for as long as the block runs and removed after it."""
+def staging_area(root: Path) -> Iterator[Path]:
+    """A private folder `_staging/<uuid>/` of the warehouse `root` (created), locked for as long as the block runs
+    and removed, with whatever is still in it, after it: no view sees what is written there."""
     area = root / STAGING
     area.mkdir(parents=True, exist_ok=True)
     handle = None
@@ -127,13 +134,22 @@ def staged(root: Path, target: Path) -> Iterator[Path]:
         handle = hold_lock(lock_path)
     folder = area / name
     try:
-        temporary = folder / target.relative_to(root)
-        temporary.parent.mkdir(parents=True)
-        yield temporary
+        folder.mkdir()
+        yield folder
     finally:
         shutil.rmtree(folder, ignore_errors=True)
         lock_path.unlink(missing_ok=True)
         handle.close()
+
+
+@contextmanager
+def staged(root: Path, target: Path) -> Iterator[Path]:
+    """Where to write `target` (a path under the warehouse `root`) before renaming it into place: the same relative
+    path inside a `staging_area`."""
+    with staging_area(root) as folder:
+        temporary = folder / target.relative_to(root)
+        temporary.parent.mkdir(parents=True, exist_ok=True)
+        yield temporary
 
 
 def remove_dead_staging(root: Path) -> list[str]:
@@ -233,28 +249,63 @@ def write_position_parts(
     those its blocks list (a RuntimeError otherwise: the piece was not cut where the plan said). `duplicate_free`:
     as `write_ranked` takes it."""
     phases = phases or Phases()
-    constants = _leading_columns(kind, table_id)
     by_shard = blocks.group_by("shard", maintain_order=True).agg(pl.col(QUERY), n_rows=pl.col("n_rows").sum())
     with phases.measure("buckets"):
         buckets = query_buckets(blocks.lazy()).collect()
-    writers = limits.shard_writers
-    pending: list[Future[None]] = []
     pieces = cut_rows(rows, by_shard["n_rows"].to_list(), limits.sink_batch_rows)
-    with phases.measure(f"shards ({writers} at a time, as the rows are read)"), ThreadPoolExecutor(writers) as pool:
+    writers = ShardWriters(limits.shard_writers)
+    with phases.measure(f"shards ({limits.shard_writers} at a time, as the rows are read)"), writers:
         for shard, piece, queries in zip(by_shard["shard"].to_list(), pieces, by_shard[QUERY].to_list(), strict=True):
             if check_queries and piece[QUERY].rle().struct.field("value").to_list() != queries:
                 raise RuntimeError(f"shard {shard} of {of} does not hold the queries planned for it: the file was "
                                    "cut elsewhere than its survey found, or it changed while it was stored")
-            part = piece.select(*constants, pl.all(), bucket=_row_buckets(piece, buckets))
-            listed = metadata | {PART_QUERIES_KEY: json.dumps(queries)}
-            pending.append(pool.submit(write_ranked, part, folder / shard_file(shard, of), listed, phases,
-                                       duplicate_free))
-            del part, piece
-            # At most one shard read ahead of those being written: memory holds writers + 1 shards.
-            while len(pending) > writers:
-                pending.pop(0).result()
-        for future in pending:
-            future.result()
+            writers.submit(write_position_part, piece, queries, buckets, folder / shard_file(shard, of), kind,
+                           table_id, metadata, phases, duplicate_free)
+        writers.finish()
+
+
+def write_position_part(
+    piece: pl.DataFrame, queries: list[str], buckets: pl.DataFrame, target: Path, kind: InputKind, table_id: str,
+    metadata: dict[str, str], phases: Phases, duplicate_free: bool,
+) -> None:
+    """One shard of a run stored by position, written as its part `target`: its rows (`piece`, in the file's order,
+    holding `queries` in that order) after the run's id, with their query's bucket (`buckets`: `query_buckets` of
+    these queries, or of more), by `write_ranked`, its metadata listing its queries (`PART_QUERIES_KEY`). The one
+    writer of a position shard's part: the store's pass (`write_position_parts`), a scaled-out ingest's workers and
+    the reading pass (`OnePassShards`) all write it here."""
+    part = piece.select(*_leading_columns(kind, table_id), pl.all(), bucket=_row_buckets(piece, buckets))
+    write_ranked(part, target, metadata | {PART_QUERIES_KEY: json.dumps(queries)}, phases, duplicate_free)
+
+
+class ShardWriters:
+    """Shards written `writers` at a time, one thread each, while the next is read: `submit` waits while more than
+    `writers` are under way, so memory holds at most writers + 1 shards. Leaving the block waits for every write
+    (`finish` first, to raise the first write's error)."""
+
+    def __init__(self, writers: int) -> None:
+        self.writers = writers
+        self._pool = ThreadPoolExecutor(writers)
+        self._pending: list[Future[None]] = []
+
+    def __enter__(self) -> ShardWriters:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def submit(self, write: Callable[..., None], *arguments: object) -> None:
+        self._pending.append(self._pool.submit(write, *arguments))
+        while len(self._pending) > self.writers:
+            self._pending.pop(0).result()
+
+    def finish(self) -> None:
+        """Wait for every write submitted; the first that failed raises its error."""
+        while self._pending:
+            self._pending.pop(0).result()
+
+    def close(self) -> None:
+        """Wait for the writes under way (errors aside): before their folder is published or removed."""
+        self._pool.shutdown(wait=True)
 
 
 def cut_rows(rows: pl.LazyFrame, sizes: list[int], batch_rows: int) -> Iterator[pl.DataFrame]:
@@ -283,6 +334,234 @@ def cut_rows(rows: pl.LazyFrame, sizes: list[int], batch_rows: int) -> Iterator[
         raise RuntimeError("the run has fewer rows than were counted: it changed while it was stored")
 
 
+class OnePassShards:
+    """A scanned text run's shards by position, cut and written from the batches of the pass that reads and checks
+    it (the reader's `BatchTaker`; `read_run`), into a staging folder of parts (`folder`): the same shards, rows and
+    files `write_position_parts` writes from a second pass (each part by `write_position_part`), but each part's
+    `judged.record` left pending (`flows/store/pending_footer.py`), since the record holds what only the end of the
+    file says, and the parts named by shard alone until the shard count is known (`StagedShards.publish`). The
+    shards are cut for the run's lines as counted before it is read (`expected_rows`, a line count beside the
+    read): `Store.store_table` keeps them only when they are the shards `position_blocks` cuts from the pass's own
+    counts. The rows' run id waits for the file's hash (`run_id`, from the tag the reader names). Shards are
+    written `limits.shard_writers` at a time (`ShardWriters`); a failed write stops the taking, and the run is then
+    stored as before. Leaving the block waits for the writes under way."""
+
+    def __init__(
+        self, folder: Path, kind: InputKind, expected_rows: Future[int], run_id: Callable[[str], str],
+        limits: Limits, phases: Phases,
+    ) -> None:
+        self.folder, self.kind, self.limits, self.phases = folder, kind, limits, phases
+        self._expected_rows, self._run_id = expected_rows, run_id
+        self.placeholder = pending_value()
+        self.run_id: str | None = None  # the rows' run id, once the first part is written
+        self.stopped: str | None = None  # why no more batches are taken
+        self.ended = False
+        self._tag = ""
+        self._targets: pl.Series | None = None
+        self._before = (0, 0)  # `shards_at`'s pair of the last block taken
+        self._rows_taken = 0
+        self._shard = 0
+        self._held: list[pl.DataFrame] = []  # the rows of shard `_shard` read so far
+        self._blocks: list[pl.DataFrame] = []
+        self._writers = ShardWriters(limits.shard_writers)
+
+    def __enter__(self) -> OnePassShards:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._writers.close()
+
+    @property
+    def complete(self) -> bool:
+        """Whether every batch of a whole pass was taken and every shard written."""
+        return self.ended and self.stopped is None
+
+    @property
+    def blocks(self) -> pl.DataFrame:
+        """`query_id`, `n_rows`, `shard` of each block written, as `position_blocks` gives them."""
+        return pl.concat(self._blocks) if self._blocks else pl.DataFrame(schema=BLOCKS_SCHEMA)
+
+    def begin(self, tag: str) -> None:
+        self._tag = tag
+
+    def take(self, batch: pl.DataFrame) -> None:
+        if self.stopped is not None or not batch.height:
+            return
+        try:
+            if self._targets is None:
+                self._targets = cut_targets(self._expected_rows.result(), self.limits.rows_per_shard)
+            stretches = batch[QUERY].rle().struct.unnest().select(
+                pl.col("value").alias(QUERY), n_rows=pl.col("len").cast(pl.Int64))
+            starts = stretches["n_rows"].cum_sum() - stretches["n_rows"] + self._rows_taken
+            shards, self._before = shards_at(starts, self._targets, self._before)
+            blocks = stretches.with_columns(shard=shards)
+            self._blocks.append(blocks)
+            offset = 0
+            for shard, rows in blocks.group_by("shard", maintain_order=True).agg(pl.col("n_rows").sum()).iter_rows():
+                if shard != self._shard:
+                    self._write_held()
+                    self._shard = shard
+                self._held.append(batch.slice(offset, rows))
+                offset += rows
+            self._rows_taken += batch.height
+        except Exception as error:  # noqa: BLE001 - the run is then stored as before, which names any real fault
+            self.stop(f"a shard could not be written: {error}")
+
+    def stop(self, reason: str) -> None:
+        if self.stopped is None:
+            self.stopped = reason
+        self._held = []
+
+    def end(self) -> None:
+        if self.stopped is None:
+            try:
+                self._write_held()
+                self._writers.finish()
+            except Exception as error:  # noqa: BLE001 - as in `take`
+                self.stop(f"a shard could not be written: {error}")
+        self.ended = True
+
+    def _write_held(self) -> None:
+        if not self._held:
+            return
+        piece = pl.concat(self._held, rechunk=True)  # one chunk a column, as `cut_rows` gives a shard
+        self._held = []
+        self._writers.submit(self._write_part, piece, self.folder / pending_part(self._shard))
+
+    def _write_part(self, piece: pl.DataFrame, target: Path) -> None:
+        self.run_id = self._run_id(self._tag)
+        queries = piece[QUERY].rle().struct.field("value")
+        buckets = query_buckets(queries.to_frame(QUERY).lazy()).collect()
+        write_position_part(piece, queries.to_list(), buckets, target, self.kind, self.run_id,
+                            rows_metadata(self.kind, self.placeholder), self.phases, duplicate_free=True)
+
+
+BLOCKS_SCHEMA = {QUERY: pl.String(), "n_rows": pl.Int64(), "shard": pl.Int32()}
+# A `StagedShards` folder: its parts, and its description (written last)
+_STAGED_RUN_PARTS, _STAGED_RUN_DESCRIPTION = "parts", "staged.json"
+
+
+def pending_part(shard: int) -> str:
+    """A staged part's name before the shard count is known (`shard_file` once published)."""
+    return f"shard-{shard:04d}.parquet"
+
+
+@dataclass(frozen=True)
+class StagedShards:
+    """A run's shards by position, written by its reading pass (`OnePassShards`, `read_run`) in a staging `folder`:
+    the parts in `parts/`, each with its record pending, and what the store needs to publish them in `staged.json`
+    (written last: a folder without it holds nothing to publish). The reading passes the folder to its store
+    (`Store.store_table(staged_shards=...)`), which publishes the parts when they are the shards it would cut, and
+    removes the folder either way."""
+
+    folder: Path
+    run_id: str
+    placeholder: str  # the pending `judged.record` of each part
+    blocks: pl.DataFrame  # `query_id`, `n_rows`, `shard` of each block written (`BLOCKS_SCHEMA`)
+
+    @property
+    def parts(self) -> Path:
+        return self.folder / _STAGED_RUN_PARTS
+
+    @property
+    def description(self) -> Path:
+        return self.folder / _STAGED_RUN_DESCRIPTION
+
+    def write(self) -> None:
+        self.description.write_text(json.dumps({
+            "run_id": self.run_id, "placeholder": self.placeholder,
+            "blocks": self.blocks.select(*BLOCKS_SCHEMA).to_dict(as_series=False),
+        }))
+
+    @classmethod
+    def read(cls, folder: Path) -> StagedShards | None:
+        """What `write` wrote in `folder`, or None when it is not there (nothing was staged to publish)."""
+        try:
+            found = json.loads((folder / _STAGED_RUN_DESCRIPTION).read_text())
+        except FileNotFoundError:
+            return None
+        blocks = pl.DataFrame(found["blocks"], schema=BLOCKS_SCHEMA)
+        return cls(folder, found["run_id"], found["placeholder"], blocks)
+
+    def publish(self, record_json: str, rows_folder: Path) -> None:
+        """Each part's record filled in and its name given (`shard_file`), then the parts renamed into place whole
+        as `rows_folder`; an existing folder is left as it is (same content)."""
+        if rows_folder.exists():
+            return
+        of = int(self.blocks["shard"].max()) + 1
+        for shard in range(of):
+            pending = self.parts / pending_part(shard)
+            fill_pending_value(pending, self.placeholder, record_json)
+            os.replace(pending, self.parts / shard_file(shard, of))
+        _rename_into_place(self.parts, rows_folder)
+
+
+@dataclass(frozen=True)
+class ReadRun:
+    """A run read and checked (`read_run`), and the staging folder holding its shards when its reading pass wrote
+    them (`StagedShards`), for its store to publish."""
+
+    table: LoadedTable
+    staged_shards: Path | None = None
+
+
+def read_run(
+    path: str | Path, staging: Path | None, metadata: Metadata | None = None, limits: Limits = DEFAULT_LIMITS,
+    allow_empty: bool = False, phases: Phases | None = None,
+) -> ReadRun:
+    """`load_table(path, "run", look_for_repeats=True)`, and with a `staging` folder (a `staging_area` of the
+    warehouse the run is for, held by the caller until the run is stored), a text run large enough to be scanned
+    has its shards by position written from the batches its reading pass checks (`OnePassShards`), into a new
+    folder there (`StagedShards`), returned for the run's store (`Store.store_table`) to publish instead of
+    parsing the text a second time. Nothing is staged when the pass stops short (a line the fast reader leaves to
+    the exact parser, a query in two stretches, a document a query may hold twice, several tags), nor for a file
+    this process has read already (its kept scan is returned, and its store reads the file again): then, as on any
+    error, what was written is removed, and the table or the error is the one `load_table` gives."""
+    path = Path(path)
+
+    def without_staging() -> ReadRun:
+        return ReadRun(load_table(path, "run", metadata, limits=limits, allow_empty=allow_empty,
+                                  look_for_repeats=True))
+
+    if staging is None or not (path.is_file() and sniff_format(path) == "trec" and streamed_text(path, "trec", limits)):
+        return without_staging()
+    try:
+        declared = read_sidecar(path, "run") if metadata is None else metadata
+    except InputError:  # `load_table` names the sidecar's problem, or the swapped arguments
+        return without_staging()
+    if not isinstance(declared, RunMetadata) or kept_scan(path, "run", declared, limits, allow_empty) is not None:
+        return without_staging()  # metadata of another kind is `load_table`'s to refuse
+    folder = staging / uuid.uuid4().hex
+    parts = folder / _STAGED_RUN_PARTS
+    try:
+        parts.mkdir(parents=True)
+        hashes = hash_in_background([path])[path]
+        counting = ThreadPoolExecutor(1)
+        expected_rows = counting.submit(line_count, path)
+        counting.shutdown(wait=False)
+
+        def run_id(tag: str) -> str:
+            tagged = declared if declared.tag else declared.model_copy(update={"tag": tag})
+            return derive_table_id(RUN.name, hashes.result()[1], tagged)
+
+        with OnePassShards(parts, RUN, expected_rows, run_id, limits, phases or Phases()) as shards:
+            table = load_table(path, "run", declared, hashes, limits, allow_empty, look_for_repeats=True,
+                               taker=shards)
+        if shards.complete and table.duplicate_free and shards.run_id == table.table_id:
+            StagedShards(folder, table.table_id, shards.placeholder, shards.blocks).write()
+            return ReadRun(table, folder)
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    shutil.rmtree(folder, ignore_errors=True)
+    return ReadRun(table)
+
+
+def rows_metadata(kind: InputKind, record_json: str) -> dict[str, str]:
+    """The key-value metadata every part file of a stored table carries: its kind and its record."""
+    return {"judged.table": kind.name, "judged.record": record_json}
+
+
 def _leading_columns(kind: InputKind, table_id: str) -> list[pl.Expr]:
     """The columns a stored row has in front of its own: the table's id."""
     return [pl.lit(table_id, pl.String).alias(kind.id_column)] if kind.id_column else []
@@ -297,13 +576,19 @@ def _publish_rows(folder: Path, root: Path, write: Callable[[Path], None]) -> Pa
     with staged(root, folder) as temporary:
         temporary.mkdir()
         write(temporary)
-        try:
-            os.replace(temporary, folder)
-        except OSError:
-            if not folder.exists():
-                raise
-            # Another writer published the same content-addressed folder first: ours is dropped.
+        _rename_into_place(temporary, folder)
     return folder
+
+
+def _rename_into_place(temporary: Path, folder: Path) -> None:
+    """A staged rows folder renamed to its place whole; when another writer published the same content-addressed
+    folder first, ours stays where it was (its staging folder's removal drops it)."""
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.replace(temporary, folder)
+    except OSError:
+        if not folder.exists():
+            raise
 
 
 def _row_buckets(frame: pl.DataFrame, buckets: pl.DataFrame) -> pl.Series:
@@ -584,11 +869,27 @@ class Store:
     # -- judgment sets and runs -----------------------------------------------------------------------------------
 
     def store_table(
-        self, table: LoadedTable, limits: Limits = DEFAULT_LIMITS, phases: Phases | None = None
+        self, table: LoadedTable, limits: Limits = DEFAULT_LIMITS, phases: Phases | None = None,
+        staged_shards: Path | None = None,
     ) -> StoreReport:
         """Store a loaded judgment set or run, split into shards of about `limits.rows_per_shard` rows; nothing
-        is written when its id is already there. `phases` gets where the time went."""
-        phases = phases or Phases()
+        is written when its id is already there. `phases` gets where the time went. `staged_shards`: the folder
+        where the run's reading pass wrote its shards (`read_run`, in a staging area of this warehouse), published
+        when they are the run's and the shards its layout cuts (else the run is stored from its file, as without);
+        the folder is removed either way."""
+        if staged_shards is not None and not staged_shards.resolve().is_relative_to((self.root / STAGING).resolve()):
+            raise ValueError(f"{staged_shards}: staged shards lie in the staging area of the warehouse they are "
+                             f"stored into ({self.root / STAGING})")
+        try:
+            staged_run = StagedShards.read(staged_shards) if staged_shards is not None else None
+            return self._store_table(table, limits, phases or Phases(), staged_run)
+        finally:
+            if staged_shards is not None:
+                shutil.rmtree(staged_shards, ignore_errors=True)
+
+    def _store_table(
+        self, table: LoadedTable, limits: Limits, phases: Phases, staged_run: StagedShards | None
+    ) -> StoreReport:
         self.ensure()
         kind = input_kind(table.kind)
         with phases.measure("hash (waiting for it)"):
@@ -601,11 +902,19 @@ class Store:
         self.require_free_version(table.metadata, table_id)
         with phases.measure("layout"):
             blocks = position_blocks(table, kind, limits)
+        if staged_run is not None and (
+            staged_run.run_id != table_id or blocks is None or not staged_run.blocks.equals(blocks)
+        ):
+            staged_run = None  # cut for another count of rows (blank lines), or scattered: stored as before
         layout = RunLayout.BUCKET if blocks is None else RunLayout.POSITION
         shards = shard_count(n_rows, limits.rows_per_shard) if blocks is None else int(blocks["shard"].max()) + 1
         record = self._table_record(table, kind, shards, layout)
-        metadata = {"judged.table": kind.name, "judged.record": record.write_json()}
-        if blocks is None:
+        metadata = rows_metadata(kind, record.write_json())
+        if staged_run is not None:
+            with phases.measure("parts' record filled in, published"):
+                stored = kind.rows_path(self.root, table_id)
+                staged_run.publish(metadata["judged.record"], stored)
+        elif blocks is None:
             stored = sink_shards(table.scan, kind, table_id, self.root, shards, n_rows, metadata, limits,
                                  queries=table.query_rows, phases=phases)
         else:
@@ -630,7 +939,7 @@ class Store:
         if record_path.exists():
             return StoreReport(kind.name, table.table_id, False, table.counts["n_rows"])
         record = self._table_record(table, kind, int(blocks["shard"].max()) + 1, RunLayout.POSITION)
-        metadata = {"judged.table": kind.name, "judged.record": record.write_json()}
+        metadata = rows_metadata(kind, record.write_json())
         stored = _publish_rows(kind.rows_path(self.root, table.table_id), self.root,
                                lambda temporary: write(temporary, metadata))
         self._write_record(kind, record, record_path, metadata, stored, phases)

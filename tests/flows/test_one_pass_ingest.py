@@ -1,0 +1,237 @@
+"""A scanned text run stored from the pass that reads and checks it (`read_run`, `OnePassShards`, `StagedShards`):
+the same bytes and run id as the store's second pass, nothing left in the warehouse when a line is bad or a check
+refuses the run, and the second pass taken whenever the first cannot stand for it; on every route that checks a run
+before storing it (ingest-run, the evaluate flow's checks and store, the nightly flow)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from functools import partial
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+import judged.flows.store.readers as readers_module
+import judged.flows.store.warehouse as warehouse_module
+from judged.flows.pipeline.flows import evaluate_flow, nightly
+from judged.flows.pipeline.tasks import check_inputs_before_storing, ingest_checked_run, ingest_file
+from judged.flows.store.kinds import RUN, InputKind
+from judged.flows.store.readers import load_table
+from judged.flows.store.warehouse import Store, StagedShards, read_run, staging_area
+from judged.schemas.spec import PRESETS
+from judged.transforms.errors import InputError
+from tests.flows.test_ordered_ingest import STREAMED, files_of, stored_in_two_passes, write_variant
+
+
+@pytest.fixture(autouse=True)
+def fixed_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(warehouse_module, "now_utc", lambda: datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC))
+    readers_module._SCANNED_TABLES.clear()
+
+
+@pytest.fixture
+def every_text_scanned(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every text run is read as a large one is (scanned in batches), under the limits the flow uses."""
+    for module in (readers_module, warehouse_module):
+        monkeypatch.setattr(module, "streamed_text", lambda *args: True)
+
+
+def second_passes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """A list that grows by one each time the store parses a run again (by position or by bucket; judgments are
+    not counted)."""
+    passes: list[int] = []
+
+    def counted(second: Callable[..., Path], rows: object, kind: InputKind, *args: object, **kwargs: object) -> Path:
+        if kind is RUN:
+            passes.append(1)
+        return second(rows, kind, *args, **kwargs)
+
+    for name in ("sink_position_shards", "sink_shards"):
+        monkeypatch.setattr(warehouse_module, name, partial(counted, getattr(warehouse_module, name)))
+    return passes
+
+
+def run_parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """A list that grows by a run file's name each time a run file is parsed (judgments are not counted)."""
+    parses: list[str] = []
+    parse = readers_module._parse
+
+    def counted(path: Path, kind: str, *args: object, **kwargs: object) -> object:
+        if kind == "run":
+            parses.append(Path(path).name)
+        return parse(path, kind, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(readers_module, "_parse", counted)
+    return parses
+
+
+def stagings(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """A list that grows by the run id of each run whose reading pass staged its shards whole."""
+    staged: list[str] = []
+    write = StagedShards.write
+    monkeypatch.setattr(StagedShards, "write", lambda self: staged.append(self.run_id) or write(self))
+    return staged
+
+
+def run_and_qrels(tmp_path: Path, qrels_lines: str) -> tuple[Path, Path]:
+    """A run in order (`write_variant`) and a qrels file of these lines."""
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text(qrels_lines)
+    return write_variant(tmp_path / "run.txt", "in_order"), qrels
+
+
+def nothing_left(root: Path) -> bool:
+    """Whether the warehouse holds no run rows, no run record and nothing staged."""
+    staged = list((root / "_staging").iterdir()) if (root / "_staging").exists() else []
+    rows = [path for path in (root / "run_rows").glob("*") if not path.name.startswith("_")]
+    records = [path for path in (root / "runs").glob("*.parquet") if not path.name.startswith("_")]
+    return not staged and not rows and not records
+
+
+@pytest.mark.parametrize(("variant", "one_pass"), [
+    ("in_order", True), ("ties_ascending", True), ("interleaved", False), ("shuffled", False), ("duplicate", False),
+])
+def test_one_pass_stores_the_bytes_of_two(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, variant: str, one_pass: bool
+) -> None:
+    run = write_variant(tmp_path / "run.txt", variant)
+    passes = second_passes(monkeypatch)
+    report = ingest_file(Store(tmp_path / "one"), run, "run", limits=STREAMED)
+    one_id, one = files_of(tmp_path / "one", report.id)
+    assert (not passes) is one_pass  # a scattered run or one with a repeat is parsed again, as before
+    assert not list((tmp_path / "one" / "_staging").iterdir())
+    readers_module._SCANNED_TABLES.clear()
+    two_id, two = stored_in_two_passes(tmp_path / "two", STREAMED, run)
+    assert one_id == two_id and one.keys() == two.keys() and len(one) > 2
+    for name in one:
+        assert one[name] == two[name], name
+
+
+def test_a_blank_line_cuts_the_shards_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The shards are first cut for the file's lines; blank lines make the rows fewer, and when the cut differs
+    the staged parts are dropped and the run stored by a second pass, with the same bytes."""
+    run = write_variant(tmp_path / "run.txt", "in_order")
+    lines = run.read_text().splitlines()
+    run.write_text("\n".join([*lines[:40], *[""] * 300, *lines[40:]]) + "\n")  # more than the rows of a shard
+    passes = second_passes(monkeypatch)
+    one_id, one = files_of(tmp_path / "one", ingest_file(Store(tmp_path / "one"), run, "run", limits=STREAMED).id)
+    assert passes
+    readers_module._SCANNED_TABLES.clear()
+    assert (one_id, one) == stored_in_two_passes(tmp_path / "two", STREAMED, run)
+    assert not list((tmp_path / "one" / "_staging").iterdir())
+
+
+@pytest.mark.parametrize("bad", ["9 Q0 D1 x 1.5 tag", "9 Q0 D1 3 nan tag", "# a comment"])
+def test_a_bad_line_late_in_the_file_leaves_nothing_and_the_same_message(tmp_path: Path, bad: str) -> None:
+    run = write_variant(tmp_path / "run.txt", "in_order")
+    lines = run.read_text().splitlines()
+    run.write_text("\n".join([*lines[:-2], bad, *lines[-2:]]) + "\n")
+    with pytest.raises(InputError) as two_passes:
+        load_table(run, "run", limits=STREAMED)
+    with pytest.raises(InputError) as one_pass:
+        ingest_file(Store(tmp_path / "w"), run, "run", limits=STREAMED)
+    assert str(one_pass.value) == str(two_passes.value)
+    assert f"line {len(lines) - 1}" in str(one_pass.value)
+    assert nothing_left(tmp_path / "w")
+
+
+def test_checks_that_refuse_the_run_discard_its_shards(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, every_text_scanned: None
+) -> None:
+    # query 404 is not in the run: refused under a strict query set
+    run, qrels = run_and_qrels(tmp_path, "9 0 D1 1\n404 0 D2 1\n")
+    spec = PRESETS["trec_eval"].with_options(query_set="judged_strict")
+    staged = stagings(monkeypatch)
+    store = Store(tmp_path / "w")
+    with staging_area(store.root) as staging:
+        with pytest.raises(InputError, match="missing from the run"):
+            check_inputs_before_storing(store, str(qrels), [str(run)], [spec], staging=staging)
+        assert staged  # the reading pass staged the run whole before the check refused it
+    assert nothing_left(tmp_path / "w")
+
+
+def test_the_checks_stage_and_the_store_publishes_without_reading_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, every_text_scanned: None
+) -> None:
+    run, qrels = run_and_qrels(tmp_path, "9 0 D1 1\n")
+    store = Store(tmp_path / "w")
+    parses = run_parses(monkeypatch)
+    passes = second_passes(monkeypatch)
+    with staging_area(store.root) as staging:
+        staged = check_inputs_before_storing(store, str(qrels), [str(run)], [PRESETS["trec_eval"]], staging=staging)
+        assert list(staged) == [str(run)] and Path(staged[str(run)]).parent == staging
+        assert list(Path(staged[str(run)]).rglob("*.parquet"))  # staged: written where no view sees them
+        assert not [path for path in (tmp_path / "w" / "run_rows").glob("*") if not path.name.startswith("_")]
+        report = ingest_file(store, run, "run", staged_shards=Path(staged[str(run)]))
+        assert not Path(staged[str(run)]).exists()  # the store takes the folder it is given
+    assert parses == ["run.txt"] and not passes
+    one = files_of(tmp_path / "w", report.id)
+    readers_module._SCANNED_TABLES.clear()
+    assert one == stored_in_two_passes(tmp_path / "two", warehouse_module.DEFAULT_LIMITS, run)
+    assert not list((tmp_path / "w" / "_staging").iterdir())
+
+
+def test_shards_staged_for_another_run_are_dropped_and_the_run_stored_as_before(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, every_text_scanned: None
+) -> None:
+    """A store handed shards its run's reading did not stage (another run's) stores the run from its file."""
+    first = write_variant(tmp_path / "first.txt", "in_order")
+    second = write_variant(tmp_path / "second.txt", "in_order", seed=8)
+    store = Store(tmp_path / "w")
+    with staging_area(store.root) as staging:
+        other = read_run(first, staging).staged_shards
+        passes = second_passes(monkeypatch)
+        report = store.store_table(load_table(second, "run"), staged_shards=other)
+        assert passes and other is not None and not other.exists()
+    readers_module._SCANNED_TABLES.clear()
+    two = stored_in_two_passes(tmp_path / "two", warehouse_module.DEFAULT_LIMITS, second)
+    assert files_of(tmp_path / "w", report.id) == two
+
+
+def test_shards_staged_outside_the_warehouse_are_refused(tmp_path: Path) -> None:
+    run = write_variant(tmp_path / "run.txt", "in_order")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    with pytest.raises(ValueError, match="staging area of the warehouse"):
+        Store(tmp_path / "w").store_table(load_table(run, "run"), staged_shards=elsewhere)
+    assert elsewhere.exists()  # not the store's to remove
+
+
+def test_a_nightly_run_is_stored_from_its_checking_pass_and_a_refused_one_leaves_nothing_staged(
+    prefect_harness: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, every_text_scanned: None
+) -> None:
+    inbox, warehouse = tmp_path / "inbox", tmp_path / "w"
+    inbox.mkdir()
+    whole = write_variant(inbox / "whole.run", "in_order")
+    lines = whole.read_text().splitlines()
+    (inbox / "without-10.run").write_text("\n".join(line for line in lines if not line.startswith("10 ")) + "\n")
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("9 0 D1 1\n10 0 D2 1\n")  # query 10 is missing from one run: refused under a strict query set
+    spec = PRESETS["trec_eval"].with_options(query_set="judged_strict")
+    parses, passes, staged = run_parses(monkeypatch), second_passes(monkeypatch), stagings(monkeypatch)
+    report = nightly(str(inbox), str(qrels), [spec.canonical_json()], str(warehouse))
+    assert list(report.rejected) == ["without-10.run"] and "missing from the run" in report.rejected["without-10.run"]
+    assert sorted(parses) == ["whole.run", "without-10.run"]  # each run file parsed once
+    assert not passes and len(staged) == 2  # both staged by their reading pass; the refused one's removed
+    assert not list((warehouse / "_staging").iterdir())
+    (run_id,) = [path.name for path in (warehouse / "run_rows").iterdir() if not path.name.startswith("_")]
+    readers_module._SCANNED_TABLES.clear()
+    processed = inbox / "processed" / "whole.run"
+    two_id, two = stored_in_two_passes(tmp_path / "two", warehouse_module.DEFAULT_LIMITS, processed)
+    one = files_of(warehouse, run_id)[1]
+    assert two_id == run_id and one.keys() == two.keys()
+    for name in one:  # the same rows (the record, and so each part's metadata, names where the night found it)
+        if name.startswith("part-"):
+            assert pl.read_parquet(one[name]).equals(pl.read_parquet(two[name])), name
+
+
+def test_the_evaluate_flow_stores_a_run_from_its_checking_pass(
+    prefect_harness: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, every_text_scanned: None
+) -> None:
+    run, qrels = run_and_qrels(tmp_path, "9 0 D1 1\n")
+    parses, passes, staged = run_parses(monkeypatch), second_passes(monkeypatch), stagings(monkeypatch)
+    (report,) = evaluate_flow(str(qrels), [str(run)], PRESETS["trec_eval"].canonical_json(), str(tmp_path / "w"))
+    assert parses == ["run.txt"] and not passes and staged == [report.run_id]
+    assert not list((tmp_path / "w" / "_staging").iterdir())
