@@ -4,8 +4,9 @@
 - `slow`, marked at collection by rule (`slow_reason`): tests under tests/e2e and tests/reliability, tests that use
   the Prefect server (`prefect_harness`), property tests (Hypothesis), and tests whose own code (the test, its
   fixtures, and the functions of tests/ and benchmarks/ they call) starts a subprocess (`subprocess` or
-  `multiprocessing`); the mark's `reason` says which. What no rule sees carries an explicit `pytest.mark.slow`. `pytest -m "not slow"` is the fast loop, and
-  there a test taking over `FAST_TEST_SECONDS` fails, asking to be marked slow.
+  `multiprocessing`); the mark's `reason` says which. What no rule sees carries an explicit `pytest.mark.slow`.
+  `pytest -m "not slow"` is the fast loop, and there a test taking over `FAST_TEST_SECONDS` fails, asking to be
+  marked slow.
 - Hypothesis profiles: `ci` (400 examples) when CI is set or HYPOTHESIS_PROFILE=ci, `dev` (25) otherwise.
 - One Prefect server per session (`prefect_harness`, started by the first test that needs it): subprocesses of
   subprocess tests report to it through PREFECT_API_URL, except in tests marked `own_prefect_server`, whose subject
@@ -74,10 +75,10 @@ hypothesis_settings.load_profile(hypothesis_profile(os.environ))
 
 # -- the CLI in process -------------------------------------------------------------------------------------------
 
-# Typer's CliRunner.invoke builds the click command from the Typer app at every call: about 30 ms of CPU for
-# judged's commands, some 120 times in the fast loop. The command is the same every time (no test adds commands or
-# replaces their functions; monkeypatching what they call still works), so each app's is built once. Should Typer
-# rename the name patched here, the tests only lose the time saved.
+# Typer's CliRunner.invoke builds the click command from the Typer app at every call, walking every command's
+# signature, and the fast loop invokes the CLI over a hundred times. The command is the same every time (no test
+# adds commands or replaces their functions; monkeypatching what they call still works), so each app's is built
+# once. Should Typer rename the name patched here, the tests only lose the time saved.
 typer.testing._get_command = functools.cache(typer.main.get_command)
 
 # -- what is slow -------------------------------------------------------------------------------------------------

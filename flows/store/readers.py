@@ -722,7 +722,7 @@ def load_table(
             raise (_swapped_arguments(path, kind, limits) or sidecar_error) from None
     source_format = sniff_format(path)
     key = _scan_key(path, kind, metadata, limits, allow_empty)
-    scanned = kept_scan(path, kind, metadata, limits, allow_empty) if hashes is None and taker is None else None
+    scanned = _kept(key) if hashes is None and taker is None else None
     if scanned is not None:
         return scanned
     if hashes is None:
@@ -777,7 +777,9 @@ _SCANNED_TABLES_KEPT = 2
 _SCANNED_TABLES_LOCK = threading.Lock()
 
 
-def _scan_key(path: Path, kind: TableKind, metadata: Metadata, limits: Limits, allow_empty: bool) -> tuple[object, ...]:
+def _scan_key(
+    path: Path, kind: TableKind, metadata: Metadata, limits: Limits, allow_empty: bool
+) -> tuple[object, ...]:
     status = path.stat()
     return (str(path.resolve()), status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns, kind,
             metadata.model_dump_json(), limits, allow_empty)
@@ -788,8 +790,12 @@ def kept_scan(
 ) -> LoadedTable | None:
     """The table `load_table` read from this file (unchanged since) with these arguments, when this process keeps
     it (a scanned run), else None."""
+    return _kept(_scan_key(path, kind, metadata, limits, allow_empty))
+
+
+def _kept(key: tuple[object, ...]) -> LoadedTable | None:
     with _SCANNED_TABLES_LOCK:
-        return _SCANNED_TABLES.get(_scan_key(path, kind, metadata, limits, allow_empty))
+        return _SCANNED_TABLES.get(key)
 
 
 def proven_duplicate_free(table: LoadedTable) -> LoadedTable:

@@ -51,7 +51,7 @@ def test_compare_takes_what_evaluate_takes_and_refuses_with_its_errors() -> None
         judged.compare(qrels, runs, baseline="z")
 
 
-@pytest.mark.slow  # two worklists of three runs, 2 s of CPU; the fast loop has the worklists of tests/transforms
+@pytest.mark.slow  # two worklists of three DL runs; the fast loop has the worklists of tests/transforms
 def test_worklist_returns_the_documents_to_judge_first() -> None:
     listed = judged.worklist(QRELS, RUNS, budget=7, cutoff=10, preset="trec_eval")
     assert listed.columns == ["query_id", "doc_id", "priority", "rank"] and listed.height == 7

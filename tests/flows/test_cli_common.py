@@ -96,7 +96,7 @@ def test_compare_takes_measures_and_interval_width(tmp_path: Path) -> None:
     assert {row["measure"] for row in json.loads(compared.stdout)["comparisons"]} >= {"AP"}
 
 
-@pytest.mark.slow  # the report's plots: 2 s of CPU, most of it matplotlib's import, which no fast test needs
+@pytest.mark.slow  # the report's plots, and matplotlib's import, which no fast test needs
 def test_report_takes_measures_and_interval_width(tmp_path: Path) -> None:
     qrels, run_a, run_b = write_three_queries(tmp_path)
     out = tmp_path / "report.html"

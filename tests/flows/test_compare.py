@@ -108,7 +108,7 @@ def test_ranx_student_t_agrees() -> None:
     assert ranx is not None and row["p_t"] == pytest.approx(float(p_value), abs=1e-9)
 
 
-@pytest.mark.slow  # a comparison of its own, a second of CPU; the fast loop reads the JSON of `compared_json`
+@pytest.mark.slow  # a comparison of its own; the fast loop reads the JSON of `compared_json`
 def test_table_names_the_corrected_p_values_intervals_and_effect_sizes() -> None:
     result = judged("compare", QRELS, *RUNS, "--preset", "trec_eval", "--cutoffs", "10", "--permutations", "500",
                     "--resamples", "500")
@@ -117,7 +117,7 @@ def test_table_names_the_corrected_p_values_intervals_and_effect_sizes() -> None
         assert text in result.stdout
 
 
-@pytest.mark.slow  # three comparisons, 1.5 s of CPU
+@pytest.mark.slow  # three comparisons of its own
 def test_same_seed_same_numbers_and_settings_in_the_id() -> None:
     spec = build_spec("trec_eval", cutoffs=(10,))
     settings = ComparisonSettings(permutations=500, bootstrap_resamples=500, seed=3)
@@ -129,7 +129,7 @@ def test_same_seed_same_numbers_and_settings_in_the_id() -> None:
     assert other.pairs["p_t"].equals(first.pairs["p_t"])  # the t-test draws nothing
 
 
-@pytest.mark.slow  # two comparisons, a second of CPU
+@pytest.mark.slow  # two comparisons of its own
 def test_judged_query_set_scores_missing_queries_zero(tmp_path) -> None:
     """A run that lost one judged query: `common` leaves it out, `judged` scores it 0 there."""
     text = (QRELS.parent / "runs" / "input.p_bm25.gz")

@@ -152,8 +152,8 @@ def bounded_inputs(tmp_path: Path, rows: list[str]) -> tuple[Path, Path, Path]:
     return qrels, text, parquet
 
 
-# Every measure at once costs as much as the other specs together, and the condensed spec is near the fast loop's
-# limit; each case takes over a second of CPU: the fast loop keeps the trec_eval spec on a run grouped by query.
+# Every measure at once costs as much as the other specs together, and each case evaluates four inputs under four
+# policies: the fast loop keeps the trec_eval spec on a run grouped by query.
 @pytest.mark.parametrize("spec_name", [
     name if name == "trec_eval@10" else pytest.param(name, marks=pytest.mark.slow) for name in BOUNDED_SPECS
 ])

@@ -18,8 +18,8 @@ def golden() -> dict:
     return read_golden()
 
 
-# The comparison and the worklists of the DL 2020 runs take 1.5-3 s of CPU each, as much as the other cases
-# together: CI computes them, the fast loop keeps the other cases.
+# The comparison and the worklists of the DL 2020 runs (permutations, resamples and what-if intervals over three
+# runs) cost as much as the other cases together: CI computes them, the fast loop keeps the other cases.
 SLOW_CASES = {"dl2020/comparison", "dl2020/worklists"}
 
 

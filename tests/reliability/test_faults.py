@@ -16,12 +16,12 @@ writers only, e.g. to run them in parallel processes; the newer ones: compare,re
 killed writers are the Prefect flows themselves (the newer ones: their commands, in process), each in a child process
 that talks to the session's one test server (`prefect_harness`) rather than starting a temporary server of its own: the
 flows' code paths are what is killed. The children are forked by a multiprocessing fork server that imported what the
-writers import once (`CHILD_IMPORTS`), so a child does not import Prefect, Polars and judged anew (about 3 s of CPU
-each). Each child says when it is ready, and again when its write has ended; the kill comes at a uniformly random time
-within the write's duration as measured in children that were not killed: a clean run of the same writer (trial 0), then
-the median with every miss's. A kill counts only when it lands while the write runs: one that comes after the write
-ended is a miss (its child's duration is measured), and trials go on, each with inputs of its own, until N kills have
-landed. A child that fails by itself fails the test.
+writers import once (`CHILD_IMPORTS`), so a child does not import Prefect, Polars and judged anew. Each child says when
+it is ready, and again when its write has ended; the kill comes at a uniformly random time within the write's duration
+as measured in children that were not killed: a clean run of the same writer (trial 0), then the median with every
+miss's. A kill counts only when it lands while the write runs: one that comes after the write ended is a miss (its
+child's duration is measured), and trials go on, each with inputs of its own, until N kills have landed. A child that
+fails by itself fails the test.
 """
 
 from __future__ import annotations
@@ -79,8 +79,8 @@ class Analysts:
 
     @contextmanager
     def looking_away(self) -> Iterator[None]:
-        """No queries while the test writes a warehouse they do not watch (the clean one): a query costs as much as
-        a fifth of a second of CPU, which would only slow that write down."""
+        """No queries while the test writes a warehouse they do not watch (the clean one): a query over every view
+        would only slow that write down."""
         self.paused.set()
         try:
             yield

@@ -188,7 +188,7 @@ WORLD_SCHEMA = {
 }
 
 
-# A third to three quarters of a second of CPU each: the fast loop keeps the usual four grades.
+# Each case computes many worlds both ways: the fast loop keeps the usual four grades.
 @pytest.mark.parametrize("levels", [(0.0, 1.0, 2.0, 3.0), *(pytest.param(levels, marks=pytest.mark.slow)
                                     for levels in ((0.0, 1.0, 3.0, 7.0), (1.0, 2.0), (0.0, 1.0)))])
 @pytest.mark.parametrize("zero_if_no_ideal", [False, True])

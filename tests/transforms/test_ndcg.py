@@ -185,7 +185,7 @@ def test_unresolved_judgment_is_unjudged() -> None:
     assert rows[("q", 1)]["value"] == 0.0
 
 
-@pytest.mark.slow  # eleven evaluations of 1,500 rows at three cutoffs, a second of CPU
+@pytest.mark.slow  # eleven evaluations of 1,500 rows at three cutoffs
 def test_repeated_evaluations_are_bit_identical() -> None:
     """Polars may add floats of a group in a different order from call to call; our sums must not."""
     import random

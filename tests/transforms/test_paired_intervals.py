@@ -259,8 +259,9 @@ def test_batched_worlds_equal_one_by_one(zero_if_no_ideal: bool) -> None:
         assert got["difference_kind"] == ("exact" if one[2] else "bound")
 
 
+# The engine's what-if per case: the fast loop keeps one scale.
 @pytest.mark.parametrize("scale", [(0, 1, 2, 3), pytest.param((-1, 0, 1, 2), marks=pytest.mark.slow)],
-                         ids=["graded", "with-negative-grades"])  # about a second of CPU each: the fast loop keeps one
+                         ids=["graded", "with-negative-grades"])
 def test_worklist_width_of_ndcg_by_its_kernel_equals_the_engines_what_if(scale: tuple[int, ...]) -> None:
     # The nDCG path (its interval kernel, world by world) and the engine's what-if path give the same widths; a
     # document judged with a negative grade keeps its place in a list that is not condensed.

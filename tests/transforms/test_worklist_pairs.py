@@ -82,7 +82,7 @@ def assert_nested(before: dict, after: dict) -> None:
         assert after[pair]["mean_difference_max"] <= old["mean_difference_max"] + 1e-12, pair
 
 
-@pytest.mark.slow  # judges five documents one at a time, recomputing every pair's interval: 1.4 s of CPU
+@pytest.mark.slow  # judges five documents one at a time, recomputing every pair's interval
 def test_judging_the_worklist_in_order_never_widens_nor_reverses() -> None:
     runs, truth = synthetic(1)
     start = start_of(runs, truth)
