@@ -335,10 +335,10 @@ class ParsedTable:
 
 
 class BatchTaker(Protocol):
-    """Who takes a scanned text run's batches from its reading pass, as they are checked: the store writing the run's
-    shards in the same pass (flows/store/warehouse.py, `OnePassShards`). `begin` names the tag every row carries (the
-    reader's attempt that assumes one); `take` gets each batch of whole stretches in the contract, once it passed
-    the checks and the look for repeats; `stop` says why no more will come (a batch failed them: the reader then
+    """Who takes a scanned text run's (or a Parquet run's) batches from its reading pass, as they are checked: the
+    store writing the run's shards in the same pass (flows/store/warehouse.py, `OnePassShards`). `begin` names the
+    tag every row carries (the reader's attempt that assumes one; a Parquet run's common tag, "" when they differ);
+    `take` gets each batch of whole stretches in the contract, once it passed the checks and the look for repeats; `stop` says why no more will come (a batch failed them: the reader then
     names the problem, or reads the file another way); `end` follows the last batch of a pass that stopped
     nowhere."""
 
@@ -361,6 +361,12 @@ def line_count(path: Path, chunk_bytes: int = 16 << 20) -> int:
             lines += chunk.count(b"\n")
             last = chunk[-1:]
     return lines + (last != b"\n")
+
+
+def parquet_rows(path: Path) -> int:
+    """The rows of a Parquet file, as its footer says (what a Parquet run stored in its reading pass cuts its shards
+    for: `OnePassShards`)."""
+    return int(pl.scan_parquet(path).select(pl.len()).collect().item())
 
 
 def _first_line(path: Path, gzipped: bool, window: Window | None = None) -> str:
@@ -544,8 +550,8 @@ def last_stretch_start(query_ids: pl.Series) -> int:
 
 def _checked_by_query(
     rows: pl.LazyFrame, kind: TableKind, batch_rows: int, look_for_repeats: bool = False,
-    taker: BatchTaker | None = None,
-) -> tuple[dict[str, Any], pl.DataFrame, bool]:
+    taker: BatchTaker | None = None, validated: bool = False,
+) -> tuple[dict[str, Any], pl.DataFrame | None, bool]:
     """`_read_fast`'s checks of a scanned file, made in the same pass that counts each query's rows, read a batch of
     about `batch_rows` rows of whole stretches of one query id at a time (`whole_stretch_batches`): (the checks,
     `query_id` -> `n_rows`, `first_line`, `last_line`, and whether no (query, document) pair occurs twice, proven
@@ -555,7 +561,10 @@ def _checked_by_query(
     and the store's duplicate count take the proof, instead of parsing a large file again to find them. Beside a
     batch, this holds one row per query and batch (a query in several stretches of a batch counted once). A `taker`
     (with `look_for_repeats`) gets each batch that passed the checks and the look, in the contract, until one
-    fails them."""
+    fails them. `validated`: the rows were checked before, by their own parser (a Parquet run: `conform_run`), so
+    none of the fast reader's checks is made (the first value is empty), and the pass ends at the first batch the
+    look for repeats turns down, without counts (None): the run is then read another way, and a shuffled run is not
+    read whole to find it out."""
     tag = pl.col("run_tag")
     checks = [
         pl.any_horizontal(pl.exclude("source_line").is_null().any()).alias("missing"),
@@ -573,28 +582,32 @@ def _checked_by_query(
                .group_by(QUERY).agg(per_query)]
     duplicate_free = look_for_repeats
     for batch in whole_stretch_batches(rows, batch_rows):
-        found.append(batch.select(checks))
+        if not validated:
+            found.append(batch.select(checks))
         stretches = batch[QUERY].rle().struct.unnest().rename({"value": QUERY})
         ends = stretches["len"].cum_sum()
         stretches = stretches.with_columns(first_line=batch["source_line"].gather(ends - stretches["len"]),
                                            last_line=batch["source_line"].gather(ends - 1))
         counted.append(stretches.group_by(QUERY).agg(per_query))
-        if duplicate_free:
+        if duplicate_free:  # the batch is in memory: the in-memory engine groups it in half the streaming one's time
             duplicate_free = (counted[-1].height == stretches.height
-                              and not may_have_duplicates(batch.lazy()).collect().item())
+                              and not may_have_duplicates(batch.lazy()).collect(engine="in-memory").item())
+        if validated and not duplicate_free:
+            if taker is not None:
+                taker.stop("a query's rows in two stretches, or a document it may hold twice")
+            return {}, None, False
         if taker is not None:
             if not duplicate_free:
                 taker.stop("a query's rows in two stretches, or a document it may hold twice")
-            elif found[-1].select(pl.any_horizontal(pl.exclude("tag_min", "tag_max"))).item():
+            elif not validated and found[-1].select(pl.any_horizontal(pl.exclude("tag_min", "tag_max"))).item():
                 taker.stop("a line the fast reader leaves to the exact parser")
             else:
-                taker.take(in_contract(batch.lazy(), input_kind(kind).input_contract.schema).collect())
+                taker.take(in_contract(batch.lazy(), input_kind(kind).input_contract.schema).collect(engine="in-memory"))
     if taker is not None:
         taker.end()
     queries = pl.concat(counted).group_by(QUERY).agg(
         pl.col("n_rows").sum(), pl.col("first_line").min(), pl.col("last_line").max(), pl.col("stretches").sum())
-    summary = pl.concat(found)
-    checked = summary.select(
+    checked = {} if validated else pl.concat(found).select(
         pl.col("missing").any(), pl.col("comment").any(),
         *([pl.col("nan").any(), pl.col("tag_min").min().alias("some_tag"),
            (pl.col("tag_min").min() != pl.col("tag_max").max()).alias("tags_differ")] if kind == "run" else []),
@@ -709,8 +722,8 @@ def load_table(
     false (the Python API, whose results carry them). `look_for_repeats` (the checks before storing): a text file
     large enough to be scanned is also looked at for repeated (query, document) pairs in its reading pass, and
     proven free of them when it holds none (`duplicate_free`), so neither the checks nor the store look again. A
-    `taker` (with `look_for_repeats`, a scanned text run) gets the reading pass's batches as they pass the checks
-    (`BatchTaker`); the file is then read even when this process read it before."""
+    `taker` (with `look_for_repeats`, a scanned text run or a Parquet run) gets the reading pass's batches as they
+    pass the checks (`BatchTaker`); the file is then read even when this process read it before."""
     path = Path(path)
     require_regular_file(path, "judgments file" if kind == "judgments" else "run file")
     if metadata is None:
@@ -886,7 +899,9 @@ def _parse(
     """The validated table in its contract; InputError on the first problem. A Parquet input stays a lazy scan,
     validated on its own columns (a run: `run_problem_probe`) or in one streaming pass that numbers the rows, which
     names the first problem; text is parsed in memory. With a `window` (a run's), only its lines or rows, numbered
-    as in the whole file."""
+    as in the whole file. A Parquet run with `look_for_repeats` and a `taker` is then read once more, in batches
+    of whole queries that are looked at for repeats, counted and given to the taker (`_checked_by_query`), as the
+    reading pass of a scanned text run gives them."""
     unresolved_token = getattr(metadata, "unresolved_token", None)
     if source_format != "parquet" and unresolved_token is None:
         fast = read_trec_fast(path, source_format == "trec.gz", kind, limits, window, look_for_repeats, taker)
@@ -912,9 +927,17 @@ def _parse(
                 raise_first_problem(problems, str(path), "row")
             tag_wanted = isinstance(metadata, RunMetadata) and not metadata.tag
             common_tag = _parquet_common_tag(scanned) if tag_wanted else None
+            rows = in_contract(conformed, contract)
+            query_rows, duplicate_free = None, False
+            if taker is not None and look_for_repeats and kind == "run" and window is None:
+                if tag_wanted and common_tag is None:
+                    common_tag = _common_tag(rows)
+                taker.begin(common_tag or "")
+                _, query_rows, duplicate_free = _checked_by_query(
+                    rows, kind, limits.streamed_candidate_part_rows, True, taker, validated=True)
         except pl.exceptions.PolarsError as error:
             raise InputError(str(path), f"cannot be read as Parquet: {str(error).splitlines()[0]}") from None
-        return ParsedTable(in_contract(conformed, contract), common_tag)
+        return ParsedTable(rows, common_tag, query_rows, duplicate_free=duplicate_free)
     lines = read_lines(path, gzipped=source_format == "trec.gz", window=window)
     unresolved = metadata.unresolved_token if isinstance(metadata, JudgmentSetMetadata) else None
     parsed = (parse_trec_qrels(lines, unresolved) if kind == "judgments" else parse_trec_run(lines)).collect()

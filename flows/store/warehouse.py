@@ -54,7 +54,7 @@ from judged.flows.store.hashing import hash_in_background
 from judged.flows.store.pending_footer import fill_pending_value, pending_value
 from judged.flows.store.readers import (
     DUPLICATE_PAIRS_KEY, PART_QUERIES_KEY, LoadedTable, Metadata, StoredTable, kept_scan, line_count, load_table,
-    read_sidecar, sniff_format, stored_duplicate_pairs, streamed_text,
+    parquet_rows, read_sidecar, sniff_format, stored_duplicate_pairs, streamed_text,
 )
 from judged.flows.engine.limits import DEFAULT_LIMITS, Limits
 from judged.flows.engine.phases import Phases
@@ -335,13 +335,13 @@ def cut_rows(rows: pl.LazyFrame, sizes: list[int], batch_rows: int) -> Iterator[
 
 
 class OnePassShards:
-    """A scanned text run's shards by position, cut and written from the batches of the pass that reads and checks
-    it (the reader's `BatchTaker`; `read_run`), into a staging folder of parts (`folder`): the same shards, rows and
+    """A scanned text run's (or a Parquet run's) shards by position, cut and written from the batches of the pass
+    that reads and checks it (the reader's `BatchTaker`; `read_run`), into a staging folder of parts (`folder`): the same shards, rows and
     files `write_position_parts` writes from a second pass (each part by `write_position_part`), but each part's
     `judged.record` left pending (`flows/store/pending_footer.py`), since the record holds what only the end of the
     file says, and the parts named by shard alone until the shard count is known (`StagedShards.publish`). The
     shards are cut for the run's lines as counted before it is read (`expected_rows`, a line count beside the
-    read): `Store.store_table` keeps them only when they are the shards `position_blocks` cuts from the pass's own
+    read, or a Parquet file's rows): `Store.store_table` keeps them only when they are the shards `position_blocks` cuts from the pass's own
     counts. The rows' run id waits for the file's hash (`run_id`, from the tag the reader names). Shards are
     written `limits.shard_writers` at a time (`ShardWriters`); a failed write stops the taking, and the run is then
     stored as before. Leaving the block waits for the writes under way."""
@@ -510,20 +510,23 @@ def read_run(
     allow_empty: bool = False, phases: Phases | None = None,
 ) -> ReadRun:
     """`load_table(path, "run", look_for_repeats=True)`, and with a `staging` folder (a `staging_area` of the
-    warehouse the run is for, held by the caller until the run is stored), a text run large enough to be scanned
-    has its shards by position written from the batches its reading pass checks (`OnePassShards`), into a new
-    folder there (`StagedShards`), returned for the run's store (`Store.store_table`) to publish instead of
-    parsing the text a second time. Nothing is staged when the pass stops short (a line the fast reader leaves to
-    the exact parser, a query in two stretches, a document a query may hold twice, several tags), nor for a file
-    this process has read already (its kept scan is returned, and its store reads the file again): then, as on any
-    error, what was written is removed, and the table or the error is the one `load_table` gives."""
+    warehouse the run is for, held by the caller until the run is stored), a text run large enough to be scanned,
+    or a Parquet run, has its shards by position written from the batches its reading pass checks
+    (`OnePassShards`), into a new folder there (`StagedShards`), returned for the run's store (`Store.store_table`)
+    to publish instead of reading the file a second time (a Parquet run's pass follows the checks of its columns:
+    `readers._parse`). Nothing is staged when the pass stops short (a line the fast reader leaves to the exact
+    parser, a query in two stretches, a document a query may hold twice, several tags in a text run), nor for a
+    file this process has read already (its kept scan is returned, and its store reads the file again): then, as on
+    any error, what was written is removed, and the table or the error is the one `load_table` gives."""
     path = Path(path)
 
     def without_staging() -> ReadRun:
         return ReadRun(load_table(path, "run", metadata, limits=limits, allow_empty=allow_empty,
                                   look_for_repeats=True))
 
-    if staging is None or not (path.is_file() and sniff_format(path) == "trec" and streamed_text(path, "trec", limits)):
+    source_format = sniff_format(path) if path.is_file() else None
+    if staging is None or not (source_format == "parquet"
+                               or (source_format == "trec" and streamed_text(path, "trec", limits))):
         return without_staging()
     try:
         declared = read_sidecar(path, "run") if metadata is None else metadata
@@ -537,7 +540,8 @@ def read_run(
         parts.mkdir(parents=True)
         hashes = hash_in_background([path])[path]
         counting = ThreadPoolExecutor(1)
-        expected_rows = counting.submit(line_count, path)
+        # A Parquet file's footer says its rows; a text file's lines are counted beside the read.
+        expected_rows = counting.submit(parquet_rows if source_format == "parquet" else line_count, path)
         counting.shutdown(wait=False)
 
         def run_id(tag: str) -> str:

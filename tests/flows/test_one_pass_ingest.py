@@ -1,4 +1,4 @@
-"""A scanned text run stored from the pass that reads and checks it (`read_run`, `OnePassShards`, `StagedShards`):
+"""A scanned text run (or a Parquet run) stored from the pass that reads and checks it (`read_run`, `OnePassShards`, `StagedShards`):
 the same bytes and run id as the store's second pass, nothing left in the warehouse when a line is bad or a check
 refuses the run, and the second pass taken whenever the first cannot stand for it; on every route that checks a run
 before storing it (ingest-run, the evaluate flow's checks and store, the nightly flow)."""
@@ -13,8 +13,10 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+import judged.flows.engine.evaluate as evaluate_module
 import judged.flows.store.readers as readers_module
 import judged.flows.store.warehouse as warehouse_module
+from judged.flows.engine.limits import Limits
 from judged.flows.pipeline.flows import evaluate_flow, nightly
 from judged.flows.pipeline.tasks import check_inputs_before_storing, ingest_checked_run, ingest_file
 from judged.flows.store.kinds import RUN, InputKind
@@ -234,4 +236,89 @@ def test_the_evaluate_flow_stores_a_run_from_its_checking_pass(
     parses, passes, staged = run_parses(monkeypatch), second_passes(monkeypatch), stagings(monkeypatch)
     (report,) = evaluate_flow(str(qrels), [str(run)], PRESETS["trec_eval"].canonical_json(), str(tmp_path / "w"))
     assert parses == ["run.txt"] and not passes and staged == [report.run_id]
+    assert not list((tmp_path / "w" / "_staging").iterdir())
+
+
+# A Parquet run read in batches of 50 rows (several to a shard, and a query running on from one batch into the next)
+# and cut into shards of about 120 rows.
+PARQUET_PASS = Limits(rows_per_shard=120, sink_batch_rows=97, streamed_candidate_part_rows=50)
+
+
+def parquet_variant(tmp_path: Path, variant: str, drop: tuple[str, ...] = ()) -> Path:
+    """`write_variant`'s run as a Parquet file, without the columns `drop` names (a run's rank and tag are
+    optional in Parquet)."""
+    text = write_variant(tmp_path / f"{variant}.txt", variant)
+    path = tmp_path / f"{variant}.parquet"
+    load_table(text, "run").frame.drop("source_line", *drop).write_parquet(path, row_group_size=40)
+    readers_module._SCANNED_TABLES.clear()
+    return path
+
+
+@pytest.mark.parametrize(("variant", "drop", "one_pass"), [
+    ("in_order", (), True), ("ties_ascending", (), True), ("in_order", ("source_rank", "run_tag"), True),
+    ("interleaved", (), False), ("shuffled", (), False), ("duplicate", (), False),
+])
+def test_a_parquet_run_is_stored_from_its_checking_pass_with_the_bytes_of_two(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, variant: str, drop: tuple[str, ...], one_pass: bool
+) -> None:
+    """A Parquet run's reading pass (after the checks of its columns) stages its shards as a text run's does: the
+    same parts, record and run id as the store's own pass; a run whose queries are scattered, or that may hold a
+    pair twice, is stored by that pass as before."""
+    run = parquet_variant(tmp_path, variant, drop)
+    passes, staged = second_passes(monkeypatch), stagings(monkeypatch)
+    report = ingest_file(Store(tmp_path / "one"), run, "run", limits=PARQUET_PASS)
+    assert (not passes) is one_pass and bool(staged) is one_pass
+    assert not list((tmp_path / "one" / "_staging").iterdir())
+    readers_module._SCANNED_TABLES.clear()
+    assert files_of(tmp_path / "one", report.id) == stored_in_two_passes(tmp_path / "two", PARQUET_PASS, run)
+
+
+def test_a_shuffled_parquet_runs_pass_ends_at_its_first_batch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A shuffled run shows a query in two stretches in its first batch: the pass ends there, not at the file's
+    end (the store then reads the run its own way)."""
+    run = parquet_variant(tmp_path, "shuffled")
+    batches: list[int] = []
+    batched = readers_module.whole_stretch_batches
+
+    def counted(*args: object) -> object:
+        for batch in batched(*args):  # type: ignore[arg-type]
+            batches.append(batch.height)
+            yield batch
+
+    monkeypatch.setattr(readers_module, "whole_stretch_batches", counted)
+    with staging_area(Store(tmp_path / "w").ensure().root) as staging:
+        read = read_run(run, staging, limits=PARQUET_PASS)
+    assert read.staged_shards is None and not read.table.duplicate_free
+    assert len(batches) == 1 and read.table.counts["n_rows"] > 2 * PARQUET_PASS.streamed_candidate_part_rows
+
+
+def test_a_bad_parquet_value_leaves_nothing_and_the_same_message(tmp_path: Path) -> None:
+    run = parquet_variant(tmp_path, "in_order")
+    rows = pl.read_parquet(run)
+    rows.with_columns(score=pl.when(pl.int_range(pl.len()) == rows.height - 3).then(float("nan"))
+                      .otherwise("score")).write_parquet(run)
+    with pytest.raises(InputError) as without_staging:
+        load_table(run, "run", limits=PARQUET_PASS)
+    with pytest.raises(InputError) as one_pass:
+        ingest_file(Store(tmp_path / "w"), run, "run", limits=PARQUET_PASS)
+    assert str(one_pass.value) == str(without_staging.value) and f"row {rows.height - 2}" in str(one_pass.value)
+    assert nothing_left(tmp_path / "w")
+
+
+def test_the_evaluate_flow_stores_a_parquet_run_from_its_checking_pass(
+    prefect_harness: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The flow's checks read the Parquet run once, and it is neither looked at for repeats again nor read by the
+    store: its shards were staged by that pass."""
+    run = parquet_variant(tmp_path, "in_order")
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("9 0 D1 1\n")
+    parses, passes, staged = run_parses(monkeypatch), second_passes(monkeypatch), stagings(monkeypatch)
+    looked_at: list[str] = []  # the sources of the tables looked at for repeats
+    look = evaluate_module.may_repeat_documents
+    monkeypatch.setattr(evaluate_module, "may_repeat_documents",
+                        lambda table, *args: looked_at.append(table.source) or look(table, *args))
+    (report,) = evaluate_flow(str(qrels), [str(run)], PRESETS["trec_eval"].canonical_json(), str(tmp_path / "w"))
+    assert parses == ["in_order.parquet"] and not passes and staged == [report.run_id]
+    assert str(qrels) in looked_at and str(run) not in looked_at  # proven free of repeats by its reading pass
     assert not list((tmp_path / "w" / "_staging").iterdir())

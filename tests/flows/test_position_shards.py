@@ -152,8 +152,8 @@ def test_every_evaluation_path_agrees_across_layouts(
 
 
 def test_a_parquet_run_is_stored_by_position_from_its_query_ids(tmp_path: Path) -> None:
-    """A Parquet run's query ids are read alone (one column) to find that its queries lie together; its parts
-    hold the text run's rows."""
+    """A Parquet run whose queries lie together is stored by position (from the pass after its checks:
+    tests/flows/test_one_pass_ingest.py); its parts hold the text run's rows."""
     text = write_variant(tmp_path / "run.txt", "in_order")
     parquet = tmp_path / "run.parquet"
     load_table(text, "run").frame.drop("source_line").write_parquet(parquet, row_group_size=50)
