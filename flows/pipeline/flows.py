@@ -200,8 +200,8 @@ def evaluate_flow(
     `allow_empty`."""
     spec = EvaluationSpec.from_canonical_json(spec_json)
     store = Store(warehouse)
-    # Held until the runs are stored: a large text run's reading pass in the checks stages its shards there, for
-    # its store to publish; whatever is left (refused inputs, a failed store) goes with it.
+    # Held until the runs are stored: a large text run's (or a Parquet run's) reading pass in the checks stages its
+    # shards there, for its store to publish; whatever is left (refused inputs, a failed store) goes with it.
     with staging_area(store.root) as staging:
         # before anything is stored
         staged = check_inputs_task(warehouse, judgments, runs, [spec_json], judgments_metadata, allow_empty,

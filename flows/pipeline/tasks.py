@@ -41,11 +41,11 @@ def ingest_file(
     warehouse: Store, path: str | Path, kind: str, metadata: Metadata | None = None,
     limits: Limits = DEFAULT_LIMITS, allow_empty: bool = False, staged_shards: Path | None = None,
 ) -> StoreReport:
-    """Read, validate and store one file. Bad input raises InputError and writes nothing (an empty table is bad
-    input unless `allow_empty`). The report's `seconds` is the time this took (reading to the last file written),
-    without any orchestration around it, and its `phases` where that time went. A large text run is stored from
-    the pass that reads and checks it (`read_run`): here, or, with `staged_shards`, the checks' own pass, which
-    staged its shards there (`check_inputs_before_storing`; the table is the one those checks read)."""
+    """Read, validate and store one file. Bad input raises InputError and writes nothing (an empty table is bad input
+    unless `allow_empty`). The report's `seconds` is the time this took (reading to the last file written), without any
+    orchestration around it, and its `phases` where that time went. A large text run (or a Parquet run) is stored from
+    the pass that reads and checks it (`read_run`): here, or, with `staged_shards`, the checks' own pass, which staged
+    its shards there (`check_inputs_before_storing`; the table is the one those checks read)."""
     started = time.perf_counter()
     phases = Phases()
     with ExitStack() as staging:
@@ -65,13 +65,13 @@ def check_inputs_before_storing(
     warehouse: Store, judgments: str, runs: list[str], specs: list[EvaluationSpec],
     judgments_metadata: Metadata | None = None, allow_empty: bool = False, staging: Path | None = None,
 ) -> dict[str, str]:
-    """Every check that could refuse these inputs under these specs, before anything of them is stored: files are
-    read and validated, ids resolved, and each run checked against the judgments as its evaluation would check it.
-    Raises InputError naming the input. When nothing would be stored (every input is already in the warehouse),
-    the evaluation's own checks refuse what is wrong, and these are skipped. With a `staging` folder (a
-    `staging_area` of this warehouse, held until the runs are stored), a large text run's reading pass stages its
-    shards there (`read_run`): returned is the folder of each run file that has them, by the run as given, for
-    its store (`ingest_file(staged_shards=...)`); what refused inputs staged stays in `staging`, removed with it."""
+    """Every check that could refuse these inputs under these specs, before anything of them is stored: files are read
+    and validated, ids resolved, and each run checked against the judgments as its evaluation would check it. Raises
+    InputError naming the input. When nothing would be stored (every input is already in the warehouse), the
+    evaluation's own checks refuse what is wrong, and these are skipped. With a `staging` folder (a `staging_area` of
+    this warehouse, held until the runs are stored), a large text run's (or a Parquet run's) reading pass stages its
+    shards there (`read_run`): returned is the folder of each run file that has them, by the run as given, for its store
+    (`ingest_file(staged_shards=...)`); what refused inputs staged stays in `staging`, removed with it."""
     if not _stores_something(warehouse, judgments, runs):
         return {}
     judgment_table = input_judgments(warehouse, judgments, judgments_metadata, allow_empty)
@@ -104,9 +104,9 @@ def input_runs(warehouse: Store, runs: list[str], allow_empty: bool = False) -> 
 
 
 def input_run(warehouse: Store, run: str, allow_empty: bool = False, staging: Path | None = None) -> ReadRun:
-    """A run `evaluate_flow` takes, read without storing anything: a file read and validated (with a `staging`
-    folder, a large text run's shards staged there by its reading pass: `read_run`), a stored run's folder, else a
-    run id of the warehouse."""
+    """A run `evaluate_flow` takes, read without storing anything: a file read and validated (with a `staging` folder, a
+    large text run's or a Parquet run's shards staged there by its reading pass: `read_run`), a stored run's folder,
+    else a run id of the warehouse."""
     if Path(run).is_file():
         return read_run(run, staging, allow_empty=allow_empty)
     if Path(run).is_dir():
@@ -129,8 +129,9 @@ def ingest_checked_run(
 ) -> StoreReport:
     """Read and validate a run, check it against a stored judgment set under every spec, and only then store it:
     a run its evaluation would refuse is never stored. With a nightly `claim_folder`, whether the run was new is
-    noted there before storing (see `run_was_new`). A large text run is stored from the pass that reads and checks
-    it (`read_run`): what it staged is published, or removed with its staging area when the checks refuse it."""
+    noted there before storing (see `run_was_new`). A large text run (or a Parquet run) is stored from the pass
+    that reads and checks it (`read_run`): what it staged is published, or removed with its staging area when the
+    checks refuse it."""
     started = time.perf_counter()
     with staging_area(warehouse.root) as staging:
         run = check_run(warehouse, path, judgment_set_id, specs, claim_folder, allow_empty, staging)
@@ -143,9 +144,9 @@ def check_run(
     claim_folder: Path | None = None, allow_empty: bool = False, staging: Path | None = None,
 ) -> ReadRun:
     """`ingest_checked_run` short of storing the run: read, validated, checked under every spec, and with a
-    `claim_folder`, whether it is new noted there. With a `staging` folder, a large text run's shards are staged
-    there by its reading pass (`read_run`) for its store; without (the nightly job with --dask, whose workers then
-    store the run in pieces), nothing is staged."""
+    `claim_folder`, whether it is new noted there. With a `staging` folder, a large text run's (or a Parquet run's)
+    shards are staged there by its reading pass (`read_run`) for its store; without (the nightly job with --dask, whose
+    workers then store the run in pieces), nothing is staged."""
     read = read_run(path, staging, allow_empty=allow_empty)
     run = read.table
     judgments = warehouse.load_stored("judgments", judgment_set_id)

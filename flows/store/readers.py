@@ -76,7 +76,8 @@ class LoadedTable:
     stored_order: pl.LazyFrame | None = None  # a stored run's rows with `position` and `query_rows` (StoredTable)
     in_memory: bool = False  # rows held in memory (parsed text) or few by construction (a stored run's head)
     # `query_id` -> `n_rows` (with `first_line` and `last_line`) of a run when the reading pass counted them (a
-    # scanned text run): `counts` and the store take them instead of reading the rows again
+    # scanned text run, or a Parquet run's pass for its store): `counts` and the store take them instead of reading
+    # the rows again
     query_rows: pl.DataFrame | None = None
     stored_part: bool = False  # rows of a stored table's part (`StoredTable.load`)
     # a stored run part's duplicate (query, document) pairs as counted at ingest (None: not counted, or not stored)
@@ -335,12 +336,12 @@ class ParsedTable:
 
 
 class BatchTaker(Protocol):
-    """Who takes a scanned text run's (or a Parquet run's) batches from its reading pass, as they are checked: the
-    store writing the run's shards in the same pass (flows/store/warehouse.py, `OnePassShards`). `begin` names the
-    tag every row carries (the reader's attempt that assumes one; a Parquet run's common tag, "" when they differ);
-    `take` gets each batch of whole stretches in the contract, once it passed the checks and the look for repeats; `stop` says why no more will come (a batch failed them: the reader then
-    names the problem, or reads the file another way); `end` follows the last batch of a pass that stopped
-    nowhere."""
+    """Who takes a scanned text run's (or a Parquet run's) batches from its reading pass, as they are checked: the store
+    writing the run's shards in the same pass (flows/store/warehouse.py, `OnePassShards`). `begin` names the tag every
+    row carries (the reader's attempt that assumes one; a Parquet run's common tag, "" when they differ); `take` gets
+    each batch of whole stretches in the contract, once it passed the checks and the look for repeats; `stop` says why
+    no more will come (a batch failed them: the reader then names the problem, or reads the file another way); `end`
+    follows the last batch of a pass that stopped nowhere."""
 
     def begin(self, tag: str) -> None: ...
 
@@ -602,7 +603,8 @@ def _checked_by_query(
             elif not validated and found[-1].select(pl.any_horizontal(pl.exclude("tag_min", "tag_max"))).item():
                 taker.stop("a line the fast reader leaves to the exact parser")
             else:
-                taker.take(in_contract(batch.lazy(), input_kind(kind).input_contract.schema).collect(engine="in-memory"))
+                contract = input_kind(kind).input_contract.schema
+                taker.take(in_contract(batch.lazy(), contract).collect(engine="in-memory"))
     if taker is not None:
         taker.end()
     queries = pl.concat(counted).group_by(QUERY).agg(

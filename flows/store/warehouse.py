@@ -9,10 +9,10 @@ Staging: every file or folder is written under `_staging/<uuid>/` (mirroring its
 reaches, and renamed into place whole. The writer holds an exclusive lock (flock) on `_staging/<uuid>.lock` while it
 writes; the kernel drops the lock when its process dies, even by kill -9. Every writer, when it starts
 (`Store.ensure`), removes the staging folders whose lock nobody holds: a crashed writer's leftovers can neither
-show in a view nor break a refresh or a rerun. A flow that checks a large text run before storing it holds a
-`staging_area` from the checks to the store: the run's reading pass stages its shards there (`read_run`), the
-checks return that folder's path, and the store is handed it (`StagedShards`); the area's removal drops whatever no
-store took.
+show in a view nor break a refresh or a rerun. A flow that checks a large text run (or a Parquet run) before
+storing it holds a `staging_area` from the checks to the store: the run's reading pass stages its shards there
+(`read_run`), the checks return that folder's path, and the store is handed it (`StagedShards`); the area's removal
+drops whatever no store took.
 
 Layout (every table's files are immutable; ids are content-derived; each kind's folders: flows/store/kinds.py):
     judgment_sets/<judgment_set_id>.parquet     record    judgments/<judgment_set_id>/part-SSSS-of-NNNN.parquet  rows
@@ -335,14 +335,14 @@ def cut_rows(rows: pl.LazyFrame, sizes: list[int], batch_rows: int) -> Iterator[
 
 
 class OnePassShards:
-    """A scanned text run's (or a Parquet run's) shards by position, cut and written from the batches of the pass
-    that reads and checks it (the reader's `BatchTaker`; `read_run`), into a staging folder of parts (`folder`): the same shards, rows and
-    files `write_position_parts` writes from a second pass (each part by `write_position_part`), but each part's
-    `judged.record` left pending (`flows/store/pending_footer.py`), since the record holds what only the end of the
-    file says, and the parts named by shard alone until the shard count is known (`StagedShards.publish`). The
-    shards are cut for the run's lines as counted before it is read (`expected_rows`, a line count beside the
-    read, or a Parquet file's rows): `Store.store_table` keeps them only when they are the shards `position_blocks` cuts from the pass's own
-    counts. The rows' run id waits for the file's hash (`run_id`, from the tag the reader names). Shards are
+    """A scanned text run's (or a Parquet run's) shards by position, cut and written from the batches of the pass that
+    reads and checks it (the reader's `BatchTaker`; `read_run`), into a staging folder of parts (`folder`): the same
+    shards, rows and files `write_position_parts` writes from a second pass (each part by `write_position_part`), but
+    each part's `judged.record` left pending (`flows/store/pending_footer.py`), since the record holds what only the end
+    of the file says, and the parts named by shard alone until the shard count is known (`StagedShards.publish`). The
+    shards are cut for the run's lines as counted before it is read (`expected_rows`, a line count beside the read, or a
+    Parquet file's rows): `Store.store_table` keeps them only when they are the shards `position_blocks` cuts from the
+    pass's own counts. The rows' run id waits for the file's hash (`run_id`, from the tag the reader names). Shards are
     written `limits.shard_writers` at a time (`ShardWriters`); a failed write stops the taking, and the run is then
     stored as before. Leaving the block waits for the writes under way."""
 

@@ -1,7 +1,7 @@
-"""A scanned text run (or a Parquet run) stored from the pass that reads and checks it (`read_run`, `OnePassShards`, `StagedShards`):
-the same bytes and run id as the store's second pass, nothing left in the warehouse when a line is bad or a check
-refuses the run, and the second pass taken whenever the first cannot stand for it; on every route that checks a run
-before storing it (ingest-run, the evaluate flow's checks and store, the nightly flow)."""
+"""A scanned text run (or a Parquet run) stored from the pass that reads and checks it (`read_run`, `OnePassShards`,
+`StagedShards`): the same bytes and run id as the store's second pass, nothing left in the warehouse when a line is bad
+or a check refuses the run, and the second pass taken whenever the first cannot stand for it; on every route that checks
+a run before storing it (ingest-run, the evaluate flow's checks and store, the nightly flow)."""
 
 from __future__ import annotations
 
