@@ -23,6 +23,7 @@ STARTED = time.perf_counter()
 # (module, attribute): the steps timed inside the tasks (an attribute may be `Class.method`).
 STEPS = [
     ("judged.flows.pipeline.tasks", "load_table"),
+    ("judged.flows.pipeline.tasks", "read_run"),
     ("judged.flows.pipeline.tasks", "check_inputs_before_storing"),
     ("judged.flows.pipeline.tasks", "input_judgments"),
     ("judged.flows.pipeline.tasks", "check_before_storing"),
@@ -106,7 +107,9 @@ def phases(log: str) -> dict[str, float]:
     check = spans["TASK check_inputs_task"][0]
     judgments, run_ingest = spans["TASK ingest_file_task"][:2]
     judgments_read = spans["input_judgments"][0]
-    run_read = max((s for s in spans["load_table"] if judgments_read[1] - 0.05 <= s[0] and s[1] <= check[1] + 0.05),
+    # The run's reading pass: `read_run` (which stages its shards), or in a checkout without it `load_table`.
+    reads = spans.get("read_run") or spans["load_table"]
+    run_read = max((s for s in reads if judgments_read[1] - 0.05 <= s[0] and s[1] <= check[1] + 0.05),
                    key=lambda s: s[2])
     looks = sum(s[2] for s in spans.get("may_repeat_documents", []) if s[1] <= check[1] + 0.05)
     parts = spans["evaluate_shard"]
@@ -117,7 +120,7 @@ def phases(log: str) -> dict[str, float]:
     return {
         "process start, imports, server check (to the flow call)": flow[0],
         "check: judgments read and validated": judgments_read[2],
-        "check: run read and checked (load_table)": run_read[2],
+        "check: run read and checked (read_run: load_table, and the shards staged)": run_read[2],
         "check: judgments and run looked at for repeated pairs": looks,
         "check task, whole": check[2],
         "store judgments (ingest-file task)": judgments[2],

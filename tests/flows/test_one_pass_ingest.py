@@ -24,6 +24,7 @@ from judged.flows.store.readers import load_table
 from judged.flows.store.warehouse import Store, StagedShards, read_run, staging_area
 from judged.schemas.spec import PRESETS
 from judged.transforms.errors import InputError
+from judged.transforms.shards import RunLayout
 from tests.flows.test_ordered_ingest import STREAMED, files_of, stored_in_two_passes, write_variant
 
 
@@ -269,6 +270,22 @@ def test_a_parquet_run_is_stored_from_its_checking_pass_with_the_bytes_of_two(
     report = ingest_file(Store(tmp_path / "one"), run, "run", limits=PARQUET_PASS)
     assert (not passes) is one_pass and bool(staged) is one_pass
     assert not list((tmp_path / "one" / "_staging").iterdir())
+    readers_module._SCANNED_TABLES.clear()
+    assert files_of(tmp_path / "one", report.id) == stored_in_two_passes(tmp_path / "two", PARQUET_PASS, run)
+
+
+def test_a_parquet_run_with_a_query_back_at_its_end_is_stored_as_before(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A query whose rows come back in the file's last batch, each batch holding its queries together: only the
+    pass's end shows it, and what the pass wrote is dropped; the run is stored by bucket from its file."""
+    run = parquet_variant(tmp_path, "in_order")
+    rows = pl.read_parquet(run)
+    pl.concat([rows.slice(1), rows.head(1)]).write_parquet(run)
+    passes, staged = second_passes(monkeypatch), stagings(monkeypatch)
+    report = ingest_file(Store(tmp_path / "one"), run, "run", limits=PARQUET_PASS)
+    assert passes and not staged and not list((tmp_path / "one" / "_staging").iterdir())
+    assert Store(tmp_path / "one").stored("run", report.id).layout is RunLayout.BUCKET
     readers_module._SCANNED_TABLES.clear()
     assert files_of(tmp_path / "one", report.id) == stored_in_two_passes(tmp_path / "two", PARQUET_PASS, run)
 
