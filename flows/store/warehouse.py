@@ -23,7 +23,7 @@ Layout (every table's files are immutable; ids are content-derived; each kind's 
     comparison_records/<comparison_id>.parquet  record    comparisons/<comparison_id>/part-0.parquet              rows
                                                           comparison_per_query/<comparison_id>/part-0.parquet     rows
     worklists/<worklist_id>.parquet             a worklist, record and rows in one
-    catalog.duckdb                              views only, replaced by rename
+    catalog.duckdb                              views only, replaced by rename; catalog.duckdb.built: from what
     _staging/<uuid>/...  and  _staging/<uuid>.lock                 files being written, and their writer's lock
 Rows of judgments, runs and per-query results are split into shards by query (transforms/shards.py): a run whose
 queries each lie together in its file by position (`sink_position_shards`, one streaming pass, each part listing its
@@ -33,6 +33,7 @@ queries), any other table by bucket (`sink_shards`); `position_blocks` chooses, 
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 import shutil
@@ -87,6 +88,9 @@ CATALOG = "catalog.duckdb"
 # The catalog's storage format: the oldest DuckDB can write, so that DuckDB 1.0.0 and every later client (CLIs, BI
 # tools, older Python environments) can open it. It holds views only, so the newer formats would add nothing.
 CATALOG_STORAGE_VERSION = "v1.0.0"
+# Beside the catalog: what it was built from (its definitions' hash, DuckDB's version, its storage format) and the
+# file it was written as, so that a refresh with nothing new to write leaves it as it is (`Store.refresh_catalog`).
+CATALOG_MARK = "catalog.duckdb.built"
 
 # A file of one row per id holding several rows (the summary, a comparison's statistics) is this part file.
 SINGLE_PART = "part-0.parquet"
@@ -648,15 +652,19 @@ def _sink_into(
     else:
         open_files: dict[int, pq.ParquetWriter] = {}
         try:
-            with phases.measure("split and write"):
+            with phases.measure("split and write"), ThreadPoolExecutor(writers) as pool:
                 for batch in rows.select(*constants, pl.all()).collect_batches(chunk_size=limits.sink_batch_rows,
                                                                                engine="streaming"):
-                    for shard, part in shard_parts(batch).items():
-                        table = part.to_arrow()
+                    tables = {shard: part.to_arrow() for shard, part in shard_parts(batch).items()}
+                    for shard, table in tables.items():
                         if shard not in open_files:
                             path = temporary / shard_file(shard, shards)
                             open_files[shard] = pq.ParquetWriter(path, table.schema.with_metadata(metadata))
-                        open_files[shard].write_table(table)
+                    # Each file takes its rows of the batch in turn, as one writer would write them; the files are
+                    # written `writers` at a time (pyarrow releases the GIL while it encodes).
+                    writes = [pool.submit(open_files[shard].write_table, table) for shard, table in tables.items()]
+                    for written in writes:
+                        written.result()
         finally:
             for writer in open_files.values():
                 writer.close()
@@ -1124,17 +1132,46 @@ class Store:
 
     def refresh_catalog(self) -> Path:
         """Regenerate the views-only DuckDB catalog under a temporary name and rename it over the old one: readers
-        holding the old file keep reading it, and the writer never needs its lock."""
+        holding the old file keep reading it, and the writer never needs its lock. The views find their files when
+        they are queried, so a new table needs no new catalog: one built from the same definitions by the same
+        DuckDB, and unchanged since (its `CATALOG_MARK` says both), is left as it is."""
         self.ensure()
+        definitions = views_sql()
+        built = hashlib.sha256(f"{CATALOG_STORAGE_VERSION}\n{duckdb.__version__}\n{definitions}".encode()).hexdigest()
+        mark = self.root / CATALOG_MARK
+        current = _catalog_mark(built, self.catalog)
+        if current is not None and current == _read_text(mark):
+            return self.catalog
         with staged(self.root, self.catalog) as temporary:
             config = {"storage_compatibility_version": CATALOG_STORAGE_VERSION}
             with duckdb.connect(str(temporary), config=config) as connection:
                 # The stored views name files relative to the warehouse, so a copied or moved warehouse reads its
                 # own files (a client resolves them from the warehouse directory: see views_sql).
                 connection.execute(f"SET file_search_path = {_sql_string(str(self.root))}")
-                connection.execute(views_sql())
+                connection.execute(definitions)
+            written = _catalog_mark(built, temporary)  # a rename keeps the file's identity
             os.replace(temporary, self.catalog)
+        with staged(self.root, mark) as temporary:  # after the catalog: the mark names the file this writer wrote
+            temporary.write_text(written or "")
+            os.replace(temporary, mark)
         return self.catalog
+
+
+def _catalog_mark(built: str, catalog: Path) -> str | None:
+    """What `CATALOG_MARK` holds for a catalog built as `built` (the hash of what it was built from) and written as
+    the file `catalog` is now (device, inode, size, modification time); None when there is no such file."""
+    try:
+        status = catalog.stat()
+    except FileNotFoundError:
+        return None
+    return json.dumps({"built": built, "file": [status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns]})
+
+
+def _read_text(path: Path) -> str | None:
+    try:
+        return path.read_text()
+    except FileNotFoundError:
+        return None
 
 
 def views_sql(root: Path | None = None) -> str:
