@@ -8,6 +8,8 @@ of their query in the whole run), so the first k positions of every query are a 
 
 from __future__ import annotations
 
+import functools
+
 import polars as pl
 
 from judged.schemas.fields import QUERY
@@ -19,8 +21,6 @@ from judged.transforms.ranking import (
 # Rows are written band by band (positions 1-11, 12-101, 102-1001, then the rest), so a read of the first k+1
 # positions skips the row groups of the later bands by their statistics.
 BAND_ENDS = (11, 101, 1001)
-# The most rows `in_stored_order_of_ranked` takes at once (its order key holds a query rank and a slot).
-_MAX_RANKED_ROWS = 1 << 29
 
 
 def _band(position: pl.Expr) -> pl.Expr:
@@ -58,9 +58,7 @@ def is_ranked(rows: pl.LazyFrame) -> pl.LazyFrame:
     new_stretch = _new_stretch()
     key_grows = (~new_stretch & (key > key.shift())).any()
     stretch_queries = pl.col(QUERY).filter(new_stretch)
-    return rows.select(
-        ranked=~key_grows & (stretch_queries.n_unique() == stretch_queries.len()) & (pl.len() < _MAX_RANKED_ROWS)
-    )
+    return rows.select(ranked=~key_grows & (stretch_queries.n_unique() == stretch_queries.len()))
 
 
 def in_stored_order_of_ranked(rows: pl.LazyFrame) -> pl.LazyFrame:
@@ -71,9 +69,10 @@ def in_stored_order_of_ranked(rows: pl.LazyFrame) -> pl.LazyFrame:
     query's rows are one stretch whose key never grows, that sort only reorders each tie group (a stretch's rows of
     one key) by doc_id descending and leaves the groups where they are; with no pair twice, the doc_ids of a tie
     group differ, so that order is unique. So only the rows of tie groups are sorted (~2% of a TREC run), each put
-    in the slots its group already occupies; a row's position is then its slot's offset in the stretch. The
-    band-major layout (band, query, position) is one sort of an integer key made of band, the query's rank among
-    the stretches' ids, and the slot; the rows themselves are gathered once, in their final order."""
+    in the slots its group already occupies; a row's position is then its slot's offset in the stretch. Nor is the
+    band-major layout (band, query, position) sorted for: within a stretch each band is one run of consecutive
+    slots, so the slots in stored order are the stretches taken in query order, band by band, each run written out
+    (`int_ranges`); the rows themselves are gathered once, in their final order."""
     key = sort_key(STORED_ORDER)
     tied_before = ((pl.col(QUERY) == pl.col(QUERY).shift()) & (key == key.shift())).fill_null(False)
     stretch_starts = pl.col("_slot").filter("_new")
@@ -83,12 +82,18 @@ def in_stored_order_of_ranked(rows: pl.LazyFrame) -> pl.LazyFrame:
         [pl.col("_tie_group").filter("_tied"), pl.col("doc_id").filter("_tied")], descending=[False, True]
     )
     tie_index = pl.when("_tied").then(pl.col("_tied").cast(pl.Int64).cum_sum() - 1)  # null: not a tie row
-    # (band, query rank, slot) in one integer: 2 + 29 + 32 bits (`is_ranked` refuses frames too large for it).
-    order_key = (
-        pl.col("band").cast(pl.UInt64) * (1 << 61)
-        + pl.col(QUERY).filter("_new").rank("ordinal").gather("_stretch").cast(pl.UInt64) * (1 << 32)
-        + pl.col("_slot").cast(pl.UInt64)
-    )
+    # The stretches in query order: where each begins and ends, and so where each of its bands does.
+    by_query = pl.col(QUERY).filter("_new").arg_sort()
+    starts = stretch_starts.gather(by_query)
+    ends = starts + pl.col("_stretch").rle().struct.field("len").gather(by_query).cast(pl.Int64)
+    bands: list[pl.Expr] = []
+    first = 1
+    for last in (*BAND_ENDS, None):
+        begin = starts + (first - 1)
+        end = ends if last is None else pl.min_horizontal(ends, starts + last)
+        bands.append(pl.int_ranges(begin, pl.max_horizontal(begin, end), dtype=pl.Int64).explode())
+        first = (last or 0) + 1
+    slots_in_order = functools.reduce(pl.Expr.append, bands)
     columns = rows.collect_schema().names()
     return (
         rows.with_columns(_slot=pl.int_range(pl.len(), dtype=pl.Int64), _new=_new_stretch(), _tied_before=tied_before)
@@ -102,12 +107,11 @@ def in_stored_order_of_ranked(rows: pl.LazyFrame) -> pl.LazyFrame:
             position=(pl.col("_slot") - stretch_starts.gather("_stretch") + 1).cast(pl.Int32),
             query_rows=pl.col("_stretch").rle().struct.field("len").gather("_stretch").cast(pl.Int32),
         )
-        .with_columns(band=_band(pl.col("position")))
-        .with_columns(_by_key=order_key.arg_sort())
-        .with_columns(_order=pl.col("_source").gather("_by_key"))
+        .with_columns(band=_band(pl.col("position")), _slot_in_order=slots_in_order)
+        .with_columns(_order=pl.col("_source").gather("_slot_in_order"))
         .select(
             *(pl.col(name).gather("_order") for name in columns),
-            *(pl.col(name).gather("_by_key") for name in ("position", "query_rows", "band")),
+            *(pl.col(name).gather("_slot_in_order") for name in ("position", "query_rows", "band")),
         )
     )
 
