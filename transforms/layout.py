@@ -21,6 +21,9 @@ from judged.transforms.ranking import (
 # Rows are written band by band (positions 1-11, 12-101, 102-1001, then the rest), so a read of the first k+1
 # positions skips the row groups of the later bands by their statistics.
 BAND_ENDS = (11, 101, 1001)
+# Slots are numbered in Polars' own index type: a gather by them takes the numbers as they are, where Int64 ones
+# are converted and bounds-checked at every gather (one per column).
+_INDEX = pl.get_index_type()
 
 
 def _band(position: pl.Expr) -> pl.Expr:
@@ -85,18 +88,18 @@ def in_stored_order_of_ranked(rows: pl.LazyFrame) -> pl.LazyFrame:
     # The stretches in query order: where each begins and ends, and so where each of its bands does.
     by_query = pl.col(QUERY).filter("_new").arg_sort()
     starts = stretch_starts.gather(by_query)
-    ends = starts + pl.col("_stretch").rle().struct.field("len").gather(by_query).cast(pl.Int64)
+    ends = starts + pl.col("_stretch").rle().struct.field("len").gather(by_query).cast(_INDEX)
     bands: list[pl.Expr] = []
     first = 1
     for last in (*BAND_ENDS, None):
         begin = starts + (first - 1)
         end = ends if last is None else pl.min_horizontal(ends, starts + last)
-        bands.append(pl.int_ranges(begin, pl.max_horizontal(begin, end), dtype=pl.Int64).explode())
+        bands.append(pl.int_ranges(begin, pl.max_horizontal(begin, end), dtype=_INDEX).explode())
         first = (last or 0) + 1
     slots_in_order = functools.reduce(pl.Expr.append, bands)
     columns = rows.collect_schema().names()
     return (
-        rows.with_columns(_slot=pl.int_range(pl.len(), dtype=pl.Int64), _new=_new_stretch(), _tied_before=tied_before)
+        rows.with_columns(_slot=pl.int_range(pl.len(), dtype=_INDEX), _new=_new_stretch(), _tied_before=tied_before)
         .with_columns(
             _tied=pl.col("_tied_before") | pl.col("_tied_before").shift(-1).fill_null(False),
             _stretch=pl.col("_new").cum_sum() - 1,
