@@ -126,6 +126,17 @@ def test_a_blank_line_cuts_the_shards_again(tmp_path: Path, monkeypatch: pytest.
     assert not list((tmp_path / "one" / "_staging").iterdir())
 
 
+@pytest.mark.parametrize(
+    "text", [b"", b"\n", b"a", b"a\n", b"a\nb", b"a\n\nb\n", b"\n\n\n", b"x" * 7 + b"\n" + b"y" * 9, b"ab\n" * 11]
+)
+@pytest.mark.parametrize("chunk_bytes", [1, 2, 3, 8, 1 << 16])
+def test_line_count_counts_lines_across_chunks(tmp_path: Path, text: bytes, chunk_bytes: int) -> None:
+    """A last line without its newline is a line; a chunk may end anywhere, on a newline or not."""
+    path = tmp_path / "file.txt"
+    path.write_bytes(text)
+    assert readers_module.line_count(path, chunk_bytes) == len(text.decode().splitlines())
+
+
 @pytest.mark.parametrize("bad", ["9 Q0 D1 x 1.5 tag", "9 Q0 D1 3 nan tag", "# a comment"])
 def test_a_bad_line_late_in_the_file_leaves_nothing_and_the_same_message(tmp_path: Path, bad: str) -> None:
     run = write_variant(tmp_path / "run.txt", "in_order")
