@@ -714,10 +714,21 @@ def write_ranked(
     rows: pl.DataFrame, target: Path, metadata: dict[str, str], phases: Phases | None = None,
     duplicate_free: bool = False,
 ) -> None:
-    """One shard of a run in stored order (`transforms.layout.in_stored_order`), with its own count of duplicate
-    (query, document) pairs (a query lies in one shard, so the count is exact), written by `write_stored_part`.
-    `duplicate_free`: the run is proven to hold no pair twice (`LoadedTable.duplicate_free`), so the count is 0
-    without looking."""
+    """One shard of a run in stored order, with its own count of duplicate (query, document) pairs
+    (`stored_order_counted`), written by `write_stored_part`."""
+    phases = phases or Phases()
+    stored, duplicates = stored_order_counted(rows, phases, duplicate_free)
+    with phases.measure("write"):
+        write_stored_part(stored, target, metadata | {DUPLICATE_PAIRS_KEY: str(duplicates)})
+
+
+def stored_order_counted(
+    rows: pl.DataFrame, phases: Phases | None = None, duplicate_free: bool = False
+) -> tuple[pl.DataFrame, int]:
+    """One shard of a run in stored order (`transforms.layout.in_stored_order`) and its count of duplicate
+    (query, document) pairs (a query lies in one shard, so the count is exact): what the store does to a shard
+    before writing it. `duplicate_free`: the run is proven to hold no pair twice (`LoadedTable.duplicate_free`),
+    so the count is 0 without looking."""
     phases = phases or Phases()
     # The rows are in memory: Polars' in-memory engine sorts them faster than its default streaming one.
     with phases.measure("duplicates"):
@@ -728,9 +739,7 @@ def write_ranked(
     with phases.measure("order"):
         already_ranked = not suspected and is_ranked(rows.lazy()).collect(engine="in-memory").item()
         ordering = in_stored_order_of_ranked if already_ranked else in_stored_order
-        stored = ordering(rows.lazy()).collect(engine="in-memory")
-    with phases.measure("write"):
-        write_stored_part(stored, target, metadata | {DUPLICATE_PAIRS_KEY: str(duplicates)})
+        return ordering(rows.lazy()).collect(engine="in-memory"), duplicates
 
 
 def write_stored_part(stored: pl.DataFrame, target: Path, metadata: dict[str, str]) -> None:
