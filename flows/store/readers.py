@@ -557,6 +557,10 @@ def last_stretch_start(query_ids: pl.Series) -> int:
         window *= 2
 
 
+# The rows a scanned run's reading pass looks at first, to see whether its queries are scattered (`_checked_by_query`).
+_PEEK_ROWS = 10_000
+
+
 def _checked_by_query(
     rows: pl.LazyFrame, kind: TableKind, batch_rows: int, look_for_repeats: bool = False,
     taker: BatchTaker | None = None, validated: bool = False,
@@ -565,13 +569,14 @@ def _checked_by_query(
     about `batch_rows` rows of whole stretches of one query id at a time (`whole_stretch_batches`): (the checks,
     `query_id` -> `n_rows`, `first_line`, `last_line`, and whether no (query, document) pair occurs twice, proven
     with `look_for_repeats` when each query's rows lie in one stretch and no batch may repeat a document within a
-    query; without it, False). The store takes
-    its counts, the query ids and whether each query's lines lie together from these, and the checks before storing
-    and the store's duplicate count take the proof, instead of parsing a large file again to find them. Beside a
-    batch, this holds one row per query and batch (a query in several stretches of a batch counted once). A `taker`
-    (with `look_for_repeats`) gets each batch that passed the checks and the look, in the contract, until one
-    fails them. `validated`: the rows were checked before, by their own parser (a Parquet run: `conform_run`), so
-    none of the fast reader's checks is made (the first value is empty), and the pass ends at the first batch the
+    query; without it, False). The store takes its counts, the query ids and whether each query's lines lie together
+    from these, and the checks before storing and the store's duplicate count take the proof, instead of parsing a
+    large file again to find them. Beside a batch, this holds one row per query and batch (a query in several
+    stretches of a batch counted once). A file whose first `_PEEK_ROWS` rows already hold a query in two stretches (a
+    shuffled run) is checked and counted by one streaming group-by by query instead, no batch made. A `taker` (with
+    `look_for_repeats`) gets each batch that passed the checks and the look, in the contract, until one fails them.
+    `validated`: the rows were checked before, by their own parser (a Parquet run: `conform_run`), so none of the fast
+    reader's checks is made (the first value is empty), and the pass ends at its first rows or at the first batch the
     look for repeats turns down, without counts (None): the run is then read another way, and a shuffled run is not
     read whole to find it out."""
     tag = pl.col("run_tag")
@@ -590,7 +595,27 @@ def _checked_by_query(
     counted = [empty.select(QUERY, len=pl.lit(0, pl.UInt32), first_line="source_line", last_line="source_line")
                .group_by(QUERY).agg(per_query)]
     duplicate_free = look_for_repeats
-    for batch in whole_stretch_batches(rows, batch_rows):
+    # A run whose first rows hold a query in two stretches (a shuffled run) can be neither proven free of repeats
+    # nor cut by position: its checks and counts are then one streaming group-by by query, with no batch made.
+    first_stretches = rows.head(_PEEK_ROWS).collect(engine="streaming")[QUERY].rle().struct.field("value")
+    scattered = first_stretches.n_unique() < first_stretches.len()
+    if scattered:
+        duplicate_free = False
+        if taker is not None:
+            taker.stop("a query's rows in two stretches")
+        if validated:
+            return {}, None, False
+        by_query = rows.group_by(QUERY).agg(
+            n_rows=pl.len(), first_line=pl.col("source_line").min(), last_line=pl.col("source_line").max(),
+            *[check for check in checks if check.meta.output_name() != "comment"],  # per query; the id is the key
+        ).collect(engine="streaming")
+        found.append(by_query.select(
+            (pl.col("missing").any() | pl.col(QUERY).is_null().any()).alias("missing"),
+            pl.col(QUERY).str.starts_with("#").any().alias("comment"),
+            *([pl.col("nan").any(), pl.col("tag_min").min(), pl.col("tag_max").max()] if kind == "run" else []),
+        ))
+        counted.append(by_query.select(QUERY, "n_rows", "first_line", "last_line"))
+    for batch in () if scattered else whole_stretch_batches(rows, batch_rows):
         if not validated:
             found.append(batch.select(checks))
         stretches = batch[QUERY].rle().struct.unnest().rename({"value": QUERY})
@@ -615,7 +640,7 @@ def _checked_by_query(
                 taker.take(in_contract(batch.lazy(), contract).collect(engine="in-memory"))
     if taker is not None:
         taker.end()
-    queries = pl.concat(counted).group_by(QUERY).agg(
+    queries = pl.concat(counted, how="diagonal").group_by(QUERY).agg(
         pl.col("n_rows").sum(), pl.col("first_line").min(), pl.col("last_line").max(), pl.col("stretches").sum())
     checked = {} if validated else pl.concat(found).select(
         pl.col("missing").any(), pl.col("comment").any(),

@@ -6,6 +6,7 @@ a run before storing it (ingest-run, the evaluate flow's checks and store, the n
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
@@ -26,6 +27,10 @@ from judged.schemas.spec import PRESETS
 from judged.transforms.errors import InputError
 from judged.transforms.shards import RunLayout
 from tests.flows.test_ordered_ingest import STREAMED, files_of, stored_in_two_passes, write_variant
+
+
+# Read in batches of ~40 of a run's ~360 rows: a scattered run's rest is read at once after its first batch.
+SMALL_BATCHES = replace(STREAMED, streamed_candidate_part_rows=40)
 
 
 @pytest.fixture(autouse=True)
@@ -137,18 +142,35 @@ def test_line_count_counts_lines_across_chunks(tmp_path: Path, text: bytes, chun
     assert readers_module.line_count(path, chunk_bytes) == len(text.decode().splitlines())
 
 
-@pytest.mark.parametrize("bad", ["9 Q0 D1 x 1.5 tag", "9 Q0 D1 3 nan tag", "# a comment"])
-def test_a_bad_line_late_in_the_file_leaves_nothing_and_the_same_message(tmp_path: Path, bad: str) -> None:
-    run = write_variant(tmp_path / "run.txt", "in_order")
+@pytest.mark.parametrize("variant", ["in_order", "shuffled"])  # shuffled: the rest after its first batch read at once
+@pytest.mark.parametrize("bad", ["9 Q0 D1 x 1.5 tag", "9 Q0 D1 3 nan tag", "# a comment", "9 Q0 D1 3"])
+def test_a_bad_line_late_in_the_file_leaves_nothing_and_the_same_message(
+    tmp_path: Path, bad: str, variant: str
+) -> None:
+    run = write_variant(tmp_path / "run.txt", variant)
     lines = run.read_text().splitlines()
     run.write_text("\n".join([*lines[:-2], bad, *lines[-2:]]) + "\n")
     with pytest.raises(InputError) as two_passes:
-        load_table(run, "run", limits=STREAMED)
+        load_table(run, "run", limits=SMALL_BATCHES)
     with pytest.raises(InputError) as one_pass:
-        ingest_file(Store(tmp_path / "w"), run, "run", limits=STREAMED)
+        ingest_file(Store(tmp_path / "w"), run, "run", limits=SMALL_BATCHES)
     assert str(one_pass.value) == str(two_passes.value)
     assert f"line {len(lines) - 1}" in str(one_pass.value)
     assert nothing_left(tmp_path / "w")
+
+
+@pytest.mark.parametrize("variant", ["in_order", "shuffled"])
+def test_a_tag_that_differs_late_in_a_scanned_run_is_found(tmp_path: Path, variant: str) -> None:
+    """The reading pass's checks see the whole file, batch by batch or, once a run's rows are scattered, its rest
+    at once: a tag that differs on one late line leaves the run without a common tag, as a read in memory finds."""
+    run = write_variant(tmp_path / "run.txt", variant)
+    lines = run.read_text().splitlines()
+    other = lines[-2].rsplit(" ", 1)[0] + " another_tag"
+    run.write_text("\n".join([*lines[:-2], other, lines[-1]]) + "\n")
+    assert load_table(run, "run", limits=SMALL_BATCHES).metadata.tag == load_table(run, "run").metadata.tag == ""
+    run.write_text("\n".join(lines) + "\n")
+    readers_module._SCANNED_TABLES.clear()
+    assert load_table(run, "run", limits=SMALL_BATCHES).metadata.tag == load_table(run, "run").metadata.tag != ""
 
 
 def test_checks_that_refuse_the_run_discard_its_shards(
@@ -301,9 +323,9 @@ def test_a_parquet_run_with_a_query_back_at_its_end_is_stored_as_before(
     assert files_of(tmp_path / "one", report.id) == stored_in_two_passes(tmp_path / "two", PARQUET_PASS, run)
 
 
-def test_a_shuffled_parquet_runs_pass_ends_at_its_first_batch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A shuffled run shows a query in two stretches in its first batch: the pass ends there, not at the file's
-    end (the store then reads the run its own way)."""
+def test_a_shuffled_parquet_runs_pass_ends_at_its_first_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A shuffled run shows a query in two stretches in its first rows: the pass ends there, before any batch is
+    made, not at the file's end (the store then reads the run its own way)."""
     run = parquet_variant(tmp_path, "shuffled")
     batches: list[int] = []
     batched = readers_module.whole_stretch_batches
@@ -317,7 +339,7 @@ def test_a_shuffled_parquet_runs_pass_ends_at_its_first_batch(tmp_path: Path, mo
     with staging_area(Store(tmp_path / "w").ensure().root) as staging:
         read = read_run(run, staging, limits=PARQUET_PASS)
     assert read.staged_shards is None and not read.table.duplicate_free
-    assert len(batches) == 1 and read.table.counts["n_rows"] > 2 * PARQUET_PASS.streamed_candidate_part_rows
+    assert not batches and read.table.counts["n_rows"] > 2 * PARQUET_PASS.streamed_candidate_part_rows
 
 
 def test_a_bad_parquet_value_leaves_nothing_and_the_same_message(tmp_path: Path) -> None:
