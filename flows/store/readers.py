@@ -23,7 +23,6 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-import numpy as np
 from pydantic import ValidationError
 
 import polars as pl
@@ -362,6 +361,8 @@ def line_count(path: Path, chunk_bytes: int = 16 << 20) -> int:
     more than the rows, and the shards are then cut again: `OnePassShards`)."""
     # Counted by numpy in one reused buffer: a third of the CPU of bytes.count, and without the GIL, which
     # bytes.count holds while the reading pass's own Python waits for it.
+    import numpy as np  # only here: a direct command printing trec_eval's lines loads no numpy
+
     buffer = bytearray(chunk_bytes)
     as_bytes = np.frombuffer(buffer, dtype=np.uint8)
     lines, last = 0, _NEWLINE
