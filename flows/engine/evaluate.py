@@ -533,8 +533,8 @@ def scanned_candidate_parts(rows: pl.LazyFrame, spec: EvaluationSpec, part_rows:
 def may_repeat_documents(table: LoadedTable, part_rows: int) -> bool:
     """`may_have_duplicates` of a table. A scanned table is looked at a batch of whole stretches at a time, so
     memory holds one batch, not a distinct count over every row; a query listed in several stretches was never
-    seen whole, and then the table is looked at whole. Rows in memory are grouped by Polars' in-memory engine, in
-    about half the streaming engine's time."""
+    seen whole, and then the table is looked at whole. Rows in memory are grouped by Polars' in-memory engine,
+    faster on them than the streaming one."""
     if table.in_memory:
         return bool(may_have_duplicates(table.scan).collect(engine="in-memory").item())
     stretch_queries: list[pl.Series] = []
