@@ -7,6 +7,7 @@ policy is part of the spec (`error`, `first`, `last`) and whatever is resolved i
 from __future__ import annotations
 
 import polars as pl
+from polars.lazyframe.group_by import LazyGroupBy
 
 from judged.schemas.fields import PAIR
 from judged.transforms.errors import InputError
@@ -22,8 +23,18 @@ def docs_may_repeat() -> pl.Expr:
 
 def may_have_duplicates(table: pl.LazyFrame) -> pl.LazyFrame:
     """One boolean: could a (query_id, doc_id) pair occur twice? (`docs_may_repeat` per query.)"""
-    per_query = table.group_by("query_id").agg(repeats=docs_may_repeat())
-    return per_query.select(pl.col("repeats").any().alias("may_have_duplicates"))
+    return _any_group_may_repeat(table.group_by("query_id"))
+
+
+def stretches_may_have_duplicates(table: pl.LazyFrame) -> pl.LazyFrame:
+    """`may_have_duplicates` per stretch of consecutive rows of one query id: the same answer for rows in which no
+    query id comes back after another (the caller knows it, or looks at the stretches' ids itself), found by
+    grouping a number per row instead of hashing every row's query id."""
+    return _any_group_may_repeat(table.group_by(pl.col("query_id").rle_id()))
+
+
+def _any_group_may_repeat(groups: LazyGroupBy) -> pl.LazyFrame:
+    return groups.agg(repeats=docs_may_repeat()).select(pl.col("repeats").any().alias("may_have_duplicates"))
 
 
 def duplicate_pairs(table: pl.LazyFrame) -> pl.LazyFrame:

@@ -24,7 +24,13 @@ from judged.flows.engine.versions import implementation_version
 from judged.flows.report.wording import counted
 from judged.schemas.provenance import JudgmentSetMetadata, evaluation_id
 from judged.schemas.spec import EvaluationSpec
-from judged.transforms.duplicates import duplicate_pairs, keep_one_per_pair, may_have_duplicates, raise_on_duplicates
+from judged.transforms.duplicates import (
+    duplicate_pairs,
+    keep_one_per_pair,
+    may_have_duplicates,
+    raise_on_duplicates,
+    stretches_may_have_duplicates,
+)
 from judged.transforms.errors import InputError
 from judged.transforms.layout import head_positions, head_rows
 from judged.transforms.judging import ranked_and_judged
@@ -539,7 +545,7 @@ def may_repeat_documents(table: LoadedTable, part_rows: int) -> bool:
         return bool(may_have_duplicates(table.scan).collect(engine="in-memory").item())
     stretch_queries: list[pl.Series] = []
     for batch in whole_stretch_batches(table.scan, part_rows):
-        if may_have_duplicates(batch.lazy()).collect(engine="in-memory").item():
+        if stretches_may_have_duplicates(batch.lazy()).collect(engine="in-memory").item():
             return True
         stretch_queries.append(batch[QUERY].rle().struct.field("value"))
     queries = pl.concat(stretch_queries) if stretch_queries else pl.Series(QUERY, [], pl.String)

@@ -38,7 +38,7 @@ from judged.transforms.parse import (
     conform_judgments, conform_run, ignored_run_columns, in_contract, parse_trec_qrels, parse_trec_run,
     raise_first_problem, run_problem_probe,
 )
-from judged.transforms.duplicates import may_have_duplicates
+from judged.transforms.duplicates import stretches_may_have_duplicates
 from judged.transforms.shards import (
     RunLayout, in_shard, query_buckets, shards_of_buckets, together, with_bucket,
 )
@@ -625,8 +625,8 @@ def _checked_by_query(
                                            last_line=batch["source_line"].gather(ends - 1))
         counted.append(stretches.group_by(QUERY).agg(per_query))
         if duplicate_free:  # the batch is in memory: the in-memory engine groups it faster than the streaming one
-            duplicate_free = (counted[-1].height == stretches.height
-                              and not may_have_duplicates(batch.lazy()).collect(engine="in-memory").item())
+            duplicate_free = (counted[-1].height == stretches.height  # each query one stretch
+                              and not stretches_may_have_duplicates(batch.lazy()).collect(engine="in-memory").item())
         if validated and not duplicate_free:
             if taker is not None:
                 taker.stop("a query's rows in two stretches, or a document it may hold twice")
@@ -637,8 +637,7 @@ def _checked_by_query(
             elif not validated and found[-1].select(pl.any_horizontal(pl.exclude("tag_min", "tag_max"))).item():
                 taker.stop("a line the fast reader leaves to the exact parser")
             else:
-                contract = input_kind(kind).input_contract.schema
-                taker.take(in_contract(batch.lazy(), contract).collect(engine="in-memory"))
+                taker.take(_taken(batch, kind))
     if taker is not None:
         taker.end()
     queries = pl.concat(counted, how="diagonal").group_by(QUERY).agg(
@@ -650,6 +649,18 @@ def _checked_by_query(
     ).row(0, named=True)
     duplicate_free = duplicate_free and bool((queries["stretches"] == 1).all())
     return checked, queries.select(QUERY, "n_rows", "first_line", "last_line"), duplicate_free
+
+
+def _taken(batch: pl.DataFrame, kind: TableKind) -> pl.DataFrame:
+    """A batch that passed the checks, in the contract, as a `BatchTaker` takes it. A run's tag that is one value
+    throughout the batch (nearly always) becomes a constant column: Polars then neither converts it row by row nor
+    gathers it when a shard is put in stored order, and writes the same file."""
+    rows = batch.lazy()
+    if kind == "run":
+        tag = batch["run_tag"]
+        if tag.null_count() == 0 and (value := tag.min()) == tag.max():
+            rows = rows.with_columns(run_tag=pl.lit(value, pl.String))
+    return in_contract(rows, input_kind(kind).input_contract.schema).collect(engine="in-memory")
 
 
 def read_lines(path: Path, gzipped: bool, window: Window | None = None) -> pl.LazyFrame:

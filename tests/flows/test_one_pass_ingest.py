@@ -278,33 +278,40 @@ def test_the_evaluate_flow_stores_a_run_from_its_checking_pass(
 PARQUET_PASS = Limits(rows_per_shard=120, sink_batch_rows=97, streamed_candidate_part_rows=50)
 
 
-def parquet_variant(tmp_path: Path, variant: str, drop: tuple[str, ...] = ()) -> Path:
+def parquet_variant(tmp_path: Path, variant: str, drop: tuple[str, ...] = (), two_tags: bool = False) -> Path:
     """`write_variant`'s run as a Parquet file, without the columns `drop` names (a run's rank and tag are
-    optional in Parquet)."""
+    optional in Parquet); with `two_tags`, every other query's rows carry another tag."""
     text = write_variant(tmp_path / f"{variant}.txt", variant)
     path = tmp_path / f"{variant}.parquet"
-    load_table(text, "run").frame.drop("source_line", *drop).write_parquet(path, row_group_size=40)
+    rows = load_table(text, "run").frame.drop("source_line", *drop)
+    if two_tags:
+        rows = rows.with_columns(run_tag=pl.format("tag{}", pl.col("query_id").rank("dense") % 2))
+    rows.write_parquet(path, row_group_size=40)
     readers_module._SCANNED_TABLES.clear()
     return path
 
 
-@pytest.mark.parametrize(("variant", "drop", "one_pass"), [
-    ("in_order", (), True), ("ties_ascending", (), True), ("in_order", ("source_rank", "run_tag"), True),
-    ("interleaved", (), False), ("shuffled", (), False), ("duplicate", (), False),
+@pytest.mark.parametrize(("variant", "drop", "two_tags", "one_pass"), [
+    ("in_order", (), False, True), ("ties_ascending", (), False, True),
+    ("in_order", ("source_rank", "run_tag"), False, True), ("in_order", (), True, True),
+    ("interleaved", (), False, False), ("shuffled", (), False, False), ("duplicate", (), False, False),
 ])
 def test_a_parquet_run_is_stored_from_its_checking_pass_with_the_bytes_of_two(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, variant: str, drop: tuple[str, ...], one_pass: bool
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, variant: str, drop: tuple[str, ...], two_tags: bool,
+    one_pass: bool,
 ) -> None:
     """A Parquet run's reading pass (after the checks of its columns) stages its shards as a text run's does: the
-    same parts, record and run id as the store's own pass; a run whose queries are scattered, or that may hold a
-    pair twice, is stored by that pass as before."""
-    run = parquet_variant(tmp_path, variant, drop)
+    same parts, record and run id as the store's own pass, whether a batch holds one tag or two; a run whose queries
+    are scattered, or that may hold a pair twice, is stored by that pass as before."""
+    run = parquet_variant(tmp_path, variant, drop, two_tags)
+    # With two tags, batches of several queries: some hold one tag, some both.
+    limits = replace(PARQUET_PASS, streamed_candidate_part_rows=200) if two_tags else PARQUET_PASS
     passes, staged = second_passes(monkeypatch), stagings(monkeypatch)
-    report = ingest_file(Store(tmp_path / "one"), run, "run", limits=PARQUET_PASS)
+    report = ingest_file(Store(tmp_path / "one"), run, "run", limits=limits)
     assert (not passes) is one_pass and bool(staged) is one_pass
     assert not list((tmp_path / "one" / "_staging").iterdir())
     readers_module._SCANNED_TABLES.clear()
-    assert files_of(tmp_path / "one", report.id) == stored_in_two_passes(tmp_path / "two", PARQUET_PASS, run)
+    assert files_of(tmp_path / "one", report.id) == stored_in_two_passes(tmp_path / "two", limits, run)
 
 
 def test_a_parquet_run_with_a_query_back_at_its_end_is_stored_as_before(

@@ -12,7 +12,13 @@ import pytest
 from judged.flows.engine.evaluate import EvaluationResult, evaluate
 from judged.flows.store.readers import load_table
 from judged.schemas.spec import PRESETS, EvaluationSpec
-from judged.transforms.duplicates import duplicate_pairs, keep_one_per_pair, raise_on_duplicates
+from judged.transforms.duplicates import (
+    duplicate_pairs,
+    keep_one_per_pair,
+    may_have_duplicates,
+    raise_on_duplicates,
+    stretches_may_have_duplicates,
+)
 from judged.transforms.errors import InputError
 
 INV_LOG2_3 = 1 / math.log2(3)  # discount of rank 2: 1/log2(3) = 0.6309297535714575
@@ -73,6 +79,24 @@ def test_null_and_real_grade_conflict() -> None:
     # An unresolved judgment (null) and a grade are not the same judgment.
     found = duplicate_pairs(judgments_frame([("q1", "d1", None, 1), ("q1", "d1", 2, 2)])).collect()
     assert found["conflicting"].to_list() == [True]
+
+
+@pytest.mark.parametrize(
+    ("queries", "docs", "by_query", "by_stretch"),
+    [
+        (["q1", "q1", "q2", "q2"], ["d1", "d2", "d1", "d2"], False, False),  # a document in two queries
+        (["q1", "q1", "q2", "q2"], ["d1", "d1", "d1", "d2"], True, True),  # twice in one stretch
+        # q1 comes back after q2: the pair repeats across two stretches, which only grouping by query sees
+        (["q1", "q2", "q1"], ["d1", "d2", "d1"], True, False),
+        ([], [], False, False),
+    ],
+)
+def test_stretches_may_have_duplicates_looks_within_each_stretch(
+    queries: list[str], docs: list[str], by_query: bool, by_stretch: bool
+) -> None:
+    rows = pl.LazyFrame({"query_id": queries, "doc_id": docs}, schema={"query_id": pl.String, "doc_id": pl.String})
+    assert may_have_duplicates(rows).collect().item() is by_query
+    assert stretches_may_have_duplicates(rows).collect().item() is by_stretch
 
 
 def test_raise_on_duplicates_message() -> None:
