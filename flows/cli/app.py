@@ -94,7 +94,7 @@ def evaluate(
     spec_options: SpecOptions,
 ) -> None:
     """Evaluate RUN(s) against QRELS and print the summary (table), everything (json) or trec_eval-style lines."""
-    from judged.flows.store.hashing import hash_in_background, hashes_on_demand
+    from judged.flows.store.hashing import hash_ahead, hash_in_background, hashes_on_demand
     from judged.flows.store.streams import INPUT_TIMEOUT, materialized, shown
 
     try:
@@ -106,9 +106,12 @@ def evaluate(
     except InputError as error:
         raise fail(str(error), EXIT_INPUT) from None
     # Started before the engine's imports: hashing a large run then uses the core the imports leave idle. The
-    # trec_eval-style lines show no evaluation id, so for them the inputs are hashed only if something asks.
+    # trec_eval-style lines show no evaluation id, so for them the inputs are hashed only if something asks; a
+    # flow's reading passes take the hashes of the inputs they read (the ids of what they store).
     hashing = hashes_on_demand if output_format == "trec" else hash_in_background
     hashes = hashing([qrels, *runs]) if warehouse is None else {}
+    if warehouse is not None:
+        hash_ahead([qrels, *runs])
     from judged.flows.engine.evaluate import evaluate as evaluate_tables
     from judged.flows.store.readers import load_table, open_stored
     from judged.flows.report.text import as_json, as_trec, print_tables

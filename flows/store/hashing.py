@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import stat
 import threading
 from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -45,13 +46,57 @@ def content_hashes(path: Path) -> tuple[str, str]:
     return source.hexdigest(), content.hexdigest()
 
 
-def hash_in_background(paths: Iterable[Path]) -> dict[Path, Future[tuple[str, str]]]:
-    """Start hashing the files among `paths` (one after another, in one thread); the futures by path. Folders and
-    missing paths are left out: whoever opens them reports the problem."""
+# Hashes started ahead (`hash_ahead`), by file identity (path, device, inode, size, modification time), each
+# until a reading pass takes it (`hash_in_background`). A long-lived process keeps the last few.
+_AHEAD: dict[tuple[object, ...], Future[tuple[str, str]]] = {}
+_AHEAD_KEPT = 8
+_AHEAD_LOCK = threading.Lock()
+
+
+def _identity(path: Path) -> tuple[object, ...] | None:
+    """A regular file's identity (None for anything else, or a path that is gone)."""
+    try:
+        status = path.stat()
+    except OSError:
+        return None
+    if not stat.S_ISREG(status.st_mode):
+        return None
+    return str(path.resolve()), status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns
+
+
+def _in_background(paths: Iterable[Path]) -> dict[Path, Future[tuple[str, str]]]:
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="judged-hash")
     futures = {path: pool.submit(content_hashes, path) for path in paths if path.is_file()}
     pool.shutdown(wait=False)
     return futures
+
+
+def hash_in_background(paths: Iterable[Path]) -> dict[Path, Future[tuple[str, str]]]:
+    """Start hashing the files among `paths` (one after another, in one thread); the futures by path. A file whose
+    hash was started ahead (`hash_ahead`) and that is unchanged since takes that hash instead, once. Folders and
+    missing paths are left out: whoever opens them reports the problem."""
+    paths = list(paths)
+    taken: dict[Path, Future[tuple[str, str]]] = {}
+    with _AHEAD_LOCK:
+        for path in paths:
+            key = _identity(path)
+            if key is not None and key in _AHEAD:
+                taken[path] = _AHEAD.pop(key)
+    return taken | _in_background(path for path in paths if path not in taken)
+
+
+def hash_ahead(paths: Iterable[Path]) -> None:
+    """Start hashing the files among `paths` now, for this process's reading passes to take later
+    (`hash_in_background`): a command that hashes its inputs before it imports the engine uses the core the imports
+    leave idle."""
+    # Each file's identity is taken before its hash starts: a file changed after that is not taken as it was.
+    identities = {path: key for path in paths if (key := _identity(path)) is not None}
+    futures = _in_background(identities)
+    with _AHEAD_LOCK:
+        for path, future in futures.items():
+            _AHEAD[identities[path]] = future
+        while len(_AHEAD) > _AHEAD_KEPT:
+            del _AHEAD[next(iter(_AHEAD))]
 
 
 class _HashesOnDemand(Future[tuple[str, str]]):

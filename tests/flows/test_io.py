@@ -15,7 +15,7 @@ import pytest
 
 import judged.flows.store.readers
 import judged.flows.store.hashing
-from judged.flows.store.hashing import content_hashes, hash_in_background, hashes_on_demand
+from judged.flows.store.hashing import content_hashes, hash_ahead, hash_in_background, hashes_on_demand
 from judged.flows.store.readers import LoadedTable, TableKind, load_table, read_trec_fast
 from judged.flows.engine.limits import Limits
 from judged.schemas.tables import JUDGMENTS, RUN
@@ -93,6 +93,36 @@ def test_hashes_on_demand_are_computed_once_when_asked_for(
     assert asked == [(sha256_of(plain), sha256_of(plain))] * 8
     assert table.content_sha256 == sha256_of(plain)
     assert hashed == [plain]
+
+
+def test_a_hash_started_ahead_is_taken_once_by_the_reading_pass(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a warehouse command starts before its imports (`hash_ahead`): the reading pass that hashes the same file
+    next takes that hash instead of hashing it again, and the one after it hashes anew."""
+    plain = write(tmp_path / "run.txt", RUN_TEXT)
+    hashed: list[Path] = []
+    monkeypatch.setattr(judged.flows.store.hashing, "content_hashes", lambda path: hashed.append(path) or content_hashes(path))
+    hash_ahead([plain, tmp_path, tmp_path / "missing.txt"])
+    table = load_table(plain, "run")
+    assert table.content_sha256 == sha256_of(plain) and hashed == [plain]
+    assert load_table(plain, "run").content_sha256 == sha256_of(plain)
+    assert hashed == [plain, plain]
+
+
+def test_a_file_changed_after_its_hash_started_ahead_is_hashed_again(tmp_path: Path) -> None:
+    """A file changed since its hash was started ahead (its size or modification time differ) is not given that
+    hash: its table's id is that of what it holds now."""
+    run = write(tmp_path / "run.txt", RUN_TEXT)
+    hash_ahead([run])
+    hash_ahead([run])  # a file's latest hash started ahead is the one kept
+    changed = RUN_TEXT.replace("tag-x", "tag-y")
+    assert len(changed) == len(RUN_TEXT)
+    first_seen = run.stat().st_mtime_ns
+    write(run, changed)
+    os.utime(run, ns=(first_seen + 10**9, first_seen + 10**9))  # whatever the file system's clock resolution
+    assert hash_in_background([run])[run].result() == (sha256_of(run), sha256_of(run))
+    assert load_table(run, "run").content_sha256 == hashlib.sha256(changed.encode()).hexdigest()
 
 
 def test_content_hashes_of_a_file_longer_than_one_read(tmp_path: Path) -> None:
