@@ -84,7 +84,7 @@ def in_stored_order_of_ranked(rows: pl.LazyFrame) -> pl.LazyFrame:
     tie_sources = pl.col("_slot").filter("_tied").sort_by(
         [pl.col("_tie_group").filter("_tied"), pl.col("doc_id").filter("_tied")], descending=[False, True]
     )
-    tie_index = pl.when("_tied").then(pl.col("_tied").cast(pl.Int64).cum_sum() - 1)  # null: not a tie row
+    tie_index = pl.when("_tied").then(pl.col("_tied").cum_sum().cast(_INDEX) - 1)  # null: not a tie row
     # The stretches in query order: where each begins and ends, and so where each of its bands does.
     by_query = pl.col(QUERY).filter("_new").arg_sort()
     starts = stretch_starts.gather(by_query)
