@@ -836,21 +836,32 @@ def sample_data(name: str) -> Path:
     return Path(str(resources.files("judged.data").joinpath(name)))
 
 
-def allocator_options(current: str, cores: int) -> str:
-    """Polars' jemalloc options (`_RJEM_MALLOC_CONF`) with one arena per core, unless an arena count is set.
-    jemalloc's default, 4 arenas per core, each keeps the memory its threads freed; one per core reuses more of it,
-    for a lower peak at the same speed. Polars puts its own options in front of these (and a parent process that
-    imported Polars passes them down, so they may be here already)."""
-    if "narenas" in current:
-        return current
-    return ",".join(filter(None, [current, f"narenas:{cores}"]))
+# What Polars puts in front of `_RJEM_MALLOC_CONF` when it loads (polars/__init__.py): in a parent process that
+# imported Polars, and so in what it passes down, these are Polars' settings, not the user's.
+POLARS_ALLOCATOR_DEFAULTS = "dirty_decay_ms:500,muzzy_decay_ms:1000"
+
+
+def allocator_options(current: str, cores: int, leave_out: tuple[str, ...] = ()) -> str:
+    """Polars' jemalloc options (`_RJEM_MALLOC_CONF`) with the command line's own, each unless the user set it (or a
+    parent process that ran judged passes it down; Polars puts its own options in front of these, and the last of
+    an option wins):
+    - `narenas`, one arena per core. jemalloc's default, 4 arenas per core, each keeps the memory its threads
+      freed; one per core reuses more of it, for a lower peak at the same speed.
+    - `dirty_decay_ms`, freed pages kept 5 s before they go back to the system, instead of Polars' 0.5 s. A reading
+      pass frees and takes a batch's columns several times a second; pages given back are faulted in again and
+      zeroed by the kernel.
+    `leave_out`: options not added (benchmarks/tools/cli_tuning_off.py)."""
+    set_already = current.removeprefix(POLARS_ALLOCATOR_DEFAULTS)
+    ours = {"narenas": str(cores), "dirty_decay_ms": "5000"}
+    added = [f"{key}:{value}" for key, value in ours.items() if key not in set_already and key not in leave_out]
+    return ",".join(filter(None, [current, *added]))
 
 
 def tune_process() -> None:
     """The command line's process-wide tunings, each kept because it measurably pays at M (the figures and the
     commands that measure them: benchmarks/README.md, "The command line's tunings"):
-    - one jemalloc arena per core (`allocator_options`): a lower peak memory. Set before Polars loads, which
-      reads its allocator's options once.
+    - jemalloc's options (`allocator_options`): one arena per core, for a lower peak memory, and freed pages kept
+      longer, for fewer page faults. Set before Polars loads, which reads its allocator's options once.
     - at exit, whatever is still alive is frozen (`gc.freeze`), so the interpreter's last cyclic collection does
       not walk the many long-lived objects of the imports and the results, which it could not free anyway.
     The inputs' hashes, started before the engine's imports, are the evaluate command's own (see `evaluate`)."""

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner, Result
 
-from judged.flows.cli.app import allocator_options, app
+from judged.flows.cli.app import POLARS_ALLOCATOR_DEFAULTS, allocator_options, app
 from tests.conftest import SAMPLE
 
 SEED = Path(__file__).resolve().parents[2] / "data" / "seed"
@@ -438,14 +438,29 @@ def test_subprocess_success() -> None:
 @pytest.mark.parametrize(
     ("current", "expected"),
     [
-        ("", "narenas:2"),
-        # What a parent process that imported Polars passes down.
-        ("dirty_decay_ms:500,muzzy_decay_ms:1000", "dirty_decay_ms:500,muzzy_decay_ms:1000,narenas:2"),
-        ("narenas:8", "narenas:8"),  # the user's own count wins
+        ("", "narenas:2,dirty_decay_ms:5000"),
+        # What a parent process that imported Polars passes down: Polars' own options, not the user's.
+        ("dirty_decay_ms:500,muzzy_decay_ms:1000",
+         "dirty_decay_ms:500,muzzy_decay_ms:1000,narenas:2,dirty_decay_ms:5000"),
+        # What a parent process that ran judged passes down: nothing to add.
+        ("dirty_decay_ms:500,muzzy_decay_ms:1000,narenas:4,dirty_decay_ms:5000",
+         "dirty_decay_ms:500,muzzy_decay_ms:1000,narenas:4,dirty_decay_ms:5000"),
+        ("narenas:8", "narenas:8,dirty_decay_ms:5000"),  # the user's own options win
+        ("dirty_decay_ms:0", "dirty_decay_ms:0,narenas:2"),
     ],
 )
-def test_allocator_options_add_one_arena_per_core(current: str, expected: str) -> None:
+def test_allocator_options_add_an_arena_per_core_and_a_longer_decay(current: str, expected: str) -> None:
     assert allocator_options(current, cores=2) == expected
+    assert allocator_options(current, cores=2, leave_out=("narenas", "dirty_decay_ms")) == current
+
+
+def test_polars_puts_its_allocator_defaults_first_as_allocator_options_expects() -> None:
+    """`allocator_options` tells Polars' options from the user's by what Polars puts first when it loads."""
+    script = "import os, polars\nprint(os.environ['_RJEM_MALLOC_CONF'])"
+    environment = {key: value for key, value in os.environ.items() if key != "_RJEM_MALLOC_CONF"}
+    printed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
+                             env=environment)
+    assert printed.stdout.strip() == POLARS_ALLOCATOR_DEFAULTS
 
 
 def test_the_command_line_sets_the_arenas_before_polars_loads() -> None:
@@ -460,7 +475,8 @@ def test_the_command_line_sets_the_arenas_before_polars_loads() -> None:
         [sys.executable, "-c", script], capture_output=True, text=True, check=True, env=environment,
         cwd=Path(__file__).resolve().parents[2],
     )
-    assert printed.stdout.strip().splitlines()[-1].split(",")[-1] == f"narenas:{os.cpu_count()}"
+    last_options = printed.stdout.strip().splitlines()[-1].split(",")[-2:]
+    assert last_options == [f"narenas:{os.cpu_count()}", "dirty_decay_ms:5000"]
 
 
 def test_the_command_line_freezes_what_is_alive_at_exit() -> None:
