@@ -53,8 +53,9 @@ _AHEAD_KEPT = 8
 _AHEAD_LOCK = threading.Lock()
 
 
-def _identity(path: Path) -> tuple[object, ...] | None:
-    """A regular file's identity (None for anything else, or a path that is gone)."""
+def file_identity(path: Path) -> tuple[object, ...] | None:
+    """A regular file's identity, as this process tells an unchanged file from a changed one (its path, device,
+    inode, size and modification time); None for anything else, or a path that is gone."""
     try:
         status = path.stat()
     except OSError:
@@ -79,7 +80,7 @@ def hash_in_background(paths: Iterable[Path]) -> dict[Path, Future[tuple[str, st
     taken: dict[Path, Future[tuple[str, str]]] = {}
     with _AHEAD_LOCK:
         for path in paths:
-            key = _identity(path)
+            key = file_identity(path)
             if key is not None and key in _AHEAD:
                 taken[path] = _AHEAD.pop(key)
     return taken | _in_background(path for path in paths if path not in taken)
@@ -90,7 +91,7 @@ def hash_ahead(paths: Iterable[Path]) -> None:
     (`hash_in_background`): a command that hashes its inputs before it imports the engine uses the core the imports
     leave idle."""
     # Each file's identity is taken before its hash starts: a file changed after that is not taken as it was.
-    identities = {path: key for path in paths if (key := _identity(path)) is not None}
+    identities = {path: key for path in paths if (key := file_identity(path)) is not None}
     futures = _in_background(identities)
     with _AHEAD_LOCK:
         for path, future in futures.items():

@@ -27,7 +27,7 @@ from pydantic import ValidationError
 
 import polars as pl
 
-from judged.flows.store.hashing import hash_in_background, is_gzipped, known_hashes
+from judged.flows.store.hashing import file_identity, hash_in_background, is_gzipped, known_hashes
 from judged.flows.engine.limits import DEFAULT_LIMITS, Limits
 from judged.flows.store.kinds import input_kind
 from judged.schemas.fields import QUERY
@@ -610,10 +610,11 @@ def _checked_by_query(
             n_rows=pl.len(), first_line=pl.col("source_line").min(), last_line=pl.col("source_line").max(),
             *[check for check in checks if check.meta.output_name() != "comment"],  # per query; the id is the key
         ).collect(engine="streaming")
+        # A row of checks per query, reduced with the others at the end.
         found.append(by_query.select(
-            (pl.col("missing").any() | pl.col(QUERY).is_null().any()).alias("missing"),
-            pl.col(QUERY).str.starts_with("#").any().alias("comment"),
-            *([pl.col("nan").any(), pl.col("tag_min").min(), pl.col("tag_max").max()] if kind == "run" else []),
+            (pl.col("missing") | pl.col(QUERY).is_null()).alias("missing"),
+            pl.col(QUERY).str.starts_with("#").alias("comment"),
+            *(["nan", "tag_min", "tag_max"] if kind == "run" else []),
         ))
         counted.append(by_query.select(QUERY, "n_rows", "first_line", "last_line"))
     for batch in () if scattered else whole_stretch_batches(rows, batch_rows):
@@ -828,8 +829,8 @@ def _swapped_arguments(path: Path, kind: TableKind, limits: Limits) -> InputErro
     return None
 
 
-# The last runs this process read by scanning their file (large text, Parquet), by the file's identity (path,
-# inode, size, modification time) and how they were read: a flow that checks a run before storing it reads and
+# The last runs this process read by scanning their file (large text, Parquet), by the file's identity
+# (`hashing.file_identity`) and how they were read: a flow that checks a run before storing it reads and
 # checks it once. Their rows stay on disk, so keeping them costs a few small frames; a run parsed in memory is
 # never kept (nor judgments, whose rows are taken into memory whole).
 _SCANNED_TABLES: dict[tuple[object, ...], LoadedTable] = {}
@@ -840,9 +841,7 @@ _SCANNED_TABLES_LOCK = threading.Lock()
 def _scan_key(
     path: Path, kind: TableKind, metadata: Metadata, limits: Limits, allow_empty: bool
 ) -> tuple[object, ...]:
-    status = path.stat()
-    return (str(path.resolve()), status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns, kind,
-            metadata.model_dump_json(), limits, allow_empty)
+    return (file_identity(path), kind, metadata.model_dump_json(), limits, allow_empty)
 
 
 def kept_scan(
