@@ -42,30 +42,34 @@ def with_measure(per_query: pl.LazyFrame, spec: EvaluationSpec) -> pl.LazyFrame:
     return per_query.join(labels, on="cutoff", how="left", nulls_equal=True, maintain_order="left")
 
 
-def _comparable_rows(name: str, per_query: pl.LazyFrame, query_set: ComparisonQuerySet) -> pl.LazyFrame:
+def _comparable_rows(
+    name: str, per_query: pl.LazyFrame, query_set: ComparisonQuerySet, undefined: bool = False
+) -> pl.LazyFrame:
     """One run's rows that may enter the paired sample: its value under the declared query set, and its interval
-    when the evaluation carries one (null columns otherwise)."""
+    when the evaluation carries one (null columns otherwise). With `undefined`, also the rows of a judged query
+    whose value is undefined now (no relevant judgment, under no_relevant='null'), with a null value: such a query
+    joins the sample in the worlds that give it a value (see `paired_per_query`)."""
     columns = per_query.collect_schema().names()
     interval = [
         (pl.col(bound) if bound in columns else pl.lit(None, pl.Float64)).alias(bound)
         for bound in ("value_min", "value_max")
     ]
     value = pl.col("value")
+    status = pl.col("status")
     if query_set == "judged":
         # A judged query the run did not return scores 0 (trec_eval -c), unless its value is undefined anyway
         # (no relevant judgment): then it stays null and leaves the sample, as in `common`.
         defined = pl.col("idcg") > 0 if "idcg" in columns else pl.lit(True)
-        missing = (pl.col("status") == "missing_from_run") & defined
+        missing = (status == "missing_from_run") & defined
         value = pl.when(missing).then(value.fill_null(0.0)).otherwise(value)
         interval = [pl.when(missing).then(bound.fill_null(0.0)).otherwise(bound) for bound in interval]
-        keep = pl.col("status") != "no_judgments"
+        keep = status != "no_judgments"
     else:
-        keep = pl.col("status") == "scored"
-    return (
-        per_query.filter(keep)
-        .select(pl.lit(name).alias("run"), "measure", "cutoff", "query_id", value.alias("value"), *interval)
-        .filter(pl.col("value").is_not_null())
+        keep = (status == "scored") | ((status == "no_relevant_judgments") & pl.lit(undefined))
+    rows = per_query.filter(keep).select(
+        pl.lit(name).alias("run"), "measure", "cutoff", "query_id", value.alias("value"), *interval
     )
+    return rows if undefined else rows.filter(pl.col("value").is_not_null())
 
 
 def paired_per_query(
@@ -75,29 +79,38 @@ def paired_per_query(
 ) -> pl.LazyFrame:
     """Per measure, cutoff and query of the paired sample (queries with a value in every run), the baseline against
     each other run: both values, the difference (run - baseline) and both per-run intervals. Each frame needs `measure`
-    (see `with_measure`), `cutoff`, `query_id`, `status` and `value`."""
+    (see `with_measure`), `cutoff`, `query_id`, `status` and `value`.
+
+    A judged query whose value is undefined now in one run or both (no relevant judgment) has a row too, with a
+    null difference: it joins the sample in the worlds where some unjudged document is relevant, and the pair's
+    interval over every world counts it there (`transforms.summary.aggregate_interval`); the statistics leave it
+    out."""
     names = [name for name, _ in runs]
     if len(set(names)) != len(names):
         raise ValueError(f"two runs share a name: {names}")
     if baseline not in names:
         raise ValueError(f"baseline {baseline!r} is none of the runs {names}")
-    rows = pl.concat([_comparable_rows(name, frame, query_set) for name, frame in runs])
+    rows = pl.concat([_comparable_rows(name, frame, query_set, undefined=True) for name, frame in runs])
     keys = ["measure", "cutoff", "query_id"]
-    in_every_run = rows.group_by(keys).agg(pl.len().alias("n_runs")).filter(pl.col("n_runs") == len(runs))
-    sample = rows.join(in_every_run.select(keys), on=keys, how="semi", nulls_equal=True)
+    in_every_run = rows.group_by(keys).agg(
+        pl.len().alias("n_runs"), valued=pl.col("value").is_not_null().all()
+    ).filter(pl.col("n_runs") == len(runs))
+    sample = rows.join(in_every_run.select(*keys, "valued"), on=keys, how="inner", nulls_equal=True)
     base = sample.filter(pl.col("run") == baseline).select(
         *keys, pl.lit(baseline).alias("baseline"), pl.col("value").alias("baseline_value"),
         pl.col("value_min").alias("baseline_value_min"), pl.col("value_max").alias("baseline_value_max"),
     )
     others = sample.filter(pl.col("run") != baseline).select(
-        *keys, "run", pl.col("value").alias("run_value"),
+        *keys, "run", "valued", pl.col("value").alias("run_value"),
         pl.col("value_min").alias("run_value_min"), pl.col("value_max").alias("run_value_max"),
     )
     run_order = pl.DataFrame({"run": names, "run_order": list(range(len(names)))}).lazy()
     return (
         others.join(base, on=keys, how="inner", nulls_equal=True)
         .join(run_order, on="run", how="left")
-        .with_columns(difference=pl.col("run_value") - pl.col("baseline_value"))
+        # A query without a value in every run is out of the sample now (`common`: the queries with a value in
+        # every run), and in it in the worlds that give it one.
+        .with_columns(difference=pl.when("valued").then(pl.col("run_value") - pl.col("baseline_value")))
         .sort("run_order", "measure", "cutoff", "query_id", nulls_last=True)
         .select(
             "baseline", "run", "measure", "cutoff", "query_id", "baseline_value", "run_value", "difference",

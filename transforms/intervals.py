@@ -54,10 +54,6 @@ ENUMERATED_MULTISETS_MAX = 2_000
 """Up to this many multisets of grades over the unjudged slots (286 for 10 slots and four grades) they are simply
 enumerated, vectorised; beyond, the dynamic programme below runs."""
 
-EXACT_SLOTS_MAX = 300
-"""Unjudged slots (weighted, plus those below k that can enter the ideal) up to which the exact programme runs; its
-work grows with the square of this number per gain level and step."""
-
 INTERVAL_KIND = pl.Enum(list(INTERVAL_KINDS))
 
 
@@ -74,7 +70,9 @@ def discount_prefix(length: int, cutoff: int | None) -> np.ndarray:
 
 
 class _World:
-    """One query and cutoff: fixed credit, the slots' weights, the judged ideal gains and the gain levels."""
+    """One query and cutoff: fixed credit, the slots' weights, the judged ideal gains and the gain levels.
+    `need_positive`: no judged gain is positive, so only assignments giving some slot a positive gain have a
+    positive ideal; the programme then leaves out the others (the caller says what an ideal of 0 scores)."""
 
     def __init__(
         self,
@@ -83,7 +81,6 @@ class _World:
         judged_ideal: np.ndarray,
         levels: np.ndarray,
         cutoff: int | None,
-        zero_if_no_ideal: bool,
     ) -> None:
         self.fixed = fixed
         self.weights = weights
@@ -96,12 +93,9 @@ class _World:
         self.above = np.array([(judged_positive > g).sum() for g in all_levels], dtype=np.int64)
         self.at_or_above = np.array([(judged_positive >= g).sum() for g in all_levels], dtype=np.int64)
         self.discounts = discount_prefix(len(judged_positive) + self.slots, cutoff)
-        self.judged_ideal = float(judged_positive.size and self._ideal_of_counts(np.zeros(len(all_levels), np.int64)))
-        # Under no_relevant='zero' with no judged gain, the ratio is taken over assignments with some positive gain.
-        self.need_positive = self.judged_ideal <= 0 and zero_if_no_ideal
+        self.need_positive = judged_positive.size == 0
         positive = np.flatnonzero((all_levels > 0) & self.assignable)
         self.last_positive = int(positive[-1]) if positive.size else -1
-        self._terms: dict[tuple[float, bytes], list[tuple[np.ndarray, np.ndarray]]] = {}
 
     def _ideal_of_counts(self, counts: np.ndarray) -> float:
         used = np.concatenate([[0], np.cumsum(counts)])
@@ -113,10 +107,6 @@ class _World:
                 )
         return total
 
-    def ideal_with_every_slot_at(self, gain: float) -> float:
-        """The ideal DCG when every slot takes `gain`."""
-        return self._ideal_of_counts(np.where(self.levels == gain, self.slots, 0))
-
     def ratio_parts(self, counts: np.ndarray, ordered: np.ndarray) -> tuple[float, float]:
         """Numerator and ideal of the assignment giving `counts[l]` slots level l, laid over `ordered` weights."""
         prefix = np.concatenate([[0.0], np.cumsum(ordered)])
@@ -126,53 +116,37 @@ class _World:
         )
         return float(numerator), self._ideal_of_counts(counts)
 
-    def _level_terms(self, sign: float, ordered: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
-        """Per level, the numerator and ideal terms of moving from `source` to `target` used slots (rows, columns);
-        the numerator is -inf where target < source. Independent of lambda, so computed once per direction."""
-        key = (sign, ordered.tobytes())
-        if key not in self._terms:
-            prefix = np.concatenate([[0.0], np.cumsum(ordered)])
-            index = np.arange(self.slots + 1)
-            source, target = index[:, None], index[None, :]
-            terms = []
-            for level, gain in enumerate(self.levels):
-                if gain > 0:
-                    ideal = gain * (
-                        self.discounts[self.at_or_above[level] + target] - self.discounts[self.above[level] + source]
-                    )
-                else:
-                    ideal = np.zeros((self.slots + 1, self.slots + 1))
-                if self.assignable[level]:
-                    numerator = np.where(target >= source, sign * gain * (prefix[target] - prefix[source]), -np.inf)
-                else:  # judged gains only: no slot takes this level
-                    numerator = np.where(target == source, 0.0, -np.inf)
-                terms.append((numerator, ideal))
-            self._terms = {key: terms}
-        return self._terms[key]
-
     def best_counts(self, sign: float, lam: float, ordered: np.ndarray) -> tuple[float, np.ndarray] | None:
-        """The assignment maximising sign * numerator - lam * ideal, as counts per level, and that maximum."""
+        """The assignment maximising sign * numerator - lam * ideal, as counts per level, and that maximum.
+
+        A dynamic programme over the levels (highest gain first) whose state is the number of slots used so far.
+        Moving from `s` to `t` used slots at a level of gain g adds `sign g (P[t] - P[s])` to the numerator (P the
+        prefix sums of the ordered weights) and `g (D[a + t] - D[b + s])` to the ideal (D the discount prefix, a
+        and b the judged documents at or above and above the level): a term of `t` less a term of `s`. So the best
+        predecessor of every `t` is a running maximum over `s <= t`, and a level costs time linear in the slots."""
         slots = self.slots
+        used = np.arange(slots + 1)
+        prefix = np.concatenate([[0.0], np.cumsum(ordered)])
         best = np.full(slots + 1, -np.inf)
         best[0] = sign * self.fixed
         choices: list[np.ndarray] = []
-        last = len(self.levels) - 1
-        for level, (numerator, ideal) in enumerate(self._level_terms(sign, ordered)):
-            if level == 0:  # every assignment starts with no slot used
-                best = best[0] + numerator[0] - lam * ideal[0]
-                chosen = np.zeros(slots + 1, dtype=np.int64)
-            elif level == last:  # and ends with every slot used
-                column = best + numerator[:, slots] - lam * ideal[:, slots]
-                chosen = np.zeros(slots + 1, dtype=np.int64)
-                chosen[slots] = int(column.argmax())
-                best = np.full(slots + 1, -np.inf)
-                best[slots] = column[chosen[slots]]
+        for level, gain in enumerate(self.levels):
+            if gain > 0:
+                ideal_to = gain * self.discounts[self.at_or_above[level] + used]
+                ideal_from = gain * self.discounts[self.above[level] + used]
             else:
-                total = best[:, None] + numerator - lam * ideal
-                chosen = total.argmax(axis=0)
-                best = total[chosen, np.arange(slots + 1)]
+                ideal_to = ideal_from = np.zeros(slots + 1)
+            if self.assignable[level]:
+                credit = sign * gain * prefix
+                source = best - credit + lam * ideal_from
+                running = np.maximum.accumulate(source)
+                chosen = np.maximum.accumulate(np.where(source == running, used, 0))
+                best = running + credit - lam * ideal_to
+            else:  # judged gains only: no slot takes this level
+                chosen = used
+                best = best - lam * (ideal_to - ideal_from)
             if self.need_positive and level == self.last_positive:
-                best[0] = -np.inf
+                best[0] = -np.inf  # no slot took a positive gain: the ideal stays 0
             choices.append(chosen)
         if not np.isfinite(best[slots]):
             return None
@@ -186,7 +160,7 @@ class _World:
 
     def extreme(self, sign: float) -> float | None:
         """The largest (sign=1) or smallest (sign=-1) ratio over assignments with a positive ideal, by Dinkelbach's
-        iteration; None when no assignment has one."""
+        iteration; None when no assignment has one. The value returned is that of an assignment found."""
         ordered = np.sort(self.weights)[::-1] if sign > 0 else np.sort(self.weights)
         found = self.best_counts(sign, 0.0, ordered)
         if found is None:
@@ -204,20 +178,6 @@ class _World:
             lam = improved
         return sign * lam
 
-    def bound(self, sign: float, assignable: np.ndarray) -> float:
-        """A value every assignment's ratio lies beyond (<= for the maximum, >= for the minimum): the best
-        numerator over whichever ideal extreme makes it larger (smaller)."""
-        top, bottom = float(assignable.max()), float(assignable.min())
-        # Each slot's best (worst) credit on its own: its weight may be negative (a paired difference's).
-        credits = np.stack([top * self.weights, bottom * self.weights])
-        numerator = self.fixed + float((credits.max(axis=0) if sign > 0 else credits.min(axis=0)).sum())
-        positive = assignable[assignable > 0]
-        lowest_ideal = self.judged_ideal if self.judged_ideal > 0 else float(positive.min() if positive.size else 0)
-        highest_ideal = self.ideal_with_every_slot_at(top)
-        if sign > 0:
-            return numerator / (lowest_ideal if numerator >= 0 else highest_ideal)
-        return numerator / (highest_ideal if numerator >= 0 else lowest_ideal)
-
 
 def ndcg_interval(
     fixed: float,
@@ -232,10 +192,11 @@ def ndcg_interval(
 
     `weights` are the unjudged slots' weights (0 for a slot below the cutoff that can only raise the ideal; a
     paired difference's may be negative: transforms/paired_intervals.py),
-    `judged_ideal` the gains of the judged ideal universe, `levels` the gains a slot may take. None when no
-    assignment gives a positive ideal and `zero_if_no_ideal` is false (the value is null); with it true such
-    assignments score 0. Up to `enumeration_limit` multisets of grades are enumerated, beyond it the programme runs
-    (both exact; tests compare them)."""
+    `judged_ideal` the gains of the judged ideal universe, `levels` the gains a slot may take. An assignment that
+    leaves the ideal at 0 scores 0 when `zero_if_no_ideal` is true; when it is false that assignment has no value
+    (no_relevant='null'), and the interval is taken over the assignments that have one: None when none has. Up to
+    `enumeration_limit` multisets of grades are enumerated, beyond it the programme runs (both exact, each end the
+    value of an assignment; tests compare them)."""
     levels_array = np.unique(np.asarray(levels, dtype=np.float64))
     if levels_array.size == 0:  # no grade to give: only a list without unjudged documents has a value to keep
         if len(weights):
@@ -244,11 +205,10 @@ def ndcg_interval(
     weights_array = np.asarray(weights, dtype=np.float64)
     judged = np.asarray(judged_ideal, dtype=np.float64)
     judged = judged[judged > 0]  # only positive gains enter an ideal ranking
-    if judged.size == 0 and not zero_if_no_ideal:
-        return None
     need_positive = judged.size == 0  # the ideal is positive only if some slot gets a positive gain
-    if need_positive and not (levels_array > 0).any():
-        return 0.0, 0.0, True  # no grade can make the ideal positive: every assignment scores 0
+    if need_positive and (not (levels_array > 0).any() or weights_array.size == 0):
+        # No assignment makes the ideal positive: every one scores 0, or none has a value.
+        return (0.0, 0.0, True) if zero_if_no_ideal else None
     below = int((weights_array == 0).sum())
     if not need_positive and below and levels_array.min() >= 0 and fixed >= 0 and weights_array.min() >= 0:
         # Every numerator is >= 0 here, so a slot below the cutoff (weight 0, ideal only) takes the highest gain in
@@ -262,13 +222,12 @@ def ndcg_interval(
         low_side = high_side = (weights_array, judged)
     args = (float(fixed), levels_array, cutoff, zero_if_no_ideal, enumeration_limit)
     if low_side is high_side and multisets(len(weights_array), len(levels_array)) <= enumeration_limit:
-        (low, high), low_exact, high_exact = _enumerated_ends(*low_side, float(fixed), levels_array, cutoff), True, True
+        low, high = _enumerated_ends(*low_side, float(fixed), levels_array, cutoff, zero_if_no_ideal=zero_if_no_ideal)
     else:
-        low, low_exact = _extreme(-1.0, *low_side, *args)
-        high, high_exact = _extreme(1.0, *high_side, *args)
+        low, high = _extreme(-1.0, *low_side, *args), _extreme(1.0, *high_side, *args)
     if low is None or high is None:
         return None
-    return min(low, high), max(low, high), low_exact and high_exact
+    return min(low, high), max(low, high), True
 
 
 def multisets(slots: int, levels: int) -> int:
@@ -291,29 +250,17 @@ def _extreme(
     cutoff: int | None,
     zero_if_no_ideal: bool,
     enumeration_limit: int,
-) -> tuple[float | None, bool]:
-    """The largest (sign 1) or smallest (sign -1) value and whether it is exact: by enumerating the multisets of
-    levels when there are at most `enumeration_limit` (vectorised, cheap for the usual top 10), else by the
-    programme (`_World.extreme`), else a bound (`_World.bound`)."""
+) -> float | None:
+    """The largest (sign 1) or smallest (sign -1) value: by enumerating the multisets of levels when there are at
+    most `enumeration_limit` (vectorised, cheap for the usual top 10), else by the programme (`_World.extreme`).
+    None when no assignment has a value (see `ndcg_interval`)."""
     if multisets(len(weights), len(levels)) <= enumeration_limit:
-        return _enumerated_extreme(sign, weights, judged, fixed, levels, cutoff), True
-    world = _World(fixed, weights, judged, levels, cutoff, zero_if_no_ideal)
-    if world.slots <= EXACT_SLOTS_MAX:
-        end = world.extreme(sign)
-        if world.need_positive and (world.slots == 0 or bool((levels <= 0).any())):
-            end = 0.0 if end is None else (max if sign > 0 else min)(end, 0.0)  # an ideal of 0 scores 0
-        return end, True
-    end = world.bound(sign, levels)
-    if (levels >= 0).all() and fixed >= 0 and (weights >= 0).all():
-        end = min(max(end, 0.0), 1.0)  # every gain non-negative: nDCG lies in [0, 1] (no ranking beats the ideal)
-    return end, False
-
-
-def _enumerated_extreme(
-    sign: float, weights: np.ndarray, judged: np.ndarray, fixed: float, levels: np.ndarray, cutoff: int | None
-) -> float:
-    """`_extreme` by enumerating every multiset of levels (see `_enumerated_ends`)."""
-    return _enumerated_ends(weights, judged, fixed, levels, cutoff, (sign,))[0]
+        return _enumerated_ends(weights, judged, fixed, levels, cutoff, (sign,), zero_if_no_ideal)[0]
+    world = _World(fixed, weights, judged, levels, cutoff)
+    end = world.extreme(sign)
+    if zero_if_no_ideal and world.need_positive and bool((levels <= 0).any()):
+        end = 0.0 if end is None else (max if sign > 0 else min)(end, 0.0)  # an ideal of 0 scores 0
+    return end
 
 
 def _enumerated_ends(
@@ -323,11 +270,12 @@ def _enumerated_ends(
     levels: np.ndarray,
     cutoff: int | None,
     signs: tuple[float, ...] = (-1.0, 1.0),
-) -> tuple[float, ...]:
+    zero_if_no_ideal: bool = True,
+) -> tuple[float | None, ...]:
     """The smallest (sign -1) and largest (sign 1) value over every multiset of levels given to the slots, each laid
     over the slots by rearrangement (highest levels on the largest weights for the maximum, on the smallest for the
-    minimum). An assignment that leaves the ideal at 0 scores 0 (reachable only under no_relevant='zero':
-    otherwise the judged ideal is > 0)."""
+    minimum). An assignment that leaves the ideal at 0 (only possible without a judged positive gain) scores 0, or,
+    unless `zero_if_no_ideal`, has no value and is left out (None when every one is)."""
     level_set = {float(g) for g in levels}
     all_levels = np.array(sorted(level_set | {float(g) for g in judged}, reverse=True))
     assignable = [i for i, g in enumerate(all_levels) if g in level_set]
@@ -341,13 +289,16 @@ def _enumerated_ends(
     positive = np.where(all_levels > 0, all_levels, 0.0)
     ideal = ((discounts[at_or_above + used_after] - discounts[above + used_before]) * positive).sum(axis=1)
     defined = ideal > 0
+    if not (zero_if_no_ideal or defined.any()):
+        return tuple(None for _ in signs)
     safe_ideal = np.where(defined, ideal, 1.0)
-    ends = []
+    ends: list[float | None] = []
     for sign in signs:
         ordered = np.sort(weights)[::-1] if sign > 0 else np.sort(weights)
         prefix = np.concatenate([[0.0], np.cumsum(ordered)])
         numerator = fixed + ((prefix[used_after] - prefix[used_before]) * all_levels).sum(axis=1)
-        values = np.where(defined, numerator / safe_ideal, 0.0)
+        undefined = 0.0 if zero_if_no_ideal else -sign * np.inf
+        values = np.where(defined, numerator / safe_ideal, undefined)
         ends.append(float(values.max() if sign > 0 else values.min()))
     return tuple(ends)
 
@@ -724,9 +675,12 @@ def with_intervals(
     per_query: pl.LazyFrame, intervals: pl.LazyFrame, families: Sequence[str] = ("nDCG",)
 ) -> pl.LazyFrame:
     """The per-query table with `value_min`, `value_max` and `interval_kind` beside `value`, for the rows of the
-    measure `families` (every row when `intervals` has no `measure` column): null where the value is null, and the
-    value itself where nothing is unjudged (`intervals` has no row: nothing retrieved is unjudged, or a judged query
-    is missing from the run).
+    measure `families` (every row when `intervals` has no `measure` column): the value itself where nothing is
+    unjudged (`intervals` has no row: nothing retrieved is unjudged, or a judged query is missing from the run).
+
+    A null value (no relevant judgment, under no_relevant='null') keeps the interval over the worlds in which the
+    query has a value (some unjudged document made relevant), null where none has: the query may join the mean,
+    and the summary counts it in (`transforms.summary.mean_interval`).
 
     The ends are widened to hold the value: `value_min = min(value_min, value)`, `value_max = max(value_max,
     value)`. The value and the ends are computed by different floating operations (an end may be an ulp or two
@@ -737,16 +691,17 @@ def with_intervals(
     joined = per_query.join(intervals, on=keys, how="left", nulls_equal=True, maintain_order="left")
     has_method = pl.col("measure").is_in(list(families)) if "measure" in keys else pl.lit(True)
     defined = pl.col("value").is_not_null() & has_method
+    undefined_now = pl.col("value").is_null() & has_method & pl.col("value_min").is_not_null()
     no_rows = pl.col("interval_kind").is_null()
     value = pl.col("value")
     return joined.with_columns(
         value_min=pl.when(defined).then(
             pl.when(no_rows).then(value).otherwise(pl.min_horizontal(pl.col("value_min"), value))
-        ),
+        ).when(undefined_now).then(pl.col("value_min")),
         value_max=pl.when(defined).then(
             pl.when(no_rows).then(value).otherwise(pl.max_horizontal(pl.col("value_max"), value))
-        ),
+        ).when(undefined_now).then(pl.col("value_max")),
         interval_kind=pl.when(defined).then(
             pl.when(no_rows).then(pl.lit("exact")).otherwise(pl.col("interval_kind").cast(pl.String))
-        ).cast(INTERVAL_KIND),
+        ).when(undefined_now).then(pl.col("interval_kind").cast(pl.String)).cast(INTERVAL_KIND),
     )

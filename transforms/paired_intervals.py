@@ -81,14 +81,14 @@ def difference_interval(
     judged = judged[judged > 0]
     exact_count = ideal_only_fewest == ideal_only_most
     if judged.size == 0:
-        if not zero_if_no_ideal:
-            return None
-        # The ideal may stay 0 (scored 0): the ideal-only documents are slots of weight 0 in the kernel.
-        ends = [
-            ndcg_interval(fixed, [*weights, *[0.0] * count], judged, levels_array, cutoff, True)
+        # The ideal may stay 0 (scored 0, or no value): the ideal-only documents are slots of weight 0 in the
+        # kernel, since giving one a positive gain is what may give the query a value.
+        found = [
+            ndcg_interval(fixed, [*weights, *[0.0] * count], judged, levels_array, cutoff, zero_if_no_ideal)
             for count in sorted({ideal_only_fewest, ideal_only_most})
         ]
-        if any(end is None for end in ends):
+        ends = [end for end in found if end is not None]
+        if not ends:
             return None
         return min(e[0] for e in ends), max(e[1] for e in ends), all(e[2] for e in ends) and exact_count
     if levels_array.size == 0:
@@ -190,7 +190,6 @@ def pair_worlds(
         per_cutoff.append((credit, docs))
     credit = pl.concat([c for c, _ in per_cutoff])
     docs = pl.concat([d for _, d in per_cutoff])
-    side_keys = [QUERY, "cutoff"]
 
     def side(role: str) -> pl.LazyFrame:
         return pairs.join(docs.rename({"run": role, "weight": f"{role}_weight", "rank": f"{role}_rank"}), on=role)
@@ -254,8 +253,8 @@ def difference_intervals(
     pairs: pl.LazyFrame,
     grades: Sequence[int] | None = None,
 ) -> pl.LazyFrame:
-    """`difference_min`, `difference_max` and `difference_kind` of nDCG per pair, judged query and cutoff where
-    either run retrieved an unjudged document (arguments as for `pair_worlds`), with `n_unjudged`, the unjudged
+    """`difference_min`, `difference_max` and `difference_kind` of nDCG (`measure`) per pair, judged query and cutoff
+    where either run retrieved an unjudged document (arguments as for `pair_worlds`), with `n_unjudged`, the unjudged
     documents of the two lists read; the caller keeps the difference itself, exact, where there is no row
     (`with_difference_intervals`)."""
     zero_if_no_ideal = spec.no_relevant == "zero"
@@ -268,33 +267,45 @@ def difference_intervals(
         )
         .unnest("difference")
         .select(
-            *PAIR_KEYS, "difference_min", "difference_max", pl.col("difference_kind").cast(INTERVAL_KIND),
+            *PAIR_KEYS, pl.lit("nDCG").alias("measure"), "difference_min", "difference_max",
+            pl.col("difference_kind").cast(INTERVAL_KIND),
             n_unjudged=(pl.col("docs").list.len() + pl.col("ideal_only_docs").list.len()).cast(pl.Int64),
         )
     )
+
+
+DIFFERENCE_ROWS = {
+    "baseline": pl.String, "run": pl.String, QUERY: pl.String, "cutoff": pl.Int32, "measure": pl.String,
+    "difference_min": pl.Float64, "difference_max": pl.Float64, "difference_kind": INTERVAL_KIND, "n_unjudged": pl.Int64,
+}
+"""The rows of paired difference intervals `with_difference_intervals` takes: nDCG's (`difference_intervals`, with
+`measure` "nDCG") and the other measures' (`transforms.binary_intervals.binary_difference_intervals`)."""
 
 
 def with_difference_intervals(
     paired: pl.LazyFrame, intervals: pl.LazyFrame | None, families: Sequence[str] = ("nDCG",)
 ) -> pl.LazyFrame:
     """The paired per-query rows (`transforms.compare.paired_per_query`) with `difference_min`, `difference_max`
-    and `difference_kind`: from `intervals` (one world, `difference_intervals`) on the rows of the measure
-    `families` it covers, the difference itself (exact) where it has no row; elsewhere the bound from the per-run
-    intervals (exact only when both have width 0), null without them. Widened to hold the difference, which is
-    computed by other floating operations (as `transforms.intervals.with_intervals` does). `n_unjudged`: the
-    unjudged documents of the two lists read, where one world is shared (null elsewhere)."""
+    and `difference_kind`: from `intervals` (one world, `DIFFERENCE_ROWS`) on the rows of the measure `families`
+    it covers, the difference itself (exact) where it has no row; elsewhere the bound from the per-run intervals
+    (exact only when both have width 0), null without them. Widened to hold the difference, which is computed by
+    other floating operations (as `transforms.intervals.with_intervals` does). `n_unjudged`: the unjudged
+    documents of the two lists read, where one world is shared (null elsewhere).
+
+    A row without a difference (a query undefined now: `paired_per_query`) keeps the interval over the worlds that
+    give it one, and is dropped when it has none (no world gives it a value)."""
     difference = pl.col("difference")
-    family = pl.col("measure").str.extract(r"^([^@(\[]+)", 1)
+    # A stored per-query table from before measures had their own column labels nDCG's rows by the spec's label.
+    family = pl.when(pl.col("measure").is_in(list(families))).then(pl.col("measure")).otherwise(
+        pl.col("measure").str.extract(r"^([^@(\[]+)", 1)
+    )
     covered = family.is_in(list(families)) if intervals is not None else pl.lit(False)
     if intervals is None:
-        intervals = pl.LazyFrame(schema={
-            **{k: t for k, t in zip(PAIR_KEYS, [pl.String, pl.String, pl.String, pl.Int32], strict=True)},
-            "difference_min": pl.Float64, "difference_max": pl.Float64, "difference_kind": INTERVAL_KIND,
-            "n_unjudged": pl.Int64,
-        })
-    joined = paired.join(
-        intervals.rename({"difference_min": "_low", "difference_max": "_high", "difference_kind": "_kind"}),
-        on=PAIR_KEYS, how="left", nulls_equal=True, maintain_order="left",
+        intervals = pl.LazyFrame(schema=DIFFERENCE_ROWS)
+    joined = paired.with_columns(_family=family).join(
+        intervals.rename({"difference_min": "_low", "difference_max": "_high", "difference_kind": "_kind",
+                          "measure": "_family"}),
+        on=[*PAIR_KEYS, "_family"], how="left", nulls_equal=True, maintain_order="left",
     )
     run_low, run_high = pl.col("run_value_min"), pl.col("run_value_max")
     base_low, base_high = pl.col("baseline_value_min"), pl.col("baseline_value_max")
@@ -312,26 +323,14 @@ def with_difference_intervals(
     )
     kind = (
         pl.when(covered & pl.col("_kind").is_not_null()).then(pl.col("_kind").cast(pl.String))
-        .when(covered).then(pl.lit("exact"))
-        .when(has_run_bounds & zero_width).then(pl.lit("exact"))
+        .when(covered & difference.is_not_null()).then(pl.lit("exact"))
+        .when(has_run_bounds & zero_width & difference.is_not_null()).then(pl.lit("exact"))
         .when(has_run_bounds).then(pl.lit("bound"))
     )
     return joined.with_columns(
         difference_min=low, difference_max=high, difference_kind=kind.cast(INTERVAL_KIND),
         n_unjudged=pl.when(covered).then(pl.col("n_unjudged").fill_null(0)),
-    ).drop("_low", "_high", "_kind")
-
-
-def mean_difference_interval(
-    low: np.ndarray, high: np.ndarray, weights: np.ndarray
-) -> tuple[float | None, float | None]:
-    """The interval of the aggregate difference: the `weights`-weighted mean of the per-query ends (one grading of
-    every query's unjudged documents: queries are independent, so each end is reached query by query). None when
-    there is no query or a query has no interval."""
-    if low.size == 0 or np.isnan(low).any() or np.isnan(high).any() or weights.sum() <= 0:
-        return None, None
-    total = float(weights.sum())
-    return float((low * weights).sum() / total), float((high * weights).sum() / total)
+    ).drop("_low", "_high", "_kind", "_family").filter(difference.is_not_null() | pl.col("difference_min").is_not_null())
 
 
 def decided_direction(low: float | None, high: float | None) -> str | None:

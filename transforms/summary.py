@@ -39,20 +39,61 @@ def _rule(spec: EvaluationSpec) -> str:
     return "mean"
 
 
+def extreme_aggregate(
+    end: str, weight: pl.Expr, counted: pl.Expr, may_count: pl.Expr, lowest: bool
+) -> pl.Expr:
+    """In an aggregation: the smallest (`lowest`) or largest weighted mean of the column `end` over every world.
+    Rows where `counted` holds are in the mean in every world, with their `end`. Rows where `may_count` holds are in
+    it only in the worlds that give them a value (a query without a relevant judgment now, some of whose unjudged
+    documents may be relevant: `transforms.intervals.with_intervals`), their value then reaching `end`. Which of
+    them count is part of the world: adding a row lowers the mean exactly when its end lies below the mean, so the
+    smallest mean takes the may-count rows of the lowest ends, a prefix of them in that order (the largest, of the
+    highest ends), and every prefix is tried. Null when no world has a positive total weight."""
+    base_sum = ordered_sum((pl.col(end) * weight).filter(counted)).fill_null(0.0)
+    base_weight = ordered_sum(weight.filter(counted)).fill_null(0.0)
+    ends, weights = pl.col(end).filter(may_count), weight.filter(may_count)
+    order = ends.arg_sort(descending=not lowest)
+    sums = base_sum + (ends * weights).gather(order).cum_sum()
+    totals = base_weight + weights.gather(order).cum_sum()
+    joined = (sums / totals).filter(totals > 0)
+    alone = pl.when(base_weight > 0).then(base_sum / base_weight)
+    if lowest:
+        return pl.min_horizontal(alone, joined.min())
+    return pl.max_horizontal(alone, joined.max())
+
+
+def aggregate_interval(
+    low: str, high: str, value: str, weight: pl.Expr, may_count: pl.Expr
+) -> tuple[pl.Expr, pl.Expr]:
+    """In an aggregation: the interval of the weighted mean of `value` over every world, from the rows' ends `low`
+    and `high` (`extreme_aggregate`): the rows with a value always count, the `may_count` rows (no value now, an
+    interval) in the worlds that give them one. Null when a row with a value has no end."""
+    counted = pl.col(value).is_not_null()
+    every_end = (pl.col(low).is_not_null() & pl.col(high).is_not_null()).filter(counted).all()
+    return (
+        pl.when(every_end).then(extreme_aggregate(low, weight, counted, may_count, lowest=True)),
+        pl.when(every_end).then(extreme_aggregate(high, weight, counted, may_count, lowest=False)),
+    )
+
+
 def summarize(per_query: pl.LazyFrame, spec: EvaluationSpec) -> pl.LazyFrame:
-    """Per measure and cutoff: the declared aggregate over the scored queries (value not null) and what was left out."""
+    """Per measure and cutoff: the declared aggregate over the scored queries (value not null) and what was left out.
+    The aggregate's interval ranges over every world of the unjudged documents, a query without a relevant judgment
+    joining the mean in the worlds that give it a value (`aggregate_interval`)."""
     per_query = _weighted(per_query, spec)
+    if "weight" not in per_query.collect_schema().names():
+        per_query = per_query.with_columns(weight=pl.lit(1.0, pl.Float64))
     aggregate_of = _aggregate_of(spec)
     rule = _rule(spec)
     aggregate = aggregate_of("value")
-    # A measure with an interval on every scored row (Judged has none). The ends' aggregates take the same queries,
-    # weights and order of additions as the value's, so, each row's ends holding its value
-    # (`transforms.intervals.with_intervals`), rounding keeps min <= value <= max; the clip below states it.
-    has_interval = (pl.col("value_min").is_not_null() == pl.col("value").is_not_null()).all() & pl.col(
-        "value_min"
-    ).is_not_null().any()
-    families = list(dict.fromkeys(m.family for m in spec.measure_list()))
     scored = pl.col("value").is_not_null()
+    # A measure with an interval on every scored row (Judged has none); each row's ends hold its value
+    # (`transforms.intervals.with_intervals`), and the clip to the aggregate below keeps min <= value <= max
+    # whatever the rounding of the sums.
+    has_interval = (pl.col("value_min").is_not_null() | ~scored).all() & pl.col("value_min").is_not_null().any()
+    may_join = ~scored & pl.col("value_min").is_not_null()
+    low, high = aggregate_interval("value_min", "value_max", "value", pl.col("weight"), may_join)
+    families = list(dict.fromkeys(m.family for m in spec.measure_list()))
     status = pl.col("status")
     k_or_all = pl.col("cutoff").cast(pl.Int64).fill_null(pl.col("n_retrieved"))
     unjudged_only = scored & (pl.col("n_retrieved") > 0) & (
@@ -63,8 +104,8 @@ def summarize(per_query: pl.LazyFrame, spec: EvaluationSpec) -> pl.LazyFrame:
         .group_by("measure", "cutoff")
         .agg(
             value=pl.when(scored.any()).then(aggregate),
-            value_min=pl.when(scored.any() & has_interval).then(pl.min_horizontal(aggregate_of("value_min"), aggregate)),
-            value_max=pl.when(scored.any() & has_interval).then(pl.max_horizontal(aggregate_of("value_max"), aggregate)),
+            value_min=pl.when(has_interval).then(pl.min_horizontal(low, aggregate)),
+            value_max=pl.when(has_interval).then(pl.max_horizontal(high, aggregate)),
             interval_width=pl.lit(spec.interval_width, pl.Float64),
             n_wide_intervals=(scored & (pl.col("value_max") - pl.col("value_min") > spec.interval_width)).sum(),
             n_bound_intervals=(scored & (pl.col("interval_kind") == "bound")).sum(),

@@ -28,6 +28,7 @@ from judged.schemas.fields import QUERY
 from judged.schemas.spec import EvaluationSpec
 from judged.schemas.tables import WORKLIST
 from judged.transforms.intervals import interval_of_world
+from judged.transforms.summary import aggregate_interval
 
 
 def grade_counts(judgments: pl.LazyFrame) -> pl.LazyFrame:
@@ -256,8 +257,8 @@ def pair_states(
     from judged.transforms.paired_intervals import DIFFERENCE_INPUTS, DIFFERENCE_STRUCT, differences_of_worlds, pair_worlds
 
     zero_if_no_ideal = spec.no_relevant == "zero"
-    weights = _weights_of(judgments, spec, query_weights)
-    worlds = (
+    queries = _weights_of(judgments, spec, query_weights)
+    every_world = (
         pair_worlds(ranked, judgments, spec, pairs, grades, every_query=True)
         .with_columns(
             difference=pl.struct(DIFFERENCE_INPUTS).map_batches(
@@ -266,47 +267,50 @@ def pair_states(
         )
         .unnest("difference")
         .filter(pl.col("difference_min").is_not_null())
-        .join(weights, on=QUERY, how="inner")
+        .join(queries, on=QUERY, how="inner")
         .with_columns(width=pl.col("difference_max") - pl.col("difference_min"))
         .collect()
     )
-    total = weights.select(pl.col("weight").sum()).collect().item() or 0.0
+    # The priorities read the queries with a value now; a query without a relevant judgment only joins the mean.
+    worlds = every_world.filter("valued").drop("valued")
+    # Every judged query of every pair: one with a value that neither run retrieved differs by 0 (both score 0).
+    sample = (
+        pairs.collect().join(queries.collect(), how="cross")
+        .join(every_world.select("baseline", "run", QUERY, "difference_min", "difference_max"),
+              on=["baseline", "run", QUERY], how="left")
+        .with_columns(pl.when("valued").then(pl.col(c).fill_null(0.0)).otherwise(pl.col(c))
+                      for c in ("difference_min", "difference_max"))
+        .with_columns(counted=pl.when("valued").then(0.0))
+    )
+    may_join = pl.col("counted").is_null() & pl.col("difference_min").is_not_null()
+    low, high = aggregate_interval("difference_min", "difference_max", "counted", pl.col("weight"), may_join)
     per_pair = (
         pairs.collect()
-        .join(
-            worlds.group_by("baseline", "run").agg(
-                low=(pl.col("difference_min") * pl.col("weight")).sum(),
-                high=(pl.col("difference_max") * pl.col("weight")).sum(),
-            ),
-            on=["baseline", "run"], how="left",
-        )
-        .with_columns(
-            mean_difference_min=pl.col("low").fill_null(0.0) / total if total else None,
-            mean_difference_max=pl.col("high").fill_null(0.0) / total if total else None,
-        )
+        .join(sample.group_by("baseline", "run").agg(mean_difference_min=low, mean_difference_max=high),
+              on=["baseline", "run"], how="left")
         .with_columns(
             decided_direction=pl.when(pl.col("mean_difference_min") > 0).then(pl.lit("run"))
             .when(pl.col("mean_difference_max") < 0).then(pl.lit("baseline")),
         )
         .with_columns(decided=pl.col("decided_direction").is_not_null())
-        .drop("low", "high")
     )
     return worlds, per_pair
 
 
 def _weights_of(judgments: pl.LazyFrame, spec: EvaluationSpec, query_weights: pl.LazyFrame | None) -> pl.LazyFrame:
-    """`query_id`, `weight` of the judged queries that have a value: some judged relevant document, or every judged
-    query under `no_relevant='zero'` (weight 1 where none is declared)."""
+    """`query_id`, `weight` (1 where none is declared) and `valued` of the judged queries: `valued` when the query
+    has a value whatever the unjudged documents are (some judged relevant document, or every judged query under
+    `no_relevant='zero'`); the others have one only in the worlds where some unjudged document is relevant."""
     from judged.transforms.measures.ndcg import gain_of
 
     resolved = judgments.filter(pl.col("relevance").is_not_null())
-    queries = resolved.group_by(QUERY).agg(relevant=(gain_of(spec) > 0).any())
-    if spec.no_relevant != "zero":
-        queries = queries.filter(pl.col("relevant"))
+    queries = resolved.group_by(QUERY).agg(
+        valued=(gain_of(spec) > 0).any() | pl.lit(spec.no_relevant == "zero")
+    )
     declared = query_weights if query_weights is not None else pl.LazyFrame(
         schema={QUERY: pl.String, "weight": pl.Float64}
     )
-    return queries.select(QUERY).join(declared, on=QUERY, how="left").with_columns(pl.col("weight").fill_null(1.0))
+    return queries.join(declared, on=QUERY, how="left").with_columns(pl.col("weight").fill_null(1.0))
 
 
 def pairs_worklist(
@@ -344,7 +348,8 @@ def pairs_worklist(
 
     worlds, per_pair = pair_states(ranked, judgments, spec, grades, pairs, query_weights)
     # The aggregate's denominator, as pair_states takes it: each query's weight once (worlds repeat it per pair).
-    total = _weights_of(judgments, spec, query_weights).select(pl.col("weight").sum()).collect().item() or 0.0
+    total = _weights_of(judgments, spec, query_weights).filter("valued").select(
+        pl.col("weight").sum()).collect().item() or 0.0
     undecided = per_pair.filter(~pl.col("decided")).with_columns(
         pair_width=pl.col("mean_difference_max") - pl.col("mean_difference_min")
     )

@@ -27,9 +27,9 @@ from judged.schemas.comparison import ComparisonSettings, comparison_id
 from judged.flows.engine.versions import implementation_commit, implementation_version, library_versions
 from judged.schemas.provenance import METHOD_VERSION, canonical_json, evaluation_id, is_older_method
 from judged.schemas.spec import EvaluationSpec
-from judged.transforms.paired_intervals import (
-    decided_direction, difference_intervals, mean_difference_interval, with_difference_intervals,
-)
+from judged.transforms.binary_intervals import binary_difference_intervals, interval_measures
+from judged.transforms.paired_intervals import decided_direction, difference_intervals, with_difference_intervals
+from judged.transforms.summary import aggregate_interval
 from judged.transforms.compare import (
     adjusted_p_values,
     bootstrap_interval,
@@ -287,8 +287,8 @@ def compare_evaluations(
     base_index = names.index(base_name)
     frames = [(name, with_measure(e.per_query.lazy(), e.spec)) for name, e in zip(names, evaluations, strict=True)]
     paired = paired_per_query(frames, base_name, settings.query_set)
-    intervals = paired_difference_rows(evaluations, names, base_name)
-    paired = with_robustness(with_difference_intervals(paired, intervals), settings.tie_tolerance).collect()
+    intervals, families = paired_difference_rows(evaluations, names, base_name)
+    paired = with_robustness(with_difference_intervals(paired, intervals, families), settings.tie_tolerance).collect()
     has_intervals = paired["robustness"].null_count() < paired.height
     tukey = _tukey_p_values(frames, base_name, settings) if len(frames) > 2 else {}
     keys = frames[base_index][1].select("measure", "cutoff").unique().sort("cutoff", "measure", nulls_last=True)
@@ -337,41 +337,65 @@ def compare_evaluations(
 
 def paired_difference_rows(
     evaluations: Sequence[ComparedEvaluation], names: Sequence[str], base_name: str
-) -> pl.LazyFrame | None:
-    """nDCG's paired difference intervals of the baseline against each other run (`difference_intervals`), from
-    the runs' ranked lists and the one judgment set; None where no world is shared (another ideal than `judged`,
-    no nDCG measure) or an evaluation's inputs are not at hand: the per-run intervals then bound the difference."""
+) -> tuple[pl.LazyFrame | None, list[str]]:
+    """The paired difference intervals of the baseline against each other run, one world for both runs, and the
+    measure families they cover: nDCG's (`difference_intervals`, under `ideal='judged'`, where both runs share one
+    ideal) and every other measure's with an interval (`binary_difference_intervals`), from the runs' ranked lists
+    and the one judgment set. None where an evaluation's inputs are not at hand: the per-run intervals then bound
+    the difference, as they do nDCG's under `ideal='retrieved'`."""
     spec = evaluations[0].spec
-    ndcg_cutoffs = tuple(m.cutoff for m in spec.measure_list() if m.name == "nDCG")
-    if spec.ideal != "judged" or not ndcg_cutoffs or any(e.inputs is None for e in evaluations):
-        return None
+    if any(e.inputs is None for e in evaluations):
+        return None, []
     judgments = evaluations[0].inputs[1]
     ranked = pl.concat([
         ranked_rows(e.inputs[0], judgments, spec).with_columns(run=pl.lit(name))
         for name, e in zip(names, evaluations, strict=True)
     ], how="diagonal_relaxed")
     pairs = pl.LazyFrame({"baseline": base_name, "run": [name for name in names if name != base_name]})
-    ndcg_spec = spec.model_copy(update={"cutoffs": ndcg_cutoffs})
-    return difference_intervals(ranked, whole_judgment_rows(judgments, spec), ndcg_spec, pairs, grade_scale(judgments))
+    judgment_rows, scale = whole_judgment_rows(judgments, spec), grade_scale(judgments)
+    frames, families = [], []
+    ndcg_cutoffs = tuple(m.cutoff for m in spec.measure_list() if m.name == "nDCG")
+    if spec.ideal == "judged" and ndcg_cutoffs:
+        ndcg_spec = spec.model_copy(update={"cutoffs": ndcg_cutoffs})
+        frames.append(difference_intervals(ranked, judgment_rows, ndcg_spec, pairs, scale))
+        families.append("nDCG")
+    others = interval_measures(spec)
+    if others:
+        frames.append(binary_difference_intervals(ranked, judgment_rows, spec, others, pairs, scale))
+        families += [m.family for m in others]
+    if not frames:
+        return None, []
+    return pl.concat(frames, how="vertical_relaxed"), families
 
 
-def _query_weights(group: pl.DataFrame, spec: EvaluationSpec) -> np.ndarray:
+def _query_weights(group: pl.DataFrame, spec: EvaluationSpec) -> pl.Series:
     """Each query's weight under the spec's aggregation (1 under a plain mean, or where none is declared)."""
     if spec.aggregation != "weighted_mean":
-        return np.ones(group.height)
+        return pl.Series("weight", [1.0] * group.height, dtype=pl.Float64)
     declared = dict(spec.query_weights)
-    return np.array([declared.get(q, 1.0) for q in group["query_id"].to_list()], dtype=np.float64)
+    return pl.Series("weight", [declared.get(q, 1.0) for q in group["query_id"].to_list()], dtype=pl.Float64)
+
+
+def mean_difference_interval(group: pl.DataFrame, spec: EvaluationSpec) -> tuple[float | None, float | None]:
+    """The interval of a pair's aggregate difference over every world (`transforms.summary.aggregate_interval`):
+    the queries with a difference always count, with their ends; a query without one now (no relevant judgment)
+    joins in the worlds that give it one. None when a query has no interval or no world has a positive weight."""
+    if group.is_empty():
+        return None, None
+    may_join = pl.col("difference").is_null() & pl.col("difference_min").is_not_null()
+    low, high = aggregate_interval("difference_min", "difference_max", "difference", pl.col("weight"), may_join)
+    ends = group.with_columns(_query_weights(group, spec)).select(low=low, high=high).row(0)
+    return ends[0], ends[1]
 
 
 def _pair_statistics(
     group: pl.DataFrame, settings: ComparisonSettings, has_intervals: bool, spec: EvaluationSpec
 ) -> dict[str, object]:
-    differences = group["difference"].to_numpy().astype(np.float64)
-    low, high = mean_difference_interval(
-        group["difference_min"].to_numpy().astype(np.float64), group["difference_max"].to_numpy().astype(np.float64),
-        _query_weights(group, spec),
-    )
+    low, high = mean_difference_interval(group, spec)
     direction = decided_direction(low, high)
+    everywhere = group  # the queries of every world: for the counts of what the intervals rest on
+    group = group.filter(pl.col("difference").is_not_null())
+    differences = group["difference"].to_numpy().astype(np.float64)
     t_test = paired_t_test(differences)
     randomization = randomization_test(differences, settings.permutations, settings.seed)
     ci_low, ci_high = bootstrap_interval(
@@ -392,8 +416,9 @@ def _pair_statistics(
         "unresolved": int((group["robustness"] == "unresolved").sum()) if has_intervals else None,
         "mean_difference_min": low, "mean_difference_max": high,
         "decided": None if low is None else direction is not None, "decided_direction": direction,
-        "unjudged_documents": None if group["n_unjudged"].null_count() else int(group["n_unjudged"].sum()),
-        "open_queries": None if low is None else int((group["difference_max"] > group["difference_min"]).sum()),
+        "unjudged_documents": None if everywhere["n_unjudged"].null_count() else int(everywhere["n_unjudged"].sum()),
+        "open_queries": None if low is None else int(
+            (everywhere["difference_max"] > everywhere["difference_min"]).sum()),
     }
 
 

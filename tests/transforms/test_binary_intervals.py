@@ -5,14 +5,19 @@ from __future__ import annotations
 
 import itertools
 
+import numpy as np
 import polars as pl
 import pytest
 
 from judged.schemas.measures import parse_measure
 from judged.schemas.spec import PRESETS, EvaluationSpec
-from judged.transforms.binary_intervals import binary_interval
+from judged.transforms.binary_intervals import PairWorld, binary_difference_intervals, difference_interval
+from judged.transforms.judging import ranked_and_judged
 from judged.transforms.measures import per_query_measures
 from judged.transforms.ranking import candidate_rows
+from tests.transforms.test_paired_intervals import RUNS
+from tests.transforms.test_paired_intervals import brute_force as paired_brute_force
+from tests.transforms.test_paired_intervals import random_case as paired_random_case
 from tests.transforms.test_intervals import SCALES, cases_by_setting, random_case
 from tests.transforms.test_ndcg import judgment_frame, run_frame
 
@@ -62,7 +67,7 @@ def brute_force(cases: dict[str, tuple], spec: EvaluationSpec, scale: tuple[int,
 @pytest.mark.slow  # an oracle: every assignment of grades, over 600 random cases
 def test_brute_force_agreement_on_random_cases() -> None:
     groups = cases_by_setting(20261204, CASES, len(SPECS), SCALES, random_case)
-    exact = bounds = 0
+    exact = bounds = undefined = 0
     for (spec_index, scale_index), cases in groups.items():
         scale = SCALES[scale_index]
         for measures in (CUT_MEASURES, WHOLE_MEASURES):  # a top-k read, then the whole list
@@ -72,12 +77,16 @@ def test_brute_force_agreement_on_random_cases() -> None:
             judgment_rows = [(case, doc, grade) for case, (_, rows) in cases.items() for doc, grade in rows]
             for row in evaluate(run_rows, judgment_rows, spec, scale).iter_rows(named=True):
                 where = f"{row} spec={spec.method_label()} scale={scale}"
-                if row["value"] is None:
+                low, high = expected[row["query_id"], row["measure"], row["cutoff"]]
+                if row["status"] == "no_judgments" or (row["value"] is None and low is None):
+                    # Never scored (the brute force's assignments would make it judged), or no world gives it one.
                     assert row["value_min"] is None and row["value_max"] is None, where
                     continue
-                low, high = expected[row["query_id"], row["measure"], row["cutoff"]]
-                assert row["value_min"] <= row["value"] <= row["value_max"], where
-                if spec.unjudged == "condensed":
+                if row["value"] is not None:
+                    assert row["value_min"] <= row["value"] <= row["value_max"], where
+                else:
+                    undefined += 1  # no relevant judgment now: over the worlds that give the query a value
+                if spec.unjudged == "condensed" and row["value"] is not None:
                     # The condensed value (the list without its unjudged documents) is held too: with_intervals.
                     low, high = min(low, row["value"]), max(high, row["value"])
                 if row["interval_kind"] == "exact":
@@ -88,10 +97,9 @@ def test_brute_force_agreement_on_random_cases() -> None:
                     assert row["interval_kind"] == "bound", where
                     assert row["value_min"] <= low + 1e-12 and row["value_max"] >= high - 1e-12, where
                     bounds += 1
-                    if row["measure"].startswith("RBP") and min(scale) < 1:
-                        assert row["value_min"] == pytest.approx(low, abs=1e-12), where
-    assert exact >= 3_000
-    print(f"\nbinary intervals checked against brute force: {exact} exact and equal, {bounds} bounds")
+    assert exact >= 3_000 and undefined >= 20
+    print(f"\nbinary intervals checked against brute force: {exact} exact and equal, {bounds} bounds; {undefined} "
+          "rows without a value now, over the worlds that give them one")
 
 
 def test_every_measure_but_judged_has_an_interval_that_holds_its_value() -> None:
@@ -110,8 +118,11 @@ def test_every_measure_but_judged_has_an_interval_that_holds_its_value() -> None
     assert q1["R-Prec"] == (pytest.approx(1 / 3), 0.75)
     # AP: none 1/2, u (1 + 2/2) / 3, v (1 + 2/4) / 3 = 1/2, both (1 + 2/2 + 3/4) / 4 = 0.6875.
     assert q1["AP"] == (0.5, 0.6875)
+    # RBP(p=0.5): a at 1 gives 0.5; u at 2 and v at 4 may add 0.5 * 0.5 and 0.5 * 0.5^3 (the tail past the list,
+    # which the residual counts, is no document's to gain): [0.5, 0.8125], exact.
     rbp = rows["q1", "RBP(p=0.5)"]
-    assert q1["RBP(p=0.5)"] == (rbp["value"], rbp["value"] + rbp["residual"]) and rbp["interval_kind"] == "bound"
+    assert q1["RBP(p=0.5)"] == (0.5, 0.8125) and rbp["interval_kind"] == "exact"
+    assert rbp["residual"] == pytest.approx(0.3125 + 0.5**4)
     assert q1["Judged"] == (None, None)
     for measure in ("P", "R", "RR", "R-Prec", "AP", "RBP(p=0.5)"):
         q2 = rows["q2", measure]
@@ -121,6 +132,54 @@ def test_every_measure_but_judged_has_an_interval_that_holds_its_value() -> None
 def test_ap_takes_every_count_of_unjudged_documents_made_relevant() -> None:
     # Relevant at 1, unjudged at 2..4, J = 1 plus one judged relevant nobody retrieved (J = 2): making the unjudged
     # relevant raises the numerator and the denominator together; the maximum is at all three, the minimum at none.
-    low, high, exact = binary_interval("AP", None, [1, 2, 3, 4], [True, None, None, None], 2, (0, 0), True, True, False)
+    world = PairWorld(np.array([1.0]), np.zeros(0), np.array([2.0, 3.0, 4.0]), np.full(3, np.inf), 2)
+    low, high, exact = difference_interval("AP", None, world, True, True, False)
     # Earliest m: 1/2, 2/3, 3/4, 4/5; latest m: 1/2, (1 + 2/4) / 3 = 1/2, (1 + 2/3 + 3/4) / 4, 4/5.
     assert exact and low == pytest.approx(1 / 2) and high == pytest.approx(4 / 5)
+
+
+def paired_computed(cases: dict[str, tuple], spec: EvaluationSpec, scale: tuple[int, ...]) -> dict:
+    judgments = judgment_frame([(case, doc, g) for case, (_, rows) in cases.items() for doc, g in rows])
+    ranked = []
+    for name in RUNS:
+        rows = [(case, doc, score) for case, (runs, _) in cases.items() for doc, score in runs.get(name, [])]
+        if rows:
+            ranked.append(ranked_and_judged(candidate_rows(run_frame(rows), spec), judgments, spec)
+                          .with_columns(run=pl.lit(name)))
+    pairs = pl.LazyFrame(list(itertools.combinations(RUNS, 2)), schema=["baseline", "run"], orient="row")
+    measures = [m for m in spec.measure_list() if m.name != "nDCG"]
+    rows = binary_difference_intervals(pl.concat(ranked, how="diagonal_relaxed"), judgments, spec, measures, pairs,
+                                       scale).collect()
+    return {(r["query_id"], r["baseline"], r["run"], r["measure"], r["cutoff"]): r for r in rows.iter_rows(named=True)}
+
+
+@pytest.mark.slow  # an oracle: every assignment of grades to two runs' documents, over 600 random cases
+def test_paired_brute_force_agreement_on_random_cases() -> None:
+    groups = cases_by_setting(20261206, CASES, len(SPECS), SCALES, paired_random_case)
+    exact = bounds = undefined = 0
+    for (spec_index, scale_index), cases in groups.items():
+        scale = SCALES[scale_index]
+        for measures in (CUT_MEASURES, WHOLE_MEASURES):
+            spec = spec_of(SPECS[spec_index], measures)
+            expected = paired_brute_force(cases, spec, scale)
+            found = paired_computed(cases, spec, scale)
+            for (case, base, run, measure, cutoff), (low, high) in expected.items():
+                if measure == "nDCG":
+                    continue
+                where = f"{case} {base}-{run} {measure}@{cutoff} spec={spec.method_label()} scale={scale}"
+                assert -1.0 - 1e-12 <= low <= high <= 1.0 + 1e-12, where
+                row = found.get((case, base, run, measure, cutoff))
+                if row is None:  # nothing unjudged in either list: the difference is fixed
+                    assert low == pytest.approx(high, abs=1e-12), where
+                    continue
+                undefined += not any(g is not None and g >= 1 for _, g in cases[case][1])
+                if row["difference_kind"] == "exact":
+                    assert row["difference_min"] == pytest.approx(low, abs=1e-12), where
+                    assert row["difference_max"] == pytest.approx(high, abs=1e-12), where
+                    exact += 1
+                else:
+                    assert row["difference_min"] <= low + 1e-12 and row["difference_max"] >= high - 1e-12, where
+                    bounds += 1
+    assert exact >= 3_000 and undefined >= 20
+    print(f"\npaired intervals of P, R, RR, R-Prec, AP and RBP checked against brute force: {exact} exact and equal, "
+          f"{bounds} bounds; {undefined} of queries without a relevant judgment")

@@ -128,19 +128,24 @@ def cases_by_setting(
 @pytest.mark.slow  # an oracle: every assignment of grades, over 1100 random cases
 def test_brute_force_agreement_on_random_cases() -> None:
     groups = cases_by_setting(20261203, CASES, len(SPECS), SCALES, random_case)
-    checked = exact = bounds = 0
+    checked = exact = bounds = undefined = 0
     for (spec_index, scale_index), cases in groups.items():
         spec, scale = SPECS[spec_index], SCALES[scale_index]
         expected = brute_force(cases, spec, scale)
         for top_k_read in (False, True):
             for (case, cutoff), row in computed(cases, spec, scale, top_k_read).items():
                 where = f"{case} cutoff={cutoff} spec={spec.method_label()} scale={scale} top_k_read={top_k_read}"
-                if row["value"] is None:
+                low, high = expected[case, cutoff]
+                if row["status"] == "no_judgments" or (row["value"] is None and low is None):
+                    # Never scored (the brute force's assignments would make it judged), or no world gives it a value.
                     assert row["value_min"] is None and row["value_max"] is None, where
                     continue
-                low, high = expected[case, cutoff]
-                assert row["value_min"] <= row["value"] <= row["value_max"], where
-                if spec.unjudged == "condensed":
+                if row["value"] is None:
+                    # No relevant judgment now: the interval over the worlds in which the query has a value.
+                    undefined += 1
+                else:
+                    assert row["value_min"] <= row["value"] <= row["value_max"], where
+                if spec.unjudged == "condensed" and row["value"] is not None:
                     # The condensed value (the list without its unjudged documents) is held too: with_intervals.
                     low, high = min(low, row["value"]), max(high, row["value"])
                 if row["interval_kind"] == "exact":
@@ -152,9 +157,10 @@ def test_brute_force_agreement_on_random_cases() -> None:
                     assert row["value_min"] <= low + 1e-12 and row["value_max"] >= high - 1e-12, where
                     bounds += 1
                 checked += 1
-    assert exact >= 1_000
+    assert exact >= 1_000 and undefined >= 20
     print(f"\nintervals checked against brute force: {checked} (query, cutoff) rows of {CASES} random cases: "
-          f"{exact} exact and equal, {bounds} bounds containing the exact interval")
+          f"{exact} exact and equal, {bounds} bounds containing the exact interval; {undefined} of queries without "
+          "a value now, over the worlds that give them one")
 
 
 def test_programme_equals_enumeration_on_random_worlds() -> None:
@@ -227,14 +233,42 @@ def test_issue_example() -> None:
     assert low == pytest.approx((1 + 3 / math.log2(11)) / (3 + 1 / math.log2(3)), abs=1e-15)
 
 
-def test_deep_lists_get_a_bound_that_contains_the_exact_interval() -> None:
-    # 700 unjudged slots: beyond the exact programme's size, a bound that contains what a smaller world reaches.
-    # A judged grade-2 document at rank 1, a judged grade-3 one nobody retrieved, unjudged documents at ranks 2..701.
-    weights = [1 / math.log2(i + 3) for i in range(700)]
-    low, high, exact = ndcg_interval(2.0, weights, [3.0, 2.0], [0, 1, 2, 3], None, zero_if_no_ideal=False)
-    assert not exact
-    exact_low, exact_high, was_exact = ndcg_interval(2.0, weights[:300], [3.0, 2.0], [0, 1, 2, 3], None, False)
-    assert was_exact and low <= exact_low and high >= exact_high and 0 <= low <= high
+@pytest.mark.parametrize("zero_if_no_ideal", [False, True])
+def test_deep_lists_are_exact_at_every_length(zero_if_no_ideal: bool) -> None:
+    # Long lists of unjudged slots (a cutoff of 1,000, or the whole list) go through the programme, whose work is
+    # linear in the slots per level and step: exact at any length. On a binary scale the enumeration of multisets is
+    # cheap even for 1,000 slots (1,001 multisets), so it is the oracle; on four grades, 40 slots (12,341 multisets).
+    rng = random.Random(1000)
+    for slots, levels in ((1_000, (0.0, 1.0)), (700, (0.0, 2.0)), (40, (0.0, 1.0, 2.0, 3.0)), (25, (-1.0, 0.0, 3.0))):
+        for _ in range(3):
+            cutoff = rng.choice((None, 1_000, 100))
+            positions = sorted(rng.sample(range(2, 1_400), slots))
+            weights = [1 / math.log2(p + 1) if cutoff is None or p <= cutoff else 0.0 for p in positions]
+            judged = [rng.choice((0.0, 1.0, 2.0, 3.0)) for _ in range(rng.randint(0, 6))]
+            fixed = sum(g / math.log2(i + 2) for i, g in enumerate(judged[:1]))
+            enumerated = ndcg_interval(fixed, weights, judged, levels, cutoff, zero_if_no_ideal, enumeration_limit=10**7)
+            programmed = ndcg_interval(fixed, weights, judged, levels, cutoff, zero_if_no_ideal, enumeration_limit=0)
+            if enumerated is None:
+                assert programmed is None
+                continue
+            assert programmed[2] and enumerated[2]
+            assert programmed[0] == pytest.approx(enumerated[0], abs=1e-12)
+            assert programmed[1] == pytest.approx(enumerated[1], abs=1e-12)
+            if levels[0] >= 0:
+                assert 0.0 <= programmed[0] <= programmed[1] <= 1.0
+
+
+def test_a_query_without_relevant_judgments_is_bounded_over_the_worlds_that_give_it_a_value() -> None:
+    # No judged relevant document, one unjudged at rank 1 and one at rank 2 (binary scale), no_relevant='null': the
+    # value is null now, but it exists as soon as one of them is relevant: 1 (rank 1 relevant), 1/log2(3) / 1 =
+    # 0.631 (rank 2 only), or 1 (both): [0.631, 1]. Under 'zero' the all-non-relevant world scores 0 as well.
+    weights = [1.0, 1 / math.log2(3)]
+    low, high, exact = ndcg_interval(0.0, weights, [], [0, 1], 10, zero_if_no_ideal=False)
+    assert exact and low == pytest.approx(1 / math.log2(3), abs=1e-15) and high == 1.0
+    assert ndcg_interval(0.0, weights, [], [0, 1], 10, zero_if_no_ideal=True)[:2] == (0.0, 1.0)
+    # Nothing unjudged can be relevant: no world gives it a value.
+    assert ndcg_interval(0.0, weights, [], [0], 10, zero_if_no_ideal=False) is None
+    assert ndcg_interval(0.0, [], [], [0, 1], 10, zero_if_no_ideal=False) is None
 
 
 def test_seed_has_no_unjudged_so_min_equals_max_equals_value() -> None:

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from judged.schemas.spec import PRESETS, EvaluationSpec
 from judged.transforms.intervals import ndcg_interval
 from judged.transforms.judging import ranked_and_judged
-from judged.transforms.measures import per_query_values
+from judged.transforms.measures import per_query_measures
 from judged.transforms.paired_intervals import difference_interval, difference_intervals, differences_of_worlds
 from judged.transforms.ranking import candidate_rows
 from tests.transforms.test_intervals import SCALES, cases_by_setting
@@ -58,9 +58,9 @@ def pairs_of(runs: dict) -> list[tuple[str, str]]:
 
 
 def brute_force(cases: dict[str, tuple], spec: EvaluationSpec, scale: tuple[int, ...]) -> dict:
-    """(min, max) of value(run) - value(baseline) per (case, baseline, run, cutoff) over every assignment of the
-    scale's grades to the unjudged documents within depth of either run of the pair, both runs valued by the engine
-    on the fully judged lists; left out where either value is null."""
+    """(min, max) of each measure's value(run) - value(baseline) per (case, baseline, run, measure, cutoff) over every
+    assignment of the scale's grades to the unjudged documents within depth of either run of the pair, both runs
+    valued by the engine on the fully judged lists, one assignment for both; left out where either value is null."""
     grades = [g for g in scale if spec.unjudged != "condensed" or g >= 0]
     run_rows: dict[str, list] = defaultdict(list)
     judgment_rows: list = []
@@ -80,21 +80,22 @@ def brute_force(cases: dict[str, tuple], spec: EvaluationSpec, scale: tuple[int,
                 judgment_rows += [(query, doc, grade) for doc, grade in judgments if grade is not None]
                 judgment_rows += [(query, doc, grade) for doc, grade in zip(unjudged, assignment)]
     judgments_frame = judgment_frame(judgment_rows)
+    keys = ["query_id", "measure", "cutoff"]
     values = [
-        per_query_values(run_frame(run_rows[side]), judgments_frame, spec)
-        .select("query_id", "cutoff", pl.col("value").alias(side)).collect()
+        per_query_measures(candidate_rows(run_frame(run_rows[side]), spec), judgments_frame, spec, intervals=False)
+        .select(*keys, pl.col("value").alias(side)).collect()
         for side in ("baseline", "run")
     ]
     differences = (
-        values[0].join(values[1], on=["query_id", "cutoff"], nulls_equal=True)
+        values[0].join(values[1], on=keys, nulls_equal=True)
         .drop_nulls(["baseline", "run"])
         .with_columns(
             difference=pl.col("run") - pl.col("baseline"),
             pair=pl.col("query_id").str.split("/").list.slice(0, 3).list.join("/"),
         )
-        .group_by("pair", "cutoff").agg(low=pl.col("difference").min(), high=pl.col("difference").max())
+        .group_by("pair", "measure", "cutoff").agg(low=pl.col("difference").min(), high=pl.col("difference").max())
     )
-    return {(*row["pair"].split("/"), row["cutoff"]): (row["low"], row["high"])
+    return {(*row["pair"].split("/"), row["measure"], row["cutoff"]): (row["low"], row["high"])
             for row in differences.iter_rows(named=True)}
 
 
@@ -128,26 +129,26 @@ def computed(cases: dict[str, tuple], spec: EvaluationSpec, scale: tuple[int, ..
 @pytest.mark.slow  # an oracle: every assignment of grades, over 1100 random cases
 def test_brute_force_agreement_on_random_cases() -> None:
     groups = cases_by_setting(20261204, CASES, len(SPECS), SCALES, random_case)
-    checked = exact = bounds = shared = 0
+    checked = exact = bounds = shared = undefined = 0
     for (spec_index, scale_index), cases in groups.items():
         spec, scale = SPECS[spec_index], SCALES[scale_index]
         expected = brute_force(cases, spec, scale)
         for top_k_read in (False, True):
             found = computed(cases, spec, scale, top_k_read)
-            for (case, base, run, cutoff), (low, high) in expected.items():
+            for (case, base, run, _, cutoff), (low, high) in expected.items():
                 if top_k_read and cutoff is None:
                     continue
+                assert -1.0 <= low <= high <= 1.0 or min(scale) < 0
                 where = f"{case} {base}-{run} cutoff={cutoff} spec={spec.method_label()} scale={scale} {top_k_read=}"
                 row = found.get((case, base, run, cutoff))
                 if row is None:  # nothing unjudged in either list: the difference is fixed
                     assert low == pytest.approx(high, abs=1e-12), where
                     continue
-                if row["difference_min"] is None:  # both values are null now (IDCG = 0): the pair is not compared
-                    gains = dict(spec.gain_map)
-                    judged = [g for d, g in cases[case][1] if g is not None]
-                    assert spec.no_relevant == "null", where
-                    assert not any(gains.get(g, g) > 0 for g in judged), where
-                    continue
+                assert row["difference_min"] is not None, where  # some world gives both runs a value
+                gains = dict(spec.gain_map)
+                if not any(gains.get(g, g) > 0 for d, g in cases[case][1] if g is not None):
+                    assert spec.no_relevant == "null" or low <= 0 <= high, where
+                    undefined += spec.no_relevant == "null"
                 if row["difference_kind"] == "exact":
                     assert row["difference_min"] == pytest.approx(low, abs=1e-12), where
                     assert row["difference_max"] == pytest.approx(high, abs=1e-12), where
@@ -162,9 +163,10 @@ def test_brute_force_agreement_on_random_cases() -> None:
                 shared += bool(
                     {d for d, _ in runs[base]} & {d for d, _ in runs[run]} - known
                 )
-    assert exact >= 1_000 and shared >= 300
+    assert exact >= 1_000 and shared >= 300 and undefined >= 20
     print(f"\ndifference intervals checked against brute force: {checked} (pair, query, cutoff) rows: {exact} exact "
-          f"and equal, {bounds} bounds containing the exact interval; {shared} with unjudged documents both runs share")
+          f"and equal, {bounds} bounds containing the exact interval; {shared} with unjudged documents both runs share; "
+          f"{undefined} without a value now (no relevant judgment), over the worlds that give both runs one")
 
 
 def test_a_document_both_runs_rank_alike_cancels() -> None:

@@ -59,12 +59,10 @@ def per_query_measures(
     per_query = pl.concat(frames, how="vertical")
     if intervals:
         # Every measure but Judged gets its interval over the unjudged documents (`grades`: the judgment set's
-        # declared scale, or None for the grades present): nDCG's from transforms/intervals.py, the binary measures'
-        # and RBP's from transforms/binary_intervals.py. Imported here: the interval kernels need numpy, which an
-        # evaluation without intervals never loads.
-        from judged.transforms.binary_intervals import (
-            INTERVAL_ROWS, binary_intervals, interval_measures, with_rbp_intervals,
-        )
+        # declared scale, or None for the grades present): nDCG's from transforms/intervals.py, the others' from
+        # transforms/binary_intervals.py. Imported here: the interval kernels need numpy, which an evaluation
+        # without intervals never loads.
+        from judged.transforms.binary_intervals import INTERVAL_ROWS, binary_intervals, interval_measures
         from judged.transforms.intervals import ndcg_intervals, with_intervals
 
         ndcg_cutoffs = tuple(m.cutoff for m in by_name.get("nDCG", []))
@@ -72,13 +70,12 @@ def per_query_measures(
         if ndcg_cutoffs:
             intervals_spec = spec.model_copy(update={"cutoffs": ndcg_cutoffs})
             frames.append(ndcg_intervals(rows, judgments, intervals_spec, grades).with_columns(measure=pl.lit("nDCG")))
-        binary, rbp_families = interval_measures(spec)
-        frames.append(binary_intervals(rows, judgments, spec, binary, grades))
+        others = interval_measures(spec)
+        frames.append(binary_intervals(rows, judgments, spec, others, grades))
         interval_rows = pl.concat(
             [frame.select(list(INTERVAL_ROWS)).cast(INTERVAL_ROWS) for frame in frames], how="vertical"
         )
-        per_query = with_intervals(per_query, interval_rows, ["nDCG", *(m.family for m in binary)])
-        per_query = with_rbp_intervals(per_query, rbp_families)
+        per_query = with_intervals(per_query, interval_rows, ["nDCG", *(m.family for m in others)])
     else:
         per_query = per_query.with_columns(
             value_min=pl.lit(None, pl.Float64), value_max=pl.lit(None, pl.Float64),
