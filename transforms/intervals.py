@@ -230,6 +230,69 @@ def ndcg_interval(
     return min(low, high), max(low, high), True
 
 
+def disputed_sums(weights: Sequence[float], sets: Sequence[Sequence[float]]) -> dict[tuple[float, ...], tuple[float, float]]:
+    """For documents credited `weights` whose gain may be any of `sets` (one set each: the grades several assessors
+    gave, through the gain): per multiset of gains they can take (a sorted tuple), the largest and smallest sum of
+    gain x weight over the assignments that give it. The ideal DCG depends on the gains only through their
+    multiset, so these two sums are all an extreme needs of the documents (a dynamic programme over them)."""
+    sums: dict[tuple[float, ...], tuple[float, float]] = {(): (0.0, 0.0)}
+    for weight, allowed in zip(weights, sets, strict=True):
+        grown: dict[tuple[float, ...], tuple[float, float]] = {}
+        for gains, (most, least) in sums.items():
+            for gain in sorted(set(float(g) for g in allowed)):
+                key = tuple(sorted((*gains, gain)))
+                credit = gain * float(weight)
+                if key in grown:
+                    grown[key] = (max(grown[key][0], most + credit), min(grown[key][1], least + credit))
+                else:
+                    grown[key] = (most + credit, least + credit)
+        sums = grown
+    return sums
+
+
+def interval_with_disputes(
+    fixed: float,
+    weights: Sequence[float],
+    judged_ideal: Sequence[float],
+    levels: Sequence[float],
+    cutoff: int | None,
+    zero_if_no_ideal: bool,
+    disputed_weights: Sequence[float] = (),
+    disputed_sets: Sequence[Sequence[float]] = (),
+    ideal_only_sets: Sequence[Sequence[float]] = (),
+) -> tuple[float, float, bool] | None:
+    """`ndcg_interval` when some judged documents have several possible gains (an assessor model of `set` or
+    `range`): `disputed_weights` and `disputed_sets` are the credited ones' weights (of either sign) and allowed
+    gains, `ideal_only_sets` those of the ones that only enter the ideal (below k, or retrieved by nobody). The
+    unjudged slots (`weights`) take any of `levels`, as in `ndcg_interval`, to which this reduces without disputes.
+
+    For a fixed multiset of the disputed documents' gains the ideal gains them as judged documents, and the best
+    numerator takes their largest (smallest) sum of credits (`disputed_sums`): each multiset is one
+    `ndcg_interval`. An ideal-only document raises the ideal with its gain, so the largest value gives every one of
+    them its lowest gain when the numerator is >= 0 and its highest when < 0 (the smallest, the other way round):
+    both choices are tried, each end the extreme of the two (as for the unjudged documents below k)."""
+    if not disputed_weights and not ideal_only_sets:
+        return ndcg_interval(fixed, weights, judged_ideal, levels, cutoff, zero_if_no_ideal)
+    sums = disputed_sums(disputed_weights, disputed_sets)
+    configurations = {
+        tuple(sorted(min(float(g) for g in allowed) for allowed in ideal_only_sets)),
+        tuple(sorted(max(float(g) for g in allowed) for allowed in ideal_only_sets)),
+    }
+    lows, highs, exact = [], [], True
+    for ideal_only in configurations:
+        for gains, (most, least) in sums.items():
+            judged = [*judged_ideal, *ideal_only, *gains]
+            high = ndcg_interval(fixed + most, weights, judged, levels, cutoff, zero_if_no_ideal)
+            low = ndcg_interval(fixed + least, weights, judged, levels, cutoff, zero_if_no_ideal)
+            for found, ends in ((high, highs), (low, lows)):
+                if found is not None:
+                    ends.append(found)
+                    exact = exact and found[2]
+    if not lows or not highs:
+        return None
+    return min(e[0] for e in lows + highs), max(e[1] for e in lows + highs), exact
+
+
 def multisets(slots: int, levels: int) -> int:
     return math.comb(slots + levels - 1, levels - 1)
 

@@ -306,3 +306,54 @@ def test_summary_carries_the_aggregate_interval_and_counts_wide_ones() -> None:
 def test_the_default_width_leaves_the_spec_hash_as_it_was() -> None:
     assert "interval_width" not in PRESETS["judged"].canonical_json()
     assert PRESETS["judged"].with_options(interval_width=0.2).spec_hash != PRESETS["judged"].spec_hash
+
+
+def _direct_ndcg(numerator: float, gains: Sequence[float], cutoff: int | None, zero: bool) -> float | None:
+    """numerator / the ideal DCG of `gains` cut at `cutoff` (positive gains only)."""
+    ordered = sorted((g for g in gains if g > 0), reverse=True)[:cutoff]
+    ideal = sum(g / math.log2(i + 2) for i, g in enumerate(ordered))
+    if ideal > 0:
+        return numerator / ideal
+    return 0.0 if zero else None
+
+
+@pytest.mark.slow  # an oracle: every assignment over 300 random worlds
+def test_disputed_gains_against_every_assignment() -> None:
+    # Judged documents with several assessors' grades may take any of them (the `set` model): the interval over
+    # every choice for them and every grade for the unjudged documents, credited with weights of either sign (a
+    # paired difference's) or only in the ideal, equals brute force; with no dispute it is ndcg_interval's.
+    from judged.transforms.intervals import interval_with_disputes
+
+    rng = random.Random(37)
+    levels = (0.0, 1.0, 2.0, 3.0)
+    compared = 0
+    for _ in range(300):
+        cutoff = rng.choice((2, 3, 5, None))
+        weights = [rng.choice((0.0, 1 / math.log2(rng.randint(2, 6)))) for _ in range(rng.randint(0, 3))]
+        disputed = [rng.choice((-1.0, 1.0)) / math.log2(rng.randint(2, 6)) for _ in range(rng.randint(0, 3))]
+        if rng.random() < 0.5:
+            disputed = [abs(w) for w in disputed]
+        sets = [sorted(rng.sample(levels, rng.randint(1, 3))) for _ in disputed]
+        ideal_only = [sorted(rng.sample(levels, rng.randint(1, 3))) for _ in range(rng.randint(0, 2))]
+        judged = [rng.choice(levels) for _ in range(rng.randint(0, 3))]
+        fixed = sum(rng.choice(judged or [0.0]) * rng.random() for _ in range(rng.randint(0, 2)))
+        zero = rng.random() < 0.5
+        values = []
+        for open_gains in itertools.product(levels, repeat=len(weights)):
+            for disputed_gains in itertools.product(*sets):
+                for ideal_gains in itertools.product(*ideal_only):
+                    numerator = fixed + sum(g * w for g, w in zip(open_gains, weights))
+                    numerator += sum(g * w for g, w in zip(disputed_gains, disputed))
+                    value = _direct_ndcg(numerator, [*judged, *open_gains, *disputed_gains, *ideal_gains], cutoff,
+                                         zero)
+                    if value is not None:
+                        values.append(value)
+        found = interval_with_disputes(fixed, weights, judged, levels, cutoff, zero, disputed, sets, ideal_only)
+        if not values:
+            assert found is None
+            continue
+        assert found is not None and found[2]
+        assert found[0] == pytest.approx(min(values), abs=1e-12)
+        assert found[1] == pytest.approx(max(values), abs=1e-12)
+        compared += 1
+    assert compared >= 250

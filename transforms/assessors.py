@@ -1,0 +1,136 @@
+"""Several assessors' grades for one (query, document): how a declared assessor model turns them into the grades a
+measure sees, and how far the assessors agree.
+
+Belongs here: resolving the judgment rows of several assessors (one row per assessor and pair, never merged at
+ingest) under an assessor model into one point grade per pair and, for the set models, the set of grades the pair
+may have; the agreement between assessors (Cohen's kappa on grades, weighted, and on relevant-or-not, per pair of
+assessors; Krippendorff's alpha over all of them). Pure functions of frames; no I/O.
+
+The models (`schemas.spec.AssessorModel`):
+- `single:NAME`: NAME's grade where NAME judged the pair, else the consensus of the others;
+- `median`, `min`, `max`: the consensus, the lowest or the highest grade given;
+- `set`: any grade one of the assessors gave; `range`: any grade of the scale from the lowest to the highest given.
+The consensus is the median of the grades given, the lower middle one of an even number (a grade of the scale, never
+a value between two: with two assessors it is the lower grade, a cautious choice that is stated wherever it is
+used). Under `set` and `range` the value a measure reports is the consensus's; the intervals range over the sets. An
+unresolved row (a null grade) is no grade: the pair is unjudged only when every row of it is unresolved.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import polars as pl
+
+from judged.schemas.fields import PAIR
+
+SET_MODELS = ("set", "range")
+POINT_MODELS = ("median", "min", "max")
+
+
+def consensus(grades: pl.Expr) -> pl.Expr:
+    """The median grade of a pair's grades (`grades`, in an aggregation), the lower middle one of an even number."""
+    ordered = grades.drop_nulls().sort()
+    return ordered.get((ordered.len() - 1) // 2, null_on_oob=True)
+
+
+def resolve_assessors(
+    judgments: pl.LazyFrame, model: str | None, scale: Sequence[int] | None = None
+) -> pl.LazyFrame:
+    """One row per (query, document): `relevance`, the grade a measure sees under the assessor `model`, and
+    `grade_set`, the grades the pair may have (sorted; null when it has one grade or none). `judgments` has one row
+    per assessor and pair (`assessor`; a set without it has one assessor). `scale`: the grades `range` fills in
+    (the judgment set's declared scale, else the grades present). Without a model, the rows are taken as they are
+    (one per pair)."""
+    if model is None or "assessor" not in judgments.collect_schema().names():
+        return judgments.select(*PAIR, "relevance").with_columns(grade_set=pl.lit(None, pl.List(pl.Int32)))
+    grades = pl.col("relevance")
+    given = grades.drop_nulls().unique().sort()
+    if model.startswith("single:"):
+        name = model.removeprefix("single:")
+        own = grades.filter(pl.col("assessor") == name).drop_nulls().first()
+        others = consensus(grades.filter(pl.col("assessor") != name))
+        point, grade_set = pl.coalesce(own, others), pl.lit(None, pl.List(pl.Int32))
+    elif model in POINT_MODELS:
+        point = {"median": consensus(grades), "min": grades.min(), "max": grades.max()}[model]
+        grade_set = pl.lit(None, pl.List(pl.Int32))
+    elif model in SET_MODELS:
+        point, grade_set = consensus(grades), given.implode()
+    else:
+        raise ValueError(f"unknown assessor model {model!r}")
+    resolved = judgments.group_by(PAIR, maintain_order=True).agg(
+        relevance=point.cast(pl.Int32), grade_set=grade_set.cast(pl.List(pl.Int32))
+    )
+    if model == "range":
+        low, high = pl.col("grade_set").list.min(), pl.col("grade_set").list.max()
+        filled = pl.int_ranges(low, high + 1, dtype=pl.Int32)
+        if scale:  # the declared scale's grades between the lowest and the highest given
+            filled = filled.list.set_intersection(pl.lit(sorted(set(scale)), pl.List(pl.Int32))).list.sort()
+        resolved = resolved.with_columns(grade_set=pl.when(pl.col("grade_set").list.len() > 0).then(filled))
+    # One grade (or none): a point, as today.
+    return resolved.with_columns(
+        grade_set=pl.when(pl.col("grade_set").list.len() > 1).then(pl.col("grade_set"))
+    )
+
+
+# -- agreement ------------------------------------------------------------------------------------------------------
+
+
+def agreement_by_pair(judgments: pl.DataFrame, threshold: int) -> pl.DataFrame:
+    """Per pair of assessors (`assessor_a` < `assessor_b`): the (query, document) pairs both graded
+    (`shared_pairs`), and over them Cohen's kappa on grades (`kappa`), linearly weighted (`weighted_kappa`: a
+    disagreement by two grades counts twice one by one grade) and on relevant-or-not at `threshold`
+    (`kappa_relevant`), with the share of exact agreement (`agreement`). Kappa is null where it is undefined (one
+    grade only on both sides: no chance agreement to correct)."""
+    from sklearn.metrics import cohen_kappa_score
+
+    graded = judgments.filter(pl.col("relevance").is_not_null()).select(*PAIR, "assessor", "relevance")
+    names = sorted(graded["assessor"].unique().to_list())
+    rows = []
+    for index, first in enumerate(names):
+        for second in names[index + 1:]:
+            both = graded.filter(pl.col("assessor") == first).join(
+                graded.filter(pl.col("assessor") == second), on=PAIR, suffix="_b"
+            )
+            a, b = both["relevance"].to_numpy(), both["relevance_b"].to_numpy()
+            row: dict[str, object] = {"assessor_a": first, "assessor_b": second, "shared_pairs": both.height,
+                                      "agreement": float((a == b).mean()) if both.height else None}
+            for name, left, right, weights in (
+                ("kappa", a, b, None), ("weighted_kappa", a, b, "linear"),
+                ("kappa_relevant", a >= threshold, b >= threshold, None),
+            ):
+                row[name] = _kappa(cohen_kappa_score, left, right, weights)
+            rows.append(row)
+    return pl.DataFrame(rows, schema={
+        "assessor_a": pl.String, "assessor_b": pl.String, "shared_pairs": pl.Int64, "agreement": pl.Float64,
+        "kappa": pl.Float64, "weighted_kappa": pl.Float64, "kappa_relevant": pl.Float64,
+    })
+
+
+def _kappa(score: object, left: np.ndarray, right: np.ndarray, weights: str | None) -> float | None:
+    if left.size == 0 or np.unique(np.concatenate([left, right])).size < 2:
+        return None
+    value = float(score(left, right, weights=weights))  # type: ignore[operator]
+    return None if np.isnan(value) else value
+
+
+def krippendorff_alpha(judgments: pl.DataFrame, level: str = "ordinal") -> float | None:
+    """Krippendorff's alpha over every assessor and (query, document) pair graded by at least two of them, at the
+    `level` of measurement (ordinal: grades are ordered, their distances not assumed equal). Null with fewer than
+    two assessors or nothing graded twice."""
+    import krippendorff
+
+    graded = judgments.filter(pl.col("relevance").is_not_null())
+    twice = graded.group_by(PAIR).agg(pl.col("assessor").n_unique().alias("n")).filter(pl.col("n") >= 2)
+    if twice.is_empty():
+        return None
+    matrix = (
+        graded.join(twice.select(PAIR), on=PAIR)
+        .group_by([*PAIR, "assessor"]).agg(pl.col("relevance").first())
+        .pivot(on="assessor", index=PAIR, values="relevance")
+    )
+    data = matrix.drop(PAIR).to_numpy().astype(np.float64).T  # assessors x pairs, nan where one did not grade
+    if data.shape[0] < 2 or np.unique(data[~np.isnan(data)]).size < 2:
+        return None
+    return float(krippendorff.alpha(reliability_data=data, level_of_measurement=level))
