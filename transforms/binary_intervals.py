@@ -62,8 +62,9 @@ from judged.schemas.fields import QUERY
 from judged.schemas.measures import AP, RBP, RR, MeasureBase, Precision, Recall, RPrecision
 from judged.schemas.spec import EvaluationSpec
 from judged.schemas.tables import PER_QUERY
-from judged.transforms.intervals import INTERVAL_KIND, INTERVAL_STRUCT, assignable_grades, unseen_rows, world_rows
-from judged.transforms.judging import relevant_judged
+from judged.transforms.intervals import (
+    INTERVAL_KIND, INTERVAL_STRUCT, assignable_grades, unseen_rows, with_grade_sets, world_rows,
+)
 from judged.transforms.measures.ndcg import gain_of
 from judged.transforms.paired_intervals import DIFFERENCE_ROWS
 
@@ -429,35 +430,67 @@ def _ap_interval(
 
 # -- the columnar side ------------------------------------------------------------------------------------------------
 
-LIST_COLUMNS = ("positions", "grades", "docs")
+LIST_COLUMNS = ("positions", "grades", "grade_sets", "docs")
 
 
 def _lists(ranked: pl.LazyFrame, spec: EvaluationSpec, keys: list[str]) -> pl.LazyFrame:
     """Per (`keys`, query) of a judged query: the world positions, grades (null: unjudged) and documents of the
     list, with its rows not read (`unseen`, `unseen_unjudged_min`)."""
-    return world_rows(ranked, spec, gain_of(spec), [*keys, QUERY]).group_by([*keys, QUERY], maintain_order=True).agg(
-        positions=pl.col("world_position"), grades=pl.col("relevance"), docs=pl.col("doc_id")
+    rows = with_grade_sets(world_rows(ranked, spec, gain_of(spec), [*keys, QUERY]))
+    return rows.group_by([*keys, QUERY], maintain_order=True).agg(
+        positions=pl.col("world_position"), grades=pl.col("relevance"), grade_sets=pl.col("grade_set"),
+        docs=pl.col("doc_id"),
     )
 
 
+def relevance_at(judgments: pl.LazyFrame, rel: int) -> pl.LazyFrame:
+    """Per query at threshold `rel`: J, the judged documents surely relevant (`n_relevant_judged`: every grade they
+    may have reaches `rel`), and the judged documents that may be relevant or not (`ambiguous_docs`: their grade is
+    a set on both sides of `rel`, under an assessor model of `set` or `range`). Without grade sets J is trec_eval's
+    `num_rel` and nothing is ambiguous."""
+    judgments = with_grade_sets(judgments).filter(pl.col("relevance").is_not_null())
+    lowest = pl.coalesce(pl.col("grade_set").list.min(), pl.col("relevance"))
+    highest = pl.coalesce(pl.col("grade_set").list.max(), pl.col("relevance"))
+    return judgments.group_by(QUERY).agg(
+        n_relevant_judged=(lowest >= rel).sum().cast(pl.Int64),
+        ambiguous_docs=pl.col("doc_id").filter((lowest < rel) & (highest >= rel)),
+    )
+
+
+def _state(grade: int | None, grade_set: Sequence[int] | None, rel: int) -> bool | None:
+    """True (relevant at `rel`), False (not) or None (either: unjudged, or a set of grades on both sides)."""
+    if grade_set:
+        if min(grade_set) >= rel:
+            return True
+        return None if max(grade_set) >= rel else False
+    return None if grade is None else grade >= rel
+
+
 def _world_of(
-    run: dict, baseline: dict | None, rel: int, n_relevant_judged: int, hidden: tuple[int, int]
+    run: dict, baseline: dict | None, rel: int, n_relevant_judged: int, hidden: tuple[int, int],
+    ambiguous: Sequence[str] = (),
 ) -> PairWorld:
-    """The `PairWorld` of two lists (`positions`, `grades`, `docs` each; `baseline` None: the empty list) at `rel`."""
+    """The `PairWorld` of two lists (`positions`, `grades`, `grade_sets`, `docs` each; `baseline` None: the empty
+    list) at `rel`. The `ambiguous` judged documents neither list holds may be relevant or not: they count towards
+    R in some worlds only, as documents in neither list."""
+    def states(side: dict) -> list[bool | None]:
+        sets = side.get("grade_sets") or [None] * len(side["docs"])
+        return [_state(g, gs, rel) for g, gs in zip(side["grades"], sets, strict=True)]
+
     def relevant_positions(side: dict | None) -> np.ndarray:
         if side is None:
             return np.zeros(0)
-        return np.array([p for p, g in zip(side["positions"], side["grades"], strict=True)
-                         if g is not None and g >= rel], dtype=np.float64)
+        return np.array([p for p, state in zip(side["positions"], states(side), strict=True) if state is True],
+                        dtype=np.float64)
 
     def open_positions(side: dict | None) -> dict[str, float]:
         if side is None:
             return {}
-        return {d: float(p) for d, p, g in zip(side["docs"], side["positions"], side["grades"], strict=True)
-                if g is None}
+        return {d: float(p) for d, p, state in zip(side["docs"], side["positions"], states(side), strict=True)
+                if state is None}
 
     run_open, baseline_open = open_positions(run), open_positions(baseline)
-    docs = list(dict.fromkeys([*run_open, *baseline_open]))
+    docs = list(dict.fromkeys([*run_open, *baseline_open, *ambiguous]))
     return PairWorld(
         relevant_positions(run), relevant_positions(baseline),
         np.array([run_open.get(d, np.inf) for d in docs], dtype=np.float64),
@@ -481,7 +514,8 @@ def _intervals_of_rows(
             baseline = {c: row[f"baseline_{c}"] or [] for c in LIST_COLUMNS}
         else:
             run, baseline = {c: row[c] for c in LIST_COLUMNS}, None
-        world = _world_of(run, baseline, rel, row["n_relevant_judged"], (row["hidden_fewest"], row["hidden_most"]))
+        world = _world_of(run, baseline, rel, row["n_relevant_judged"], (row["hidden_fewest"], row["hidden_most"]),
+                          row["ambiguous_docs"] or [])
         found = difference_interval(measure.name, measure.cutoff, world, can_relevant, can_nonrelevant,
                                     zero_if_no_relevant, getattr(measure, "p", None))
         rows.append({"value_min": None, "value_max": None, "interval_kind": None} if found is None
@@ -506,11 +540,21 @@ def binary_intervals(
     scale = assignable_grades(judgments, grades, spec)
     worlds = (
         _lists(ranked, spec, []).join(unseen_rows(ranked, judgments, [QUERY]), on=QUERY, how="inner")
-        .filter(pl.col("grades").list.eval(pl.element().is_null()).list.any() | (pl.col("unseen") > 0))
+        .join(_disputed_queries(judgments), on=QUERY, how="left")
+        .filter(pl.col("grades").list.eval(pl.element().is_null()).list.any() | (pl.col("unseen") > 0)
+                | pl.col("_disputed").fill_null(False))
+        .drop("_disputed")
         .with_columns(hidden_fewest=pl.col("unseen_unjudged_min"), hidden_most=pl.col("unseen"))
         .join(scale.select(scale=pl.col("relevance").implode()), how="cross")
     )
     return _with_measures(worlds, judgments, spec, measures, [QUERY], paired=False, names=INTERVAL_STRUCT)
+
+
+def _disputed_queries(judgments: pl.LazyFrame) -> pl.LazyFrame:
+    """The queries with a judged document whose grade is a set (`_disputed` true): their world is open even when
+    nothing retrieved is unjudged."""
+    return (with_grade_sets(judgments).filter(pl.col("grade_set").is_not_null()).select(QUERY).unique()
+            .with_columns(_disputed=pl.lit(True)))
 
 
 def _with_measures(
@@ -528,13 +572,14 @@ def _with_measures(
 
         rel: int = measure.rel  # type: ignore[attr-defined]
         frames.append(
-            worlds.join(relevant_judged(judgments, rel), on=QUERY, how="left")
+            worlds.join(relevance_at(judgments, rel), on=QUERY, how="left")
             .with_columns(pl.col("n_relevant_judged").fill_null(0))
             .select(
                 *keys,
                 measure=pl.lit(measure.family),
                 cutoff=pl.lit(measure.cutoff, pl.Int32),
-                interval=pl.struct(*inputs, "n_relevant_judged").map_batches(one_batch, return_dtype=names),
+                interval=pl.struct(*inputs, "n_relevant_judged", "ambiguous_docs").map_batches(
+                    one_batch, return_dtype=names),
             )
             .unnest("interval")
         )
@@ -592,8 +637,9 @@ def binary_difference_intervals(
             ),
             hidden_most=pl.col("baseline_unseen").fill_null(0) + pl.col("run_unseen").fill_null(0),
         )
+        .join(_disputed_queries(judgments), on=QUERY, how="left")
         .filter((pl.col("_run_open").list.len() + pl.col("_baseline_open").list.len() > 0)
-                | (pl.col("hidden_most") > 0))
+                | (pl.col("hidden_most") > 0) | pl.col("_disputed").fill_null(False))
         .with_columns(n_unjudged=pl.col("_run_open").list.set_union("_baseline_open").list.len().cast(pl.Int64))
         .select(*keys, *[f"{r}_{c}" for r in ("run", "baseline") for c in LIST_COLUMNS], "hidden_fewest",
                 "hidden_most", "n_unjudged")

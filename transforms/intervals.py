@@ -47,8 +47,9 @@ from itertools import combinations_with_replacement
 import numpy as np
 import polars as pl
 
-from judged.schemas.spec import EvaluationSpec
 from judged.schemas.fields import INTERVAL_KINDS, QUERY
+from judged.schemas.measures import MeasureBase
+from judged.schemas.spec import EvaluationSpec
 
 ENUMERATED_MULTISETS_MAX = 2_000
 """Up to this many multisets of grades over the unjudged slots (286 for 10 slots and four grades) they are simply
@@ -431,6 +432,26 @@ def unseen_rows(ranked: pl.LazyFrame, judgments: pl.LazyFrame, keys: list[str]) 
     )
 
 
+def with_grade_sets(rows: pl.LazyFrame) -> pl.LazyFrame:
+    """`rows` with their `grade_set` (the grades a judged document may have under a set assessor model:
+    transforms.assessors.resolve_assessors), a null list where they carry none."""
+    if "grade_set" in rows.collect_schema().names():
+        return rows
+    return rows.with_columns(grade_set=pl.lit(None, pl.List(pl.Int32)))
+
+
+def disputed_universe(judgments: pl.LazyFrame, spec: EvaluationSpec, keys: Sequence[str] = (QUERY,)) -> pl.LazyFrame:
+    """Per `keys` (a query): the judged documents whose grade is a set (`disputed_universe_docs`) and the gains of
+    their grades (`disputed_universe_sets`): the ideal gains any one of them."""
+    from judged.transforms.measures.ndcg import gain_of
+
+    disputed = with_grade_sets(judgments).filter(pl.col("grade_set").is_not_null())
+    return disputed.group_by(list(keys)).agg(
+        disputed_universe_docs=pl.col("doc_id"),
+        disputed_universe_sets=pl.col("grade_set").list.eval(gain_of(spec, pl.element())),
+    )
+
+
 def interval_worlds(
     ranked: pl.LazyFrame,
     judgments: pl.LazyFrame,
@@ -440,46 +461,69 @@ def interval_worlds(
 ) -> pl.LazyFrame:
     """One row per (`by`..., query, cutoff) of a judged query: what the kernel needs (`fixed`, `weights` of the
     credited unjudged slots with their `unjudged_docs` and `unjudged_ranks`, `unjudged_below`, the unread rows'
-    `unseen` and `unseen_unjudged_min`, `judged_ideal`, `levels`). `by` names columns of `ranked` that tell
-    several rankings apart (e.g. an evaluation id). Arguments as for `ndcg_intervals`."""
+    `unseen` and `unseen_unjudged_min`, `judged_ideal`, `levels`), and the judged documents whose grade is a set
+    (`disputed_weights`, `disputed_sets` and `disputed_docs` of the credited ones, the query's
+    `disputed_universe_docs` and `disputed_universe_sets`). `by` names columns of `ranked` that tell several
+    rankings apart (e.g. an evaluation id). Arguments as for `ndcg_intervals`."""
     from judged.transforms.measures.ndcg import gain_of  # one definition of the gain
     from judged.transforms.ranking import ordered_sum
 
     keys = [*by, QUERY]
     scale = assignable_grades(judgments, grades, spec)
     levels = scale.select(levels=gain_of(spec).implode())
-    resolved = judgments.filter(pl.col("relevance").is_not_null())
-    world = world_rows(ranked, spec, gain_of(spec), keys)
+    judgments = with_grade_sets(judgments)
+    certain = judgments.filter(pl.col("relevance").is_not_null() & pl.col("grade_set").is_null())
+    world = with_grade_sets(world_rows(ranked, spec, gain_of(spec), keys))
+    disputed = pl.col("grade_set").is_not_null()
     if spec.ideal == "judged":
-        judged_ideal = resolved.group_by(QUERY).agg(judged_ideal=gain_of(spec).filter(gain_of(spec) > 0))
+        judged_ideal = certain.group_by(QUERY).agg(judged_ideal=gain_of(spec).filter(gain_of(spec) > 0))
+        universe = disputed_universe(judgments, spec)
         ideal_keys = [QUERY]
     else:
-        judged_ideal = world.group_by(keys).agg(judged_ideal=pl.col("world_gain").filter(pl.col("world_gain") > 0))
+        judged_ideal = world.filter(~disputed).group_by(keys).agg(
+            judged_ideal=pl.col("world_gain").filter(pl.col("world_gain") > 0))
+        universe = disputed_universe(world.filter(disputed), spec, keys)
         ideal_keys = keys
     # Only judged queries have a value to bound: the inner join with `unseen_rows` keeps them alone.
     unseen = unseen_rows(ranked, judgments, keys)
+    set_gains = pl.col("grade_set").list.eval(gain_of(spec, pl.element()))
     per_cutoff = []
     for cutoff in spec.cutoffs:
         weighted = world.with_columns(weight=position_weight(cutoff, spec.ties, keys))  # window columns keep the order
         unjudged = pl.col("relevance").is_null()
         credited_slot = unjudged & (pl.col("weight") > 0)
+        credited_dispute = disputed & (pl.col("weight") > 0)
         per_query = weighted.group_by(keys).agg(
-            fixed=ordered_sum((pl.col("world_gain") * pl.col("weight")).filter(~unjudged)).fill_null(0.0),
+            fixed=ordered_sum((pl.col("world_gain") * pl.col("weight")).filter(~unjudged & ~disputed)).fill_null(0.0),
             weights=pl.col("weight").filter(credited_slot),
             unjudged_docs=pl.col("doc_id").filter(credited_slot),
             unjudged_ranks=pl.col("rank").filter(credited_slot),
             unjudged_below=(unjudged & (pl.col("weight") <= 0)).sum().cast(pl.Int64),
+            disputed_weights=pl.col("weight").filter(credited_dispute),
+            disputed_sets=set_gains.filter(credited_dispute),
+            disputed_docs=pl.col("doc_id").filter(credited_dispute),
         )
         per_cutoff.append(
             per_query.join(unseen, on=keys, how="inner")
             .join(judged_ideal, on=ideal_keys, how="left")
+            .join(universe, on=ideal_keys, how="left")
             .join(levels, how="cross")
             .with_columns(
                 pl.lit(cutoff, pl.Int32).alias("cutoff"),
                 pl.col("judged_ideal").fill_null(pl.lit([], pl.List(pl.Float64))),
+                pl.col("disputed_universe_docs").fill_null(pl.lit([], pl.List(pl.String))),
+                pl.col("disputed_universe_sets").fill_null(pl.lit([], pl.List(pl.List(pl.Float64)))),
             )
         )
     return pl.concat(per_cutoff, how="vertical")
+
+
+def ideal_only_sets(world: dict) -> list[list[float]]:
+    """The gain sets of a world's disputed documents that are not credited (below k, or retrieved by nobody): they
+    only enter the ideal."""
+    credited = set(world.get("disputed_docs") or [])
+    universe = zip(world.get("disputed_universe_docs") or [], world.get("disputed_universe_sets") or [], strict=True)
+    return [list(gains) for doc, gains in universe if doc not in credited]
 
 
 def interval_of_world(world: dict, zero_if_no_ideal: bool) -> dict:
@@ -491,9 +535,18 @@ def interval_of_world(world: dict, zero_if_no_ideal: bool) -> dict:
         cap = cutoff  # at most k documents below the cutoff can enter an ideal cut at k
     fewest = min(world["unjudged_below"] + world["unseen_unjudged_min"], cap)
     most = min(world["unjudged_below"] + world["unseen"], cap)
-    args = (world["judged_ideal"], world["levels"], cutoff, zero_if_no_ideal)
-    with_most = ndcg_interval(world["fixed"], weights + [0.0] * most, *args)
-    with_fewest = with_most if fewest == most else ndcg_interval(world["fixed"], weights + [0.0] * fewest, *args)
+    disputes = (world.get("disputed_weights") or [], world.get("disputed_sets") or [],
+                ideal_only_sets(world) if world.get("disputed_universe_docs") else [])
+
+    def interval(below: int) -> tuple[float, float, bool] | None:
+        return interval_with_disputes(world["fixed"], weights + [0.0] * below, world["judged_ideal"], world["levels"],
+                                      cutoff, zero_if_no_ideal, *disputes)
+
+    with_most = interval(most)
+    with_fewest = with_most if fewest == most else interval(fewest)
+    if with_fewest is None and fewest < most:
+        # No world with the fewest has a value (nothing relevant yet): the fewest that can have one.
+        with_fewest = interval(fewest + 1)
     if with_most is None or with_fewest is None:
         return {"value_min": None, "value_max": None, "interval_kind": None}
     exact = with_most[2] and with_fewest[2] and fewest == most
@@ -573,8 +626,12 @@ def usual_worlds(frame: pl.DataFrame, levels: np.ndarray, nonnegative_credit: bo
     `ndcg_interval`), a non-negative credit."""
     scale = pl.Series(levels.tolist(), dtype=pl.Float64)
     positive = pl.element().filter(pl.element() > 0)
+    no_dispute = (
+        pl.col("disputed_universe_docs").list.len() == 0 if "disputed_universe_docs" in frame.columns else pl.lit(True)
+    )
     usual = frame.select(
-        (pl.col("judged_ideal").list.max() > 0)
+        no_dispute
+        & (pl.col("judged_ideal").list.max() > 0)
         & pl.col("judged_ideal").list.eval(positive.is_in(scale.implode()).all()).list.first()
         & ((pl.col("fixed") >= 0) | pl.lit(not nonnegative_credit))
     ).to_series().fill_null(False).to_numpy()
@@ -703,7 +760,8 @@ def enumerated_ends_batch(
 
 INTERVAL_STRUCT = pl.Struct({"value_min": pl.Float64(), "value_max": pl.Float64(), "interval_kind": pl.String()})
 WORLD_INPUTS = (
-    "cutoff", "fixed", "weights", "unjudged_below", "unseen", "unseen_unjudged_min", "judged_ideal", "levels"
+    "cutoff", "fixed", "weights", "unjudged_below", "unseen", "unseen_unjudged_min", "judged_ideal", "levels",
+    "disputed_weights", "disputed_sets", "disputed_docs", "disputed_universe_docs", "disputed_universe_sets",
 )
 
 
@@ -718,9 +776,11 @@ def ndcg_intervals(
     take: the judgment set's declared scale, or (None) the grades present in `judgments`. Queries whose value is
     null get null ends; the caller joins these rows to the per-query table (`with_intervals`)."""
     zero_if_no_ideal = spec.no_relevant == "zero"
-    # A list with nothing unjudged in its world keeps its value as both ends (`with_intervals`), bit for bit.
+    # A list with nothing unjudged or disputed in its world keeps its value as both ends (`with_intervals`), bit for
+    # bit.
     worlds = interval_worlds(ranked, judgments, spec, grades).filter(
         (pl.col("weights").list.len() > 0) | (pl.col("unjudged_below") > 0) | (pl.col("unseen") > 0)
+        | (pl.col("disputed_universe_docs").list.len() > 0)
     )
     return (
         worlds.with_columns(
@@ -732,6 +792,40 @@ def ndcg_intervals(
         .unnest("interval")
         .select(QUERY, "cutoff", "value_min", "value_max", pl.col("interval_kind").cast(INTERVAL_KIND))
     )
+
+
+def with_missing_query_intervals(
+    per_query: pl.LazyFrame, judgments: pl.LazyFrame, spec: EvaluationSpec, measures: Sequence[MeasureBase]
+) -> pl.LazyFrame:
+    """A judged query the run did not return scores its measure's missing value under query set `judged`, when
+    the measure has a value: without a surely relevant judgment that depends on the world once a judged document's
+    grade is a set (an assessor model of `set` or `range`). Such a row, null now, gets the missing value as both ends,
+    over the worlds in which one of those documents is relevant (`with_intervals` keeps an undefined row's ends)."""
+    from judged.transforms.measures.ndcg import gain_of
+
+    disputed = with_grade_sets(judgments).filter(pl.col("grade_set").is_not_null())
+    if spec.query_set != "judged" or not measures:
+        return per_query
+    frames = []
+    for measure in measures:
+        if measure.name == "nDCG":
+            may_be_relevant = pl.col("grade_set").list.eval(gain_of(spec, pl.element())).list.max() > 0
+        else:
+            may_be_relevant = pl.col("grade_set").list.max() >= measure.rel  # type: ignore[attr-defined]
+        frames.append(disputed.filter(may_be_relevant).select(QUERY).unique().with_columns(
+            measure=pl.lit(measure.family), cutoff=pl.lit(measure.cutoff, pl.Int32),
+            _missing=pl.lit(measure.value_if_missing(), pl.Float64),
+        ))
+    opened = pl.concat(frames)
+    joined = per_query.join(opened, on=[QUERY, "measure", "cutoff"], how="left", nulls_equal=True,
+                            maintain_order="left")
+    opens = (pl.col("status") == "missing_from_run") & pl.col("value").is_null() & pl.col("_missing").is_not_null()
+    return joined.with_columns(
+        value_min=pl.when(opens).then(pl.col("_missing")).otherwise(pl.col("value_min")),
+        value_max=pl.when(opens).then(pl.col("_missing")).otherwise(pl.col("value_max")),
+        interval_kind=pl.when(opens).then(pl.lit("exact")).otherwise(pl.col("interval_kind").cast(pl.String))
+        .cast(INTERVAL_KIND),
+    ).drop("_missing")
 
 
 def with_intervals(

@@ -22,8 +22,10 @@ from judged.transforms.ranking import rank_run
 
 
 def attach_judgments(ranked: pl.LazyFrame, judgments: pl.LazyFrame) -> pl.LazyFrame:
-    """Left-join the grades: an unjudged (or unresolved) document keeps a null `relevance`."""
-    return ranked.join(judgments.select(*PAIR, "relevance"), on=PAIR, how="left", maintain_order="left")
+    """Left-join the grades: an unjudged (or unresolved) document keeps a null `relevance`. Judgments resolved under
+    a set assessor model (`transforms.assessors.resolve_assessors`) bring each document's `grade_set` too."""
+    grades = ["relevance", *(["grade_set"] if "grade_set" in judgments.collect_schema().names() else [])]
+    return ranked.join(judgments.select(*PAIR, *grades), on=PAIR, how="left", maintain_order="left")
 
 
 def judged_run_rows(run: pl.LazyFrame, judgments: pl.LazyFrame, spec: EvaluationSpec) -> pl.LazyFrame:

@@ -45,8 +45,9 @@ import polars as pl
 from judged.schemas.fields import PAIRED_QUERY, QUERY
 from judged.schemas.spec import EvaluationSpec
 from judged.transforms.intervals import (
-    INTERVAL_KIND, assignable_grades, discount_prefix, enumerated_ends_batch, judged_at_levels, ndcg_interval,
-    position_weight, slot_matrix, unseen_rows, usual_worlds, world_rows, worlds_in_batches,
+    INTERVAL_KIND, assignable_grades, discount_prefix, disputed_universe, enumerated_ends_batch, ideal_only_sets,
+    interval_with_disputes, judged_at_levels, position_weight, slot_matrix, unseen_rows, usual_worlds,
+    with_grade_sets, world_rows, worlds_in_batches,
 )
 from judged.transforms.ranking import ordered_sum
 
@@ -55,7 +56,8 @@ DIFFERENCE_STRUCT = pl.Struct(
     {"difference_min": pl.Float64(), "difference_max": pl.Float64(), "difference_kind": pl.String()}
 )
 DIFFERENCE_INPUTS = (
-    "cutoff", "fixed", "weights", "ideal_only_fewest", "ideal_only_most", "judged_ideal", "levels"
+    "cutoff", "fixed", "weights", "ideal_only_fewest", "ideal_only_most", "judged_ideal", "levels",
+    "disputed_weights", "disputed_sets", "disputed_docs", "disputed_universe_docs", "disputed_universe_sets",
 )
 
 
@@ -71,20 +73,27 @@ def difference_interval(
     zero_if_no_ideal: bool,
     ideal_only_fewest: int = 0,
     ideal_only_most: int = 0,
+    disputed_weights: Sequence[float] = (),
+    disputed_sets: Sequence[Sequence[float]] = (),
+    ideal_only_sets: Sequence[Sequence[float]] = (),
 ) -> tuple[float, float, bool] | None:
     """(min, max, exact) of `(fixed + sum_i a_i weights_i) / IDCG(judged_ideal + a + ideal-only gains)` over every
     gain of `levels` for each credited slot (`weights`, nonzero, of either sign) and for each of the ideal-only
-    documents, whose number is between `ideal_only_fewest` and `ideal_only_most` (capped by the caller). None when
-    the value is null (no judged relevant document and `zero_if_no_ideal` false)."""
+    documents, whose number is between `ideal_only_fewest` and `ideal_only_most` (capped by the caller); judged
+    documents whose grade is a set are credited (`disputed_weights`, `disputed_sets`) or ideal-only
+    (`ideal_only_sets`), as `transforms.intervals.interval_with_disputes` takes them. None when no assignment gives
+    a value (no relevant document in any, and `zero_if_no_ideal` false)."""
     levels_array = np.unique(np.asarray(levels, dtype=np.float64))
     judged = np.asarray(judged_ideal, dtype=np.float64)
     judged = judged[judged > 0]
     exact_count = ideal_only_fewest == ideal_only_most
+    disputes = (disputed_weights, disputed_sets, ideal_only_sets)
     if judged.size == 0:
         # The ideal may stay 0 (scored 0, or no value): the ideal-only documents are slots of weight 0 in the
         # kernel, since giving one a positive gain is what may give the query a value.
         found = [
-            ndcg_interval(fixed, [*weights, *[0.0] * count], judged, levels_array, cutoff, zero_if_no_ideal)
+            interval_with_disputes(fixed, [*weights, *[0.0] * count], judged, levels_array, cutoff, zero_if_no_ideal,
+                                   *disputes)
             for count in sorted({ideal_only_fewest, ideal_only_most})
         ]
         ends = [end for end in found if end is not None]
@@ -96,11 +105,13 @@ def difference_interval(
             return None
         levels_array = np.zeros(1)
     top, bottom = float(levels_array.max()), float(levels_array.min())
-    at_bottom = ndcg_interval(
-        fixed, weights, np.concatenate([judged, np.full(ideal_only_fewest, bottom)]), levels_array, cutoff, False
+    at_bottom = interval_with_disputes(
+        fixed, weights, np.concatenate([judged, np.full(ideal_only_fewest, bottom)]), levels_array, cutoff, False,
+        *disputes,
     )
-    at_top = ndcg_interval(
-        fixed, weights, np.concatenate([judged, np.full(ideal_only_most, top)]), levels_array, cutoff, False
+    at_top = interval_with_disputes(
+        fixed, weights, np.concatenate([judged, np.full(ideal_only_most, top)]), levels_array, cutoff, False,
+        *disputes,
     )
     if at_bottom is None or at_top is None:
         return None
@@ -114,7 +125,8 @@ def differences_of_worlds(worlds: pl.Series, zero_if_no_ideal: bool) -> pl.Serie
     def one(row: dict) -> tuple[float | None, float | None, str | None]:
         end = difference_interval(
             row["fixed"], row["weights"], row["judged_ideal"], row["levels"], row["cutoff"], zero_if_no_ideal,
-            row["ideal_only_fewest"], row["ideal_only_most"],
+            row["ideal_only_fewest"], row["ideal_only_most"], row.get("disputed_weights") or [],
+            row.get("disputed_sets") or [], ideal_only_sets(row) if row.get("disputed_universe_docs") else [],
         )
         return (None, None, None) if end is None else (end[0], end[1], "exact" if end[2] else "bound")
 
@@ -170,23 +182,28 @@ def pair_worlds(
     if spec.ideal != "judged":
         raise ValueError("paired worlds share one ideal: only under ideal='judged'")
     keys = ["run", QUERY]
-    world = world_rows(ranked, spec, gain_of(spec), keys)
+    judgments = with_grade_sets(judgments)
+    world = with_grade_sets(world_rows(ranked, spec, gain_of(spec), keys))
     levels = assignable_grades(judgments, grades, spec).select(levels=gain_of(spec).implode())
     judged_ideal = (
-        judgments.filter(pl.col("relevance").is_not_null())
+        judgments.filter(pl.col("relevance").is_not_null() & pl.col("grade_set").is_null())
         .group_by(QUERY)
         .agg(judged_ideal=gain_of(spec).filter(gain_of(spec) > 0))
     )
     unseen = unseen_rows(ranked, judgments, keys)
     unjudged = pl.col("relevance").is_null()
+    disputed = pl.col("grade_set").is_not_null()
+    set_gains = pl.col("grade_set").list.eval(gain_of(spec, pl.element()))
     per_cutoff = []
     for cutoff in spec.cutoffs:
         weighted = world.with_columns(weight=position_weight(cutoff, spec.ties, keys), cutoff=pl.lit(cutoff, pl.Int32))
         # Judged queries only (the inner join with `unseen_rows`): a query without judgments is never scored.
         credit = weighted.group_by([*keys, "cutoff"]).agg(
-            credit=ordered_sum((pl.col("world_gain") * pl.col("weight")).filter(~unjudged)).fill_null(0.0)
+            credit=ordered_sum((pl.col("world_gain") * pl.col("weight")).filter(~unjudged & ~disputed)).fill_null(0.0)
         ).join(unseen, on=keys, how="inner")
-        docs = weighted.filter(unjudged).select(*keys, "cutoff", "doc_id", "weight", "rank")
+        # The documents whose grade is open: unjudged (any grade of the scale) or disputed (one of its set).
+        docs = weighted.filter(unjudged | disputed).select(
+            *keys, "cutoff", "doc_id", "weight", "rank", disputed.alias("disputed"), set_gains.alias("gains"))
         per_cutoff.append((credit, docs))
     credit = pl.concat([c for c, _ in per_cutoff])
     docs = pl.concat([d for _, d in per_cutoff])
@@ -195,19 +212,24 @@ def pair_worlds(
         return pairs.join(docs.rename({"run": role, "weight": f"{role}_weight", "rank": f"{role}_rank"}), on=role)
 
     union = side("baseline").join(
-        side("run"), on=[*PAIR_KEYS, "doc_id"], how="full", coalesce=True, nulls_equal=True
+        side("run"), on=[*PAIR_KEYS, "doc_id", "disputed", "gains"], how="full", coalesce=True, nulls_equal=True
     ).with_columns(
         difference_weight=pl.col("run_weight").fill_null(0.0) - pl.col("baseline_weight").fill_null(0.0),
         best_rank=pl.min_horizontal("run_rank", "baseline_rank"),
     ).sort([*PAIR_KEYS, "best_rank", "doc_id"])
-    credited = pl.col("difference_weight") != 0
+    credited = (pl.col("difference_weight") != 0) & ~pl.col("disputed")
+    credited_dispute = (pl.col("difference_weight") != 0) & pl.col("disputed")
+    open_slot = ~pl.col("disputed")
     per_pair_docs = union.group_by(PAIR_KEYS).agg(
         weights=pl.col("difference_weight").filter(credited),
         docs=pl.col("doc_id").filter(credited),
-        ideal_only_docs=pl.col("doc_id").filter(~credited),
+        ideal_only_docs=pl.col("doc_id").filter(open_slot & ~credited),
+        disputed_weights=pl.col("difference_weight").filter(credited_dispute),
+        disputed_sets=pl.col("gains").filter(credited_dispute),
+        disputed_docs=pl.col("doc_id").filter(credited_dispute),
         # Unjudged documents one run read and the other did not: the other's unread rows may hold them.
-        only_baseline=pl.col("run_weight").is_null().sum().cast(pl.Int64),
-        only_run=pl.col("baseline_weight").is_null().sum().cast(pl.Int64),
+        only_baseline=(pl.col("run_weight").is_null() & open_slot).sum().cast(pl.Int64),
+        only_run=(pl.col("baseline_weight").is_null() & open_slot).sum().cast(pl.Int64),
     )
 
     def credit_side(role: str) -> pl.LazyFrame:
@@ -236,8 +258,17 @@ def pair_worlds(
             ideal_only_docs=pl.col("ideal_only_docs").fill_null(pl.lit([], pl.List(pl.String))),
             ideal_only_fewest=pl.min_horizontal(seen + hidden_fewest, cap),
             ideal_only_most=pl.min_horizontal(seen + hidden_most, cap),
+            disputed_weights=pl.col("disputed_weights").fill_null(pl.lit([], pl.List(pl.Float64))),
+            disputed_sets=pl.col("disputed_sets").fill_null(pl.lit([], pl.List(pl.List(pl.Float64)))),
+            disputed_docs=pl.col("disputed_docs").fill_null(pl.lit([], pl.List(pl.String))),
         )
-        .filter(pl.lit(every_query) | (pl.col("weights").list.len() > 0) | (pl.col("ideal_only_most") > 0))
+        .join(disputed_universe(judgments, spec), on=QUERY, how="left")
+        .with_columns(
+            pl.col("disputed_universe_docs").fill_null(pl.lit([], pl.List(pl.String))),
+            pl.col("disputed_universe_sets").fill_null(pl.lit([], pl.List(pl.List(pl.Float64)))),
+        )
+        .filter(pl.lit(every_query) | (pl.col("weights").list.len() > 0) | (pl.col("ideal_only_most") > 0)
+                | (pl.col("disputed_universe_docs").list.len() > 0))
         .join(judged_ideal, on=QUERY, how="left")
         .join(levels, how="cross")
         .with_columns(pl.col("judged_ideal").fill_null(pl.lit([], pl.List(pl.Float64))))

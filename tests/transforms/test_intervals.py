@@ -190,7 +190,9 @@ def test_programme_equals_enumeration_on_random_worlds() -> None:
 WORLD_SCHEMA = {
     "cutoff": pl.Int32, "fixed": pl.Float64, "weights": pl.List(pl.Float64), "unjudged_below": pl.Int64,
     "unseen": pl.Int64, "unseen_unjudged_min": pl.Int64, "judged_ideal": pl.List(pl.Float64),
-    "levels": pl.List(pl.Float64),
+    "levels": pl.List(pl.Float64), "disputed_weights": pl.List(pl.Float64),
+    "disputed_sets": pl.List(pl.List(pl.Float64)), "disputed_docs": pl.List(pl.String),
+    "disputed_universe_docs": pl.List(pl.String), "disputed_universe_sets": pl.List(pl.List(pl.Float64)),
 }
 
 
@@ -218,6 +220,8 @@ def test_batched_worlds_equal_one_by_one(levels: tuple[float, ...], zero_if_no_i
                 rng.choice((*levels, 0.0, 5.5 if rng.random() < 0.05 else 0.0)) for _ in range(rng.randint(0, 12))
             ],
             "levels": list(levels),
+            "disputed_weights": [], "disputed_sets": [], "disputed_docs": [], "disputed_universe_docs": [],
+            "disputed_universe_sets": [],
         })
     worlds = pl.DataFrame(rows, schema=WORLD_SCHEMA)
     batched = intervals_of_worlds(worlds.select(pl.struct(WORLD_INPUTS).alias("w"))["w"], zero_if_no_ideal)

@@ -63,7 +63,7 @@ def per_query_measures(
         # transforms/binary_intervals.py. Imported here: the interval kernels need numpy, which an evaluation
         # without intervals never loads.
         from judged.transforms.binary_intervals import INTERVAL_ROWS, binary_intervals, interval_measures
-        from judged.transforms.intervals import ndcg_intervals, with_intervals
+        from judged.transforms.intervals import ndcg_intervals, with_intervals, with_missing_query_intervals
 
         ndcg_cutoffs = tuple(m.cutoff for m in by_name.get("nDCG", []))
         frames = []
@@ -76,6 +76,8 @@ def per_query_measures(
             [frame.select(list(INTERVAL_ROWS)).cast(INTERVAL_ROWS) for frame in frames], how="vertical"
         )
         per_query = with_intervals(per_query, interval_rows, ["nDCG", *(m.family for m in others)])
+        per_query = with_missing_query_intervals(
+            per_query, judgments, spec, [*by_name.get("nDCG", []), *others])
     else:
         per_query = per_query.with_columns(
             value_min=pl.lit(None, pl.Float64), value_max=pl.lit(None, pl.Float64),
