@@ -40,6 +40,8 @@ NegativeGrades = Literal["zero", "error"]
 Aggregation = Literal["mean", "weighted_mean"]
 
 TREC_EVAL_CUTOFFS: tuple[int, ...] = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
+ASSESSOR_MODELS = ("median", "min", "max", "set", "range")
+"""The assessor models besides `single:NAME` (transforms/assessors.py): three points and two sets."""
 DEFAULT_INTERVAL_WIDTH = 0.1
 
 
@@ -177,6 +179,14 @@ class EvaluationSpec(BaseModel):
         DEFAULT_INTERVAL_WIDTH,
         description="The summary counts queries whose interval over unjudged documents is wider (default 0.1).",
     )
+    # How several assessors' grades for one (query, document) become the grade a measure sees. None: one grade per
+    # pair, as every judgment set had before assessors were recorded (several are refused, never resolved silently);
+    # left out of the canonical JSON then, so those specs keep their hash and evaluation ids.
+    assessor_model: str | None = Field(None, description=(
+        "How several assessors' grades for one (query, document) become the grade a measure sees: single:NAME "
+        "(NAME's grade where NAME judged, the others' median elsewhere), median, min, max, or set / range (any "
+        "grade one of them gave / any between the lowest and highest: the intervals range over them, the value "
+        "takes the median)."))
 
     @model_validator(mode="before")
     @classmethod
@@ -224,6 +234,15 @@ class EvaluationSpec(BaseModel):
                 raise ValueError(f"gain map sends grade {grade} to a non-finite gain {gain}")
         return tuple(sorted((int(g), float(v) + 0.0) for g, v in pairs))  # + 0.0: -0.0 and 0.0 are one gain
 
+    @field_validator("assessor_model")
+    @classmethod
+    def _known_assessor_model(cls, model: str | None) -> str | None:
+        if model is None or model in ASSESSOR_MODELS:
+            return model
+        if model.startswith("single:") and model.removeprefix("single:").strip():
+            return model
+        raise ValueError(f"assessor model {model!r} is none of single:NAME, {', '.join(ASSESSOR_MODELS)}")
+
     @field_validator("query_weights")
     @classmethod
     def _canonical_weights(cls, pairs: tuple[tuple[str, float], ...]) -> tuple[tuple[str, float], ...]:
@@ -247,6 +266,9 @@ class EvaluationSpec(BaseModel):
             raise ValueError("query_weights are given but aggregation is 'mean'; set aggregation='weighted_mean'")
         if self.ties == "average" and any(not isinstance(m, NDCG) for m in self.measures):
             raise ValueError("ties 'average' (shared credit within a tie group) is defined for nDCG only")
+        if self.assessor_model in ("set", "range") and self.unjudged == "condensed":
+            raise ValueError(f"assessor model {self.assessor_model!r} with condensed lists is not supported: a "
+                             "disputed negative grade would move the documents below it")
         return self
 
     # -- measures ------------------------------------------------------------------------------------------------
@@ -274,6 +296,8 @@ class EvaluationSpec(BaseModel):
             del payload["measures"]  # nDCG at the cutoffs: the same text (and hash) as before measures were listed
         if self.interval_width == DEFAULT_INTERVAL_WIDTH:
             del payload["interval_width"]  # likewise: the default width leaves the text as it was
+        if self.assessor_model is None:
+            del payload["assessor_model"]  # one grade per pair: the text as it was before assessors were recorded
         return payload
 
     def canonical_json(self) -> str:

@@ -292,6 +292,7 @@ SPEC_OPTIONS: tuple[SpecOption, ...] = (
                value_type=Path),
     SpecOption("interval_width", "--interval-width", ranged_option("interval_width", "--interval-width"),
                form=range_form("interval_width"), metavar="W"),
+    SpecOption("assessor_model", "--assessor-model", metavar="MODEL"),
 )
 
 # The spec's fields that no option sets, and why.

@@ -53,6 +53,8 @@ ALTERNATIVES: dict[str, list[dict[str, Any]]] = {
         {"aggregation": "weighted_mean", "query_weights": (("q1", 3.0),)},
         {"aggregation": "weighted_mean", "query_weights": (("q1", 2.0), ("q2", 1.0))},
     ],
+    "assessor_model": [{"assessor_model": v} for v in (None, "median", "min", "max", "set", "range", "single:NIST",
+                                                        "single:a")],
 }
 SINGLE_VALUED = {"measure", "discount"}  # one allowed value each today
 CUTOFF_ALTERNATIVES: list[tuple[int | None, ...]] = [(10,), (5, 10), (10, None), (None,), (1, 2, 3)]
@@ -72,6 +74,8 @@ def variants(base: EvaluationSpec, max_changes: int) -> list[EvaluationSpec]:
                 merged: dict[str, Any] = {}
                 for change in changes:
                     merged.update(change)
+                if merged.get("assessor_model") in ("set", "range") and merged.get("unjudged") == "condensed":
+                    continue  # refused: a disputed negative grade would move the documents below it
                 specs.append(base.with_options(**merged))
     return specs
 
