@@ -661,6 +661,7 @@ def sql(
 def _print_rows(columns: list[str], rows: list[tuple], output_format: str) -> None:
     import csv
     import json
+    from numbers import Number
 
     if output_format == "csv":
         writer = csv.writer(sys.stdout, lineterminator="\n")
@@ -669,16 +670,17 @@ def _print_rows(columns: list[str], rows: list[tuple], output_format: str) -> No
     elif output_format == "json":
         print(json.dumps([dict(zip(columns, row)) for row in rows], default=str, indent=1))
     else:
-        from rich.console import Console
-        from rich.markup import escape
-        from rich.table import Table
+        from judged.flows.report.terminal import Column, Kind, TextTable, output_console, print_table
 
-        table = Table()
-        for column in columns:  # long values (hashes, paths, JSON) fold onto more lines instead of being cut
-            table.add_column(escape(column), overflow="fold")
-        for row in rows:
-            table.add_row(*("NULL" if value is None else escape(str(value)) for value in row))
-        Console().print(table)
+        # Numbers are never broken; text (hashes, paths, JSON) folds when the terminal needs the room. The first
+        # column names the rows of a table split into parts.
+        numeric = [all(isinstance(row[i], Number) and not isinstance(row[i], bool) for row in rows
+                       if row[i] is not None) for i in range(len(columns))]
+        table = TextTable(
+            [Column(name, Kind.NUMBER if numeric[i] else Kind.TEXT, key=i == 0) for i, name in enumerate(columns)],
+            [tuple("NULL" if value is None else str(value) for value in row) for row in rows],
+        )
+        print_table(table, output_console())
 
 
 # An evaluation id or a start of one (schemas/provenance.py `derive_id`: hexadecimal digits).
@@ -709,15 +711,14 @@ def show(
         record, _, _ = store.load_evaluation(evaluation_id)
     except InputError as error:
         raise fail(str(error), EXIT_INPUT) from None
-    from rich.console import Console
-
+    from judged.flows.report.terminal import output_console, print_line
     from judged.schemas.provenance import METHOD_VERSION, is_older_method
 
-    console = Console()
+    console = output_console()
     if is_older_method(record["method_version"]):
-        console.print(f"older method: computed under method version {record['method_version']}; this judged computes "
-                      f"version {METHOD_VERSION}, so evaluating the same inputs again may give other values (under a "
-                      "new id)", style="yellow", highlight=False)
+        print_line(console, f"computed under method version {record['method_version']}; this judged computes version "
+                            f"{METHOD_VERSION}, so evaluating the same inputs again may give other values (under a "
+                            "new id)", "older method:", "yellow")
     print_tables([result], console)
     console.print_json(json.dumps(json.loads(record["provenance_json"])))
 
