@@ -575,6 +575,7 @@ def _print_nightly(report: NightlyReport, warehouse: Path) -> None:
         print(f"ignored {name} (left in the inbox): {why}", file=sys.stderr)
     print(f"nightly run {report.flow_run_id}: {counted(len(report.evaluated), 'evaluation')}, "
           f"{counted(len(report.rejected), 'file')} rejected")
+    print(f"report: {report.report}" if report.report else "report: none written (nothing was evaluated)")
 
 
 @app.command()
@@ -748,7 +749,8 @@ def demo(
     except InputError as error:
         raise fail(str(error), EXIT_INPUT) from None
     _print_nightly(report, warehouse)
-    print("\nNext, ask the warehouse with SQL, e.g. mean NDCG@10 per run:")
+    print("\nNext, open the report in a browser (the runs compared, per-query plots, provenance), or ask the "
+          "warehouse with SQL, e.g. mean NDCG@10 per run:")
     print(f"  .venv/bin/judged sql --warehouse {warehouse} \"SELECT e.run_name, s.value FROM summary s "
           "JOIN evaluations e USING (evaluation_id) WHERE s.cutoff = 10 ORDER BY s.value DESC\"")
 
