@@ -787,6 +787,10 @@ def server_start(
             touch_last_used()
     except ServerError as error:
         raise fail(str(error), EXIT_INPUT) from None
+    if state.external:
+        print(f"running: {state.url} (pid {state.pid}, started outside judged: {state.log}); judged uses it and "
+              "does not stop it")
+        return
     print(f"running: {state.url} (pid {state.pid}, since {state.started_at}); {idle_text(state.idle_minutes)}; "
           f"log: {state.log}")
     if idle_minutes is not None and state.idle_minutes != wanted:
@@ -798,7 +802,8 @@ def server_start(
 def server_status() -> None:
     """Whether the local Prefect server runs, where, and which API warehouse commands use (exit 3: not running)."""
     from judged.flows.pipeline.server import (
-        MODE_VARIABLE, LOG_FILE, ServerError, chosen_mode, idle_text, prefect_home, running_server, server_folder,
+        MODE_VARIABLE, LOG_FILE, ServerError, chosen_mode, idle_text, other_server, prefect_home, running_server,
+        server_folder,
     )
 
     try:
@@ -811,6 +816,11 @@ def server_status() -> None:
     elif mode == "temporary":
         print(f"{MODE_VARIABLE}=temporary: warehouse commands use Prefect's temporary server, one per process")
     state = running_server()
+    other = other_server() if state is None else None
+    if other is not None:
+        print(f"local Prefect server: a server judged did not start runs on this Prefect database ({other.url}, pid "
+              f"{other.pid}: {other.command}); warehouse commands use it, and judged does not stop it")
+        return
     if state is None:
         print(f"local Prefect server: not running (PREFECT_HOME {prefect_home()}; log "
               f"{server_folder() / LOG_FILE})")
@@ -825,11 +835,30 @@ def server_status() -> None:
 def server_stop() -> None:
     """Stop the local Prefect server (the next warehouse command starts a new one)."""
     from judged.flows.pipeline.progress import Feedback
-    from judged.flows.pipeline.server import stop_server
+    from judged.flows.pipeline.server import other_server, stop_server
 
     state = stop_server(Feedback())
+    other = other_server() if state is None else None
+    if other is not None:
+        print(f"local Prefect server: the server on this Prefect database was not started by judged (pid {other.pid}: "
+              f"{other.command}); judged leaves it running: stop it where it was started")
+        return
     print("local Prefect server: not running, nothing to stop" if state is None
           else f"stopped the local Prefect server (pid {state.pid}, {state.url})")
+
+
+@server_app.command("url")
+def server_url() -> None:
+    """Print the Prefect API URL warehouse commands and `serve` report to: PREFECT_API_URL when set, else the
+    running local server's (for `export PREFECT_API_URL=$(judged server url)`; exit 3: none runs)."""
+    from judged.flows.pipeline.server import other_server, running_server
+
+    configured = os.environ.get("PREFECT_API_URL")
+    state = None if configured else running_server() or other_server()
+    if not configured and state is None:
+        print("judged: no local Prefect server runs (`judged server start` starts it)", file=sys.stderr)
+        raise typer.Exit(EXIT_NOT_RUNNING)
+    print(configured or state.url)
 
 
 def sample_data(name: str) -> Path:

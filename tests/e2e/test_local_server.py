@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from judged.flows.pipeline.server import in_use, process_alive, read_state
-from tests.conftest import REPO, SAMPLE, ended
+from tests.conftest import REPO, SAMPLE, ended, servers_on
 
 # Starting a server is what these tests check: their commands do not get the session's server.
 pytestmark = pytest.mark.own_prefect_server
@@ -229,3 +229,119 @@ def test_the_session_end_check_finds_a_server_left_under_a_session_home(tmp_path
             process.kill()
             process.wait()
     assert local_servers_under([tmp_path]) == []
+
+
+# -- one Prefect database, one server (issue 38) --------------------------------------------------------------------
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture
+def server_outside_judged(new_user: tuple[Path, dict[str, str]], tmp_path: Path) -> Iterator[tuple[subprocess.Popen, str]]:
+    """`prefect server start` on the new user's Prefect home, as the README's first night once had users start it
+    (after the quick start had started judged's): its process and API URL; stopped at the end, by its group."""
+    import urllib.request
+
+    home, env = new_user
+    port = free_port()
+    log = (tmp_path / "outside.log").open("w")
+    process = subprocess.Popen([str(BIN / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(port)],
+                               env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    url = f"http://127.0.0.1:{port}/api"
+
+    def answers() -> bool:
+        try:
+            with urllib.request.urlopen(f"{url}/health", timeout=2) as response:
+                return response.read() == b"true"
+        except OSError:
+            return False
+
+    try:
+        assert wait_until(lambda: answers() or process.poll() is not None, 180) and process.poll() is None
+        yield process, url
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGCONT)
+            os.killpg(process.pid, signal.SIGTERM)
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait(timeout=30)
+        log.close()
+
+
+def test_a_server_started_outside_judged_on_its_database_is_reused_never_doubled(
+    new_user: tuple[Path, dict[str, str]], server_outside_judged: tuple[subprocess.Popen, str], tmp_path: Path
+) -> None:
+    home, env = new_user
+    outside, url = server_outside_judged
+    started = judged("server", "start", env=env, cwd=tmp_path)
+    assert started.returncode == 0, started.stderr
+    assert started.stdout.startswith(f"running: {url} (pid {outside.pid}, started outside judged: ")
+    assert read_state(home) is None  # not recorded as judged's: never stopped by judged
+    assert judged("server", "url", env=env, cwd=tmp_path).stdout.strip() == url
+    status = judged("server", "status", env=env, cwd=tmp_path)
+    assert status.returncode == 0 and url in status.stdout and "judged did not start" in status.stdout
+
+    evaluated = evaluate(tmp_path / "warehouse", env)  # a warehouse command reports to it
+    assert f"using the Prefect server already running on this Prefect database (pid {outside.pid}, {url})" \
+        in evaluated.stderr
+    assert "started a local Prefect server" not in evaluated.stderr
+    assert servers_on(home) == [outside.pid]  # one server on the database, whatever ran
+
+    stopped = judged("server", "stop", env=env, cwd=tmp_path)
+    assert stopped.returncode == 0 and "judged leaves it running" in stopped.stdout
+    assert outside.poll() is None
+
+
+def test_a_server_outside_judged_that_does_not_answer_is_refused_not_doubled(
+    new_user: tuple[Path, dict[str, str]], server_outside_judged: tuple[subprocess.Popen, str], tmp_path: Path
+) -> None:
+    home, env = new_user
+    outside, url = server_outside_judged
+    os.killpg(outside.pid, signal.SIGSTOP)  # it lives, but answers nothing
+    try:
+        done = judged("server", "start", env=env, cwd=tmp_path)
+    finally:
+        os.killpg(outside.pid, signal.SIGCONT)
+    assert done.returncode == 1
+    assert done.stderr.startswith(f"judged: error: the local Prefect server: a Prefect server judged did not start "
+                                  f"(pid {outside.pid}: ")
+    assert f"does not answer on {url}: stop it, or set PREFECT_API_URL" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert servers_on(home) == [outside.pid] and read_state(home) is None
+
+
+def test_a_server_on_the_database_is_found_by_its_environment_and_a_temporary_one_is_not(tmp_path: Path) -> None:
+    """`other_server` on stand-ins with a Prefect server's command line: one whose PREFECT_HOME (or connection URL)
+    is the database's is found, with its port; one of another home, or a temporary server, is not."""
+    from judged.flows.pipeline.server import other_server
+
+    home = tmp_path / "home"
+    home.mkdir()
+    stand_in = [sys.executable, "-c", "import time; time.sleep(60)", "prefect", "server", "start", "--port", "4321"]
+    cases = [
+        ({"PREFECT_HOME": str(home)}, True),
+        ({"PREFECT_HOME": str(tmp_path / "other")}, False),
+        ({"PREFECT_HOME": str(home), "PREFECT__SERVER_EPHEMERAL": "1"}, False),
+        ({"PREFECT_HOME": str(tmp_path / "other"),
+          "PREFECT_SERVER_DATABASE_CONNECTION_URL": f"sqlite+aiosqlite:///{home / 'prefect.db'}"}, True),
+    ]
+    for environment, found in cases:
+        process = subprocess.Popen(stand_in, env={**os.environ, **environment})
+        try:
+            seen = other_server(home) if wait_until(lambda: other_server(home) is not None, 5 if found else 1) \
+                else None
+        finally:
+            process.kill()
+            process.wait()
+        assert (seen is not None) == found, environment
+        if seen is not None:
+            assert (seen.pid, seen.url) == (process.pid, "http://127.0.0.1:4321/api")
