@@ -323,6 +323,19 @@ def servers_on(home: Path) -> list[int]:
     return found
 
 
+def stop_process_group(process: subprocess.Popen) -> None:
+    """End a process a test started in a session of its own, with its group: SIGCONT (it may have been stopped),
+    SIGTERM, and SIGKILL after 30 s."""
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGCONT)
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=30)
+
+
 def ended(pid: int | None) -> bool:
     """Whether the process is gone (or a zombie its new parent has not reaped yet)."""
     try:

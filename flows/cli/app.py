@@ -592,38 +592,45 @@ def serve(
     *,
     spec_options: SpecOptions,
 ) -> None:
-    """Register the nightly deployment with its schedule on the Prefect server in PREFECT_API_URL and serve it
-    (runs until stopped). Needs a real server: `prefect server start`."""
+    """Register the nightly deployment with its cron schedule and serve it: each scheduled or triggered run is
+    started and logged here, until SIGTERM or Ctrl+C (which stop it within 5 s, whatever its server's state). The
+    server: PREFECT_API_URL when set, else judged's local server (started, or reused when one runs on its Prefect
+    database; never a second one beside it)."""
     _require_writable_warehouse(warehouse)
-    from judged.flows.pipeline.flows import nightly as nightly_flow
-
     try:
         specs = spec_options.specs()
     except (SpecError, InputError) as error:
         raise failure(error) from None
-    if not os.environ.get("PREFECT_API_URL"):
-        raise fail("serve needs a Prefect server: start one with `prefect server start` and set PREFECT_API_URL",
-                   EXIT_USAGE)
     require_prefect_api()
     try:
         _announce_inbox(inbox)
     except InputError as error:
         raise fail(str(error), EXIT_INPUT) from None
-    print(f"serving the nightly job {name} ({cron}, UTC) on {os.environ['PREFECT_API_URL']}: each run and its "
-          "outcome is logged here; stop with Ctrl+C", file=sys.stderr)
+    from judged.flows.pipeline.progress import Feedback
+    from judged.flows.pipeline.server import ServerError, serving_api
+    from judged.flows.pipeline.serving import serve_nightly
+    from judged.flows.store.warehouse import REPORTS
+
     judgments_ref = str(Path(judgments).resolve()) if Path(judgments).is_file() else judgments
-    nightly_flow.serve(
-        name=name,
-        cron=cron,
-        parameters={
-            "inbox": str(inbox.resolve()),
-            "judgments": judgments_ref,
-            "spec_jsons": [s.canonical_json() for s in specs],
-            "warehouse": str(warehouse.resolve()),
-            "allow_empty": allow_empty,
-            "baseline": baseline,
-        },
-    )
+    parameters = {
+        "inbox": str(inbox.resolve()),
+        "judgments": judgments_ref,
+        "spec_jsons": [s.canonical_json() for s in specs],
+        "warehouse": str(warehouse.resolve()),
+        "allow_empty": allow_empty,
+        "baseline": baseline,
+    }
+    try:
+        with serving_api(Feedback()) as (api, local):
+            print(f"serving the nightly job {name} ({cron}, UTC) on {api} (UI: {api.removesuffix('/api')}): each "
+                  f"run and its outcome is logged here, and its report written to "
+                  f"{warehouse.resolve() / REPORTS}/<flow run id>.html; run one now with `prefect deployment run "
+                  f"nightly/{name}` (PREFECT_API_URL={api}); stop with Ctrl+C", file=sys.stderr)
+            keep = () if local is None else tuple(p for p in (local.pid, local.watchdog_pid) if p is not None)
+            stopped_by = serve_nightly(name, cron, parameters, api, keep)
+    except ServerError as error:
+        raise fail(str(error), EXIT_INPUT) from None
+    print(f"judged: serve stopped on {stopped_by}", file=sys.stderr)
 
 
 @app.command()

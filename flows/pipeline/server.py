@@ -466,7 +466,7 @@ def _stop_watchdog(state: ServerState) -> None:
         except (ProcessLookupError, PermissionError):
             return
         deadline = time.monotonic() + STOP_TIMEOUT_SECONDS
-        while time.monotonic() < deadline and _exists(state.watchdog_pid):
+        while time.monotonic() < deadline and process_exists(state.watchdog_pid):
             time.sleep(0.05)
 
 
@@ -528,7 +528,7 @@ def _wait_answers(url: str, pid: int, seconds: float) -> bool:
     while time.monotonic() < deadline:
         if healthy(url):
             return True
-        if not _exists(pid):
+        if not process_exists(pid):
             return False
         time.sleep(0.25)
     return healthy(url)
@@ -545,12 +545,12 @@ def _terminate(pid: int) -> None:
             return  # not ours to stop
         deadline = time.monotonic() + STOP_TIMEOUT_SECONDS
         while time.monotonic() < deadline:
-            if not _exists(pid):
+            if not process_exists(pid):
                 return
             time.sleep(0.1)
 
 
-def _exists(pid: int) -> bool:
+def process_exists(pid: int) -> bool:
     """Whether the process still exists (a zombie of ours is reaped and counts as gone)."""
     try:
         finished, _ = os.waitpid(pid, os.WNOHANG)
@@ -617,6 +617,28 @@ def using_api(api_url: str | None) -> Iterator[None]:
         updates[PREFECT_FLOWS_HEARTBEAT_FREQUENCY] = None
     with temporary_settings(updates=updates):
         yield
+
+
+@contextmanager
+def serving_api(feedback: Feedback) -> Iterator[tuple[str, ServerState | None]]:
+    """Around `judged serve`: the Prefect API it registers the nightly deployment with and reports to (set in
+    PREFECT_API_URL for the runs it starts, processes of their own), and the local server when it is judged's. A
+    configured one (environment, profile or prefect.toml) must answer; otherwise judged's local server, started or
+    reused (`ensure_server`: never a second server on its database) and held while serving, so that its idle stop
+    waits. Never Prefect's temporary server, which cannot schedule: JUDGED_PREFECT_SERVER=temporary is refused."""
+    configured = configured_api_url()
+    if configured is not None:
+        require_reachable_api(configured)
+        yield configured, None
+        return
+    if chosen_mode() == "temporary":
+        raise ServerError(f"{MODE_VARIABLE}=temporary: serve needs a server that outlives its command (a temporary "
+                          "server cannot schedule): unset it to serve on judged's local server, or set PREFECT_API_URL")
+    with in_use():
+        state = ensure_server(feedback)
+        os.environ["PREFECT_API_URL"] = state.url
+        with using_api(state.url):
+            yield state.url, state
 
 
 @contextmanager

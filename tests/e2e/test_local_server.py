@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from judged.flows.pipeline.server import in_use, process_alive, read_state
-from tests.conftest import REPO, SAMPLE, ended, servers_on
+from tests.conftest import REPO, SAMPLE, ended, servers_on, stop_process_group
 
 # Starting a server is what these tests check: their commands do not get the session's server.
 pytestmark = pytest.mark.own_prefect_server
@@ -266,14 +266,7 @@ def server_outside_judged(new_user: tuple[Path, dict[str, str]], tmp_path: Path)
         assert wait_until(lambda: answers() or process.poll() is not None, 180) and process.poll() is None
         yield process, url
     finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGCONT)
-            os.killpg(process.pid, signal.SIGTERM)
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait(timeout=30)
+        stop_process_group(process)
         log.close()
 
 
@@ -317,6 +310,80 @@ def test_a_server_outside_judged_that_does_not_answer_is_refused_not_doubled(
     assert f"does not answer on {url}: stop it, or set PREFECT_API_URL" in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
     assert servers_on(home) == [outside.pid] and read_state(home) is None
+
+
+# -- `judged serve` on the local server, and how it stops (issue 38) -----------------------------------------------
+
+STOP_WITHIN_SECONDS = 5.0
+
+
+def deployment_of(url: str, name: str) -> dict | None:
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(f"{url}/deployments/name/nightly/{name}", timeout=5) as response:
+            return json.loads(response.read())
+    except (OSError, urllib.error.URLError, ValueError):
+        return None
+
+
+@pytest.mark.parametrize(("server_state", "sent", "configured"), [
+    ("answering", signal.SIGINT, False),
+    ("gone", signal.SIGTERM, True),  # the finding: PREFECT_API_URL set, its server gone, SIGTERM took 30-67 s
+    ("gone", signal.SIGINT, False),
+    ("hanging", signal.SIGTERM, False),
+])
+def test_serve_stops_within_5_s_whatever_its_servers_state(
+    new_user: tuple[Path, dict[str, str]], tmp_path: Path, server_state: str, sent: signal.Signals, configured: bool
+) -> None:
+    """serve serves on judged's local server when no PREFECT_API_URL is set (the running one, not a second), on the
+    configured one otherwise; SIGTERM or SIGINT ends it within 5 s whether that server answers, is gone (killed) or
+    hangs (stopped with SIGSTOP)."""
+    home, env = new_user
+    assert judged("server", "start", "--idle-minutes", "0", env=env, cwd=tmp_path).returncode == 0
+    state = read_state(home)
+    assert state is not None
+    if configured:
+        env = env | {"PREFECT_API_URL": state.url}
+    name = f"serve-{server_state}-{sent.name.lower()}"
+    log = (tmp_path / "serve.log").open("w")
+    serving = subprocess.Popen([str(BIN / "judged"), "serve", "--inbox", tmp_path / "inbox", "--warehouse",
+                                tmp_path / "warehouse", "--judgments", QRELS, "--name", name],
+                               env=env, cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        assert wait_until(lambda: deployment_of(state.url, name) is not None or serving.poll() is not None, 180)
+        assert serving.poll() is None, (tmp_path / "serve.log").read_text()
+        time.sleep(2)  # the runner polls for runs
+        if server_state == "gone":
+            os.killpg(state.pid, signal.SIGKILL)
+            assert wait_until(lambda: ended(state.pid), 30)
+        elif server_state == "hanging":
+            os.killpg(state.pid, signal.SIGSTOP)
+        asked = time.monotonic()
+        serving.send_signal(sent)
+        try:
+            serving.wait(timeout=30)
+        finally:
+            took = time.monotonic() - asked
+    finally:
+        if server_state == "hanging":
+            os.killpg(state.pid, signal.SIGCONT)
+        if serving.poll() is None:
+            os.killpg(serving.pid, signal.SIGKILL)
+            serving.wait(timeout=30)
+        log.close()
+    output = (tmp_path / "serve.log").read_text()
+    assert took <= STOP_WITHIN_SECONDS, (took, output[-3000:])
+    assert serving.returncode == 0, output[-3000:]
+    assert f"serve stopped on {sent.name}" in output
+    assert f"serving the nightly job {name} (0 2 * * *, UTC) on {state.url}" in output
+    assert "started a local Prefect server" not in output  # it served on the one that ran
+    assert f"{tmp_path / 'warehouse' / 'reports'}/<flow run id>.html" in output
+    assert not [pid for pid in map(int, subprocess.run(["pgrep", "-g", str(serving.pid)], capture_output=True,
+                                                       text=True).stdout.split())]  # nothing of it is left
+    if server_state == "answering":
+        assert process_alive(state.pid)  # the local server outlives the command that served on it
 
 
 def test_a_server_on_the_database_is_found_by_its_environment_and_a_temporary_one_is_not(tmp_path: Path) -> None:
