@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, model_validator
@@ -80,6 +81,19 @@ class MeasureBase(BaseModel):
 
     def trec_eval_residual_name(self, binary_judgments: bool | None = None) -> str | None:
         """trec_eval's name for this measure's residual (RBP's), or None."""
+        return None
+
+    @classmethod
+    def from_trec_eval_name(cls, text: str) -> TrecEvalName | None:
+        """What trec_eval's printed name `text` means among this model's measures (its default flags: -l 1), or
+        None when it is no name of this model: `map` is AP, `map_cut_10` AP@10."""
+        if cls.trec_eval_base is not None and text == cls.trec_eval_base and not cls.cutoff_required:
+            return TrecEvalName(text, cls())
+        if cls.trec_eval_cut is not None:
+            start, _, end = cls.trec_eval_cut.partition("{k}")
+            cutoff = text.removeprefix(start).removesuffix(end) if text.startswith(start) and text.endswith(end) else ""
+            if cutoff.isascii() and cutoff.isdigit() and not cutoff.startswith("0"):
+                return TrecEvalName(text, cls(cutoff=int(cutoff)))
         return None
 
     def value_if_missing(self) -> float | None:
@@ -154,6 +168,15 @@ class Judged(MeasureBase):
         # trec_eval -c prints unj_k = 0 for a query the run does not list (no unjudged document among k).
         return 1.0 if self.convention == "trec_eval" else None
 
+    @classmethod
+    def from_trec_eval_name(cls, text: str) -> TrecEvalName | None:
+        # trec_eval 10's unj_k is the unjudged share: its complement, not the same number.
+        cutoff = text.removeprefix("unj_")
+        if text.startswith("unj_") and cutoff.isascii() and cutoff.isdigit() and not cutoff.startswith("0"):
+            measure = cls(convention="trec_eval", cutoff=int(cutoff))
+            return TrecEvalName(text, measure, f"trec_eval's unjudged share, 1 - {measure.canonical}")
+        return None
+
 
 class RBP(BinaryMeasure):
     """Rank-biased precision with persistence `p`; its residual is stored beside it."""
@@ -182,6 +205,19 @@ class RBP(BinaryMeasure):
         # trec_eval's rbp_resid takes no parameter: its p is always 0.9.
         return "rbp_resid" if self.p == 0.9 and self.trec_eval_name(binary_judgments) else None
 
+    @classmethod
+    def from_trec_eval_name(cls, text: str) -> TrecEvalName | None:
+        # Not the same number in general (see trec_eval_name): named, never taken for this binary measure.
+        if text != "rbp" and not text.startswith("rbp_p="):
+            return None
+        try:
+            measure = cls(p=0.9 if text == "rbp" else float(text.removeprefix("rbp_p=")))
+        except (ValueError, ValidationError):
+            return None
+        return TrecEvalName(text, measure, f"trec_eval's RBP with graded gains (each grade scaled into [0, 1]); "
+                                           f"{measure.canonical} is binary (grade >= rel), the same number on "
+                                           "judgments graded 0 and 1 only")
+
 
 Measure = Annotated[NDCG | AP | RR | Precision | Recall | RPrecision | Judged | RBP, Field(discriminator="measure")]
 """One declared measure; its `measure` field names it."""
@@ -190,6 +226,27 @@ MEASURES: dict[str, type[MeasureBase]] = {
     model.model_fields["measure"].default: model for model in (NDCG, AP, RR, Precision, Recall, RPrecision, Judged, RBP)
 }
 """Canonical name -> declaration. The engine dispatches through the same names (transforms/measures/)."""
+
+
+@dataclass(frozen=True)
+class TrecEvalName:
+    """One of the names trec_eval prints (`ndcg_cut_10`, `P_5`, `map`, `recip_rank`, `Rprec`, `rbp_p=0.8`) and the
+    measure here it names. `differs`: None when trec_eval prints exactly this measure's number under that name
+    (under trec_eval's method and default flags, -l 1); else why not, and `measure` is the nearest one here."""
+
+    name: str
+    measure: MeasureBase
+    differs: str | None = None
+
+
+def trec_eval_meaning(text: str) -> TrecEvalName | None:
+    """What trec_eval's printed name `text` means here, read from the measures' declarations (their trec_eval
+    names), or None when it is no trec_eval name of a measure judged computes."""
+    for model in MEASURES.values():
+        meaning = model.from_trec_eval_name(text.strip())
+        if meaning is not None:
+            return meaning
+    return None
 
 
 
@@ -212,7 +269,9 @@ def binary_grades(grades: Sequence[int] | None) -> bool | None:
     return None if grades is None else set(grades) <= {0, 1}
 
 
-ALIASES: dict[str, str] = {"Rprec": "R-Prec", "NDCG": "nDCG", "ndcg": "nDCG", "MAP": "AP", "MRR": "RR"}
+# Other names of the measures, whatever the spec's method (ir_measures' `Rprec` is trec_eval's name too). trec_eval's
+# names are read from the declarations instead (`trec_eval_meaning`): they name a measure computed trec_eval's way.
+ALIASES: dict[str, str] = {"Rprec": "R-Prec", "NDCG": "nDCG", "MAP": "AP", "MRR": "RR"}
 
 _NAME = re.compile(r"^(?P<name>[A-Za-z][A-Za-z-]*)(?:\((?P<params>[^()]*)\))?(?:@(?P<cutoff>[^@()]+))?$")
 
@@ -232,15 +291,43 @@ def _parameter_value(text: str) -> Any:
     return text
 
 
-def parse_measure(text: str) -> MeasureBase:
-    """One name such as `nDCG@10`, `AP`, `RR(rel=2)@10`, `Judged(convention=trec_eval)@10`, `RBP(p=0.8)`."""
+def trec_eval_name_forms() -> list[str]:
+    """trec_eval's names of the measures here that name the same number, as the declarations give them (`ndcg`,
+    `ndcg_cut_k`, `map`, ...)."""
+    forms = []
+    for model in MEASURES.values():
+        for form, example in ((model.trec_eval_base, model.trec_eval_base),
+                              (model.trec_eval_cut and model.trec_eval_cut.format(k="k"),
+                               model.trec_eval_cut and model.trec_eval_cut.format(k=10))):
+            meaning = model.from_trec_eval_name(example) if example else None
+            if form and meaning is not None and meaning.differs is None:
+                forms.append(form)
+    return forms
+
+
+def is_trec_eval_name(text: str) -> bool:
+    """Whether `text` is one of trec_eval's names and none of ours (`map`, `P_5`; not `Rprec`, ir_measures' too)."""
     match = _NAME.match(text.strip())
-    if match is None:
-        raise MeasureError(f"measure {text!r} is not NAME, NAME@k or NAME(param=value,...)@k")
+    ours = match is not None and ALIASES.get(match["name"], match["name"]) in MEASURES
+    return not ours and trec_eval_meaning(text) is not None
+
+
+def parse_measure(text: str) -> MeasureBase:
+    """One name such as `nDCG@10`, `AP`, `RR(rel=2)@10`, `Judged(convention=trec_eval)@10`, `RBP(p=0.8)`, or one of
+    trec_eval's names of the same number (`ndcg_cut_10`, `map`, `P_5`: `is_trec_eval_name`; whether the spec is
+    trec_eval's method is the spec's to check). A trec_eval name of another number is refused, naming ours."""
+    meaning = trec_eval_meaning(text) if is_trec_eval_name(text) else None
+    if meaning is not None:
+        if meaning.differs is not None:
+            raise MeasureError(f"measure {text.strip()!r} is {meaning.differs}: give {meaning.measure.canonical}")
+        return meaning.measure
+    match = _NAME.match(text.strip())
+    if match is None or ALIASES.get(match["name"], match["name"]) not in MEASURES:
+        shown = text.strip() if match is None else match["name"]
+        raise MeasureError(f"unknown measure {shown!r}: give NAME, NAME@k or NAME(param=value,...)@k, NAME one of "
+                           f"{', '.join(MEASURES)}, or trec_eval's name of one ({', '.join(trec_eval_name_forms())})")
     name = ALIASES.get(match["name"], match["name"])
-    model = MEASURES.get(name)
-    if model is None:
-        raise MeasureError(f"unknown measure {match['name']!r}; choose one of {', '.join(MEASURES)}")
+    model = MEASURES[name]
     values: dict[str, Any] = {}
     for item in (part.strip() for part in (match["params"] or "").split(",") if part.strip()):
         key, sep, value = item.partition("=")
@@ -266,7 +353,7 @@ def parse_measures(names: str | list[str] | tuple[str, ...]) -> tuple[MeasureBas
     """`"nDCG@10,AP,RR@10"` or `["nDCG@10", "AP", "RBP(p=0.8)"]` -> the declared measures, in the order given.
     A comma inside parentheses belongs to the parameters. Raises MeasureError (one line) on any bad name or a
     measure given twice."""
-    items = _split_names(names) if isinstance(names, str) else [str(name) for name in names]
+    items = split_measure_names(names) if isinstance(names, str) else [str(name) for name in names]
     if not [item for item in items if item.strip()]:
         raise MeasureError("no measure given; use e.g. nDCG@10,AP,RR@10")
     measures = tuple(parse_measure(item) for item in items if item.strip())
@@ -278,7 +365,8 @@ def parse_measures(names: str | list[str] | tuple[str, ...]) -> tuple[MeasureBas
     return measures
 
 
-def _split_names(text: str) -> list[str]:
+def split_measure_names(text: str) -> list[str]:
+    """`"nDCG@10,RBP(p=0.9,rel=2)"` -> its names: a comma inside parentheses belongs to the parameters."""
     items, depth, current = [], 0, ""
     for char in text:
         depth += {"(": 1, ")": -1}.get(char, 0)

@@ -16,7 +16,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, field_validator, model_validator
 
-from judged.schemas.measures import NDCG, Measure, MeasureBase, MeasureError, parse_measures
+from judged.schemas.measures import (
+    NDCG, Measure, MeasureBase, MeasureError, is_trec_eval_name, parse_measures, split_measure_names, trec_eval_meaning,
+)
 
 SPEC_VERSION = 1
 
@@ -137,7 +139,8 @@ class EvaluationSpec(BaseModel):
     # Given: `cutoffs` becomes the measures' cutoffs, so the two never disagree.
     measures: tuple[Measure, ...] = Field((), description=(
         "Measures instead of nDCG at the cutoffs, e.g. nDCG@10,AP,RR@10,P@5,R@100,R-Prec,Judged@10,RBP(p=0.8); "
-        "binary relevance at grade >= rel, e.g. P(rel=2)@5."))
+        "binary relevance at grade >= rel, e.g. P(rel=2)@5. trec_eval's names (ndcg_cut_10, map, P_5, recip_rank, "
+        "...) mean trec_eval's number (its -l 1): taken under --preset trec_eval or trec_eval9, refused otherwise."))
     gain: GainKind = Field("linear", description="linear (grade), exponential (2^grade-1) or map (the gain map).")
     gain_map: tuple[tuple[int, float], ...] = Field(
         (), description="Explicit gains, e.g. 0=0,1=0,2=2,3=3 (gain map); every grade present must be mapped."
@@ -356,18 +359,12 @@ class EvaluationSpec(BaseModel):
     def trec_eval_compatible(self) -> bool:
         """True when trec_eval (9 or 10, with -c, -M, -J as needed) prints exactly these numbers under its own
         measure names: linear gain, score ranking, docid tie-break, ideal over judged, IDCG=0 scoring 0, plain mean."""
-        return (
-            self.gain == "linear"
-            and self.discount == "log2"
-            and self.ranking == "score"
-            and self.ties == "docid_desc"
-            and self.ideal == "judged"
-            and self.no_relevant == "zero"
-            and self.aggregation == "mean"
-            and self.negative_grades == "zero"
-            and self.run_duplicates == "error"
-            and self.judgment_duplicates == "error"
-        )
+        return not self.trec_eval_differences()
+
+    def trec_eval_differences(self) -> list[str]:
+        """The options (`name=value`) that make this spec's numbers other than trec_eval's (`TREC_EVAL_METHOD`)."""
+        return [f"{name}={_option_text(self, name)}" for name, value in TREC_EVAL_METHOD.items()
+                if getattr(self, name) != value]
 
     def trec_eval_name(self, cutoff: int | None) -> str:
         """trec_eval's measure name for this cutoff (`ndcg` for the whole list)."""
@@ -410,6 +407,14 @@ def _closest_preset(spec: EvaluationSpec) -> tuple[str, list[str]]:
     # min() keeps the first of equals, so the order of PRESETS breaks ties.
     return min(candidates, key=lambda candidate: len(candidate[1]))
 
+
+# The options under which trec_eval's numbers are computed; the others are its flags (-c for the query set, -M for
+# the depth, -J for condensed lists) or not seen by it (score precision: 9 and 10 differ, both are trec_eval).
+TREC_EVAL_METHOD: dict[str, Any] = {
+    "gain": "linear", "discount": "log2", "ranking": "score", "ties": "docid_desc", "ideal": "judged",
+    "no_relevant": "zero", "aggregation": "mean", "negative_grades": "zero", "run_duplicates": "error",
+    "judgment_duplicates": "error",
+}
 
 PRESETS: dict[str, EvaluationSpec] = {
     # Our recommendation: trec_eval's method, but a query without relevant judgments is undefined (null), not 0.
@@ -485,14 +490,34 @@ def build_spec(preset_name: str = "judged", **overrides: Any) -> EvaluationSpec:
     `measures` may be given as names (`"nDCG@10,AP"` or a list of them)."""
     base = preset(preset_name)
     changes = {name: value for name, value in overrides.items() if value is not None}
+    trec_eval_named: list[str] = []
     if "measures" in changes:
         if "cutoffs" in changes:
             raise SpecError("give the cutoffs inside the measures (nDCG@10,AP@100), not beside them")
         if isinstance(changes["measures"], str) or any(isinstance(m, str) for m in changes["measures"]):
-            changes["measures"] = spec_measures(changes["measures"])
+            names = changes["measures"]
+            trec_eval_named = [name for name in (split_measure_names(names) if isinstance(names, str) else names)
+                               if isinstance(name, str) and is_trec_eval_name(name)]
+            changes["measures"] = spec_measures(names)
     if "gain_map" in changes and "gain" not in changes:
         changes["gain"] = "map"
-    return base.with_options(**changes)
+    spec = base.with_options(**changes)
+    if trec_eval_named and not spec.trec_eval_compatible():
+        raise SpecError(not_trec_eval_method(trec_eval_named[0], preset_name, spec))
+    return spec
+
+
+def not_trec_eval_method(name: str, preset_name: str, spec: EvaluationSpec) -> str:
+    """Why trec_eval's measure name `name` cannot be taken under `spec`: it names the measure as trec_eval computes
+    it, and the spec's method is another (the options that differ); and the two ways out."""
+    meaning = trec_eval_meaning(name)
+    measure = meaning.measure if meaning is not None else NDCG()
+    differences = ", ".join(spec.trec_eval_differences())
+    why = (f"--preset {preset_name}: {differences}" if preset(preset_name).trec_eval_differences()
+           == spec.trec_eval_differences() else differences)
+    return (f"measure {name.strip()!r} is trec_eval's name for {PRESETS['trec_eval'].measure_label(measure)}, and "
+            f"this spec's method is another ({why}): give --preset trec_eval (or trec_eval9) without options that "
+            f"change its method, or {measure.canonical} for this method's number")
 
 
 def _validation_message(error: ValidationError) -> str:

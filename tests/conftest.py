@@ -306,6 +306,36 @@ def local_servers_under(homes: list[Path], since: int = 0) -> list[tuple[int, st
     return found
 
 
+def servers_on(home: Path) -> list[int]:
+    """The Prefect server processes whose PREFECT_HOME is `home`: `prefect server start` however it was called
+    (`prefect` or `python -m prefect`), or its background uvicorn, read from /proc."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            words = (entry / "cmdline").read_bytes().split(b"\0")
+            environment = (entry / "environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        started = any(word.endswith(b"prefect") for word in words) and b"server" in words and b"start" in words
+        if (started or b"prefect.server.api.server:create_app" in words) and b"PREFECT_HOME=%s" % bytes(home) \
+                in environment:
+            found.append(int(entry.name))
+    return found
+
+
+def stop_process_group(process: subprocess.Popen) -> None:
+    """End a process a test started in a session of its own, with its group: SIGCONT (it may have been stopped),
+    SIGTERM, and SIGKILL after 30 s."""
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGCONT)
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=30)
+
+
 def ended(pid: int | None) -> bool:
     """Whether the process is gone (or a zombie its new parent has not reaped yet)."""
     try:

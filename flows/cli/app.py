@@ -575,6 +575,7 @@ def _print_nightly(report: NightlyReport, warehouse: Path) -> None:
         print(f"ignored {name} (left in the inbox): {why}", file=sys.stderr)
     print(f"nightly run {report.flow_run_id}: {counted(len(report.evaluated), 'evaluation')}, "
           f"{counted(len(report.rejected), 'file')} rejected")
+    print(f"report: {report.report}" if report.report else "report: none written (nothing was evaluated)")
 
 
 @app.command()
@@ -591,38 +592,45 @@ def serve(
     *,
     spec_options: SpecOptions,
 ) -> None:
-    """Register the nightly deployment with its schedule on the Prefect server in PREFECT_API_URL and serve it
-    (runs until stopped). Needs a real server: `prefect server start`."""
+    """Register the nightly deployment with its cron schedule and serve it: each scheduled or triggered run is
+    started and logged here, until SIGTERM or Ctrl+C (which stop it within 5 s, whatever its server's state). The
+    server: PREFECT_API_URL when set, else judged's local server (started, or reused when one runs on its Prefect
+    database; never a second one beside it)."""
     _require_writable_warehouse(warehouse)
-    from judged.flows.pipeline.flows import nightly as nightly_flow
-
     try:
         specs = spec_options.specs()
     except (SpecError, InputError) as error:
         raise failure(error) from None
-    if not os.environ.get("PREFECT_API_URL"):
-        raise fail("serve needs a Prefect server: start one with `prefect server start` and set PREFECT_API_URL",
-                   EXIT_USAGE)
     require_prefect_api()
     try:
         _announce_inbox(inbox)
     except InputError as error:
         raise fail(str(error), EXIT_INPUT) from None
-    print(f"serving the nightly job {name} ({cron}, UTC) on {os.environ['PREFECT_API_URL']}: each run and its "
-          "outcome is logged here; stop with Ctrl+C", file=sys.stderr)
+    from judged.flows.pipeline.progress import Feedback
+    from judged.flows.pipeline.server import ServerError, serving_api
+    from judged.flows.pipeline.serving import serve_nightly
+    from judged.flows.store.warehouse import REPORTS
+
     judgments_ref = str(Path(judgments).resolve()) if Path(judgments).is_file() else judgments
-    nightly_flow.serve(
-        name=name,
-        cron=cron,
-        parameters={
-            "inbox": str(inbox.resolve()),
-            "judgments": judgments_ref,
-            "spec_jsons": [s.canonical_json() for s in specs],
-            "warehouse": str(warehouse.resolve()),
-            "allow_empty": allow_empty,
-            "baseline": baseline,
-        },
-    )
+    parameters = {
+        "inbox": str(inbox.resolve()),
+        "judgments": judgments_ref,
+        "spec_jsons": [s.canonical_json() for s in specs],
+        "warehouse": str(warehouse.resolve()),
+        "allow_empty": allow_empty,
+        "baseline": baseline,
+    }
+    try:
+        with serving_api(Feedback()) as (api, local):
+            print(f"serving the nightly job {name} ({cron}, UTC) on {api} (UI: {api.removesuffix('/api')}): each "
+                  f"run and its outcome is logged here, and its report written to "
+                  f"{warehouse.resolve() / REPORTS}/<flow run id>.html; run one now with `prefect deployment run "
+                  f"nightly/{name}` (PREFECT_API_URL={api}); stop with Ctrl+C", file=sys.stderr)
+            keep = () if local is None else tuple(p for p in (local.pid, local.watchdog_pid) if p is not None)
+            stopped_by = serve_nightly(name, cron, parameters, api, keep)
+    except ServerError as error:
+        raise fail(str(error), EXIT_INPUT) from None
+    print(f"judged: serve stopped on {stopped_by}", file=sys.stderr)
 
 
 @app.command()
@@ -661,6 +669,7 @@ def sql(
 def _print_rows(columns: list[str], rows: list[tuple], output_format: str) -> None:
     import csv
     import json
+    from numbers import Number
 
     if output_format == "csv":
         writer = csv.writer(sys.stdout, lineterminator="\n")
@@ -669,16 +678,17 @@ def _print_rows(columns: list[str], rows: list[tuple], output_format: str) -> No
     elif output_format == "json":
         print(json.dumps([dict(zip(columns, row)) for row in rows], default=str, indent=1))
     else:
-        from rich.console import Console
-        from rich.markup import escape
-        from rich.table import Table
+        from judged.flows.report.terminal import Column, Kind, TextTable, output_console, print_table
 
-        table = Table()
-        for column in columns:  # long values (hashes, paths, JSON) fold onto more lines instead of being cut
-            table.add_column(escape(column), overflow="fold")
-        for row in rows:
-            table.add_row(*("NULL" if value is None else escape(str(value)) for value in row))
-        Console().print(table)
+        # Numbers are never broken; text (hashes, paths, JSON) folds when the terminal needs the room. The first
+        # column names the rows of a table split into parts.
+        numeric = [all(isinstance(row[i], Number) and not isinstance(row[i], bool) for row in rows
+                       if row[i] is not None) for i in range(len(columns))]
+        table = TextTable(
+            [Column(name, Kind.NUMBER if numeric[i] else Kind.TEXT, key=i == 0) for i, name in enumerate(columns)],
+            [tuple("NULL" if value is None else str(value) for value in row) for row in rows],
+        )
+        print_table(table, output_console())
 
 
 # An evaluation id or a start of one (schemas/provenance.py `derive_id`: hexadecimal digits).
@@ -709,15 +719,14 @@ def show(
         record, _, _ = store.load_evaluation(evaluation_id)
     except InputError as error:
         raise fail(str(error), EXIT_INPUT) from None
-    from rich.console import Console
-
+    from judged.flows.report.terminal import output_console, print_line
     from judged.schemas.provenance import METHOD_VERSION, is_older_method
 
-    console = Console()
+    console = output_console()
     if is_older_method(record["method_version"]):
-        console.print(f"older method: computed under method version {record['method_version']}; this judged computes "
-                      f"version {METHOD_VERSION}, so evaluating the same inputs again may give other values (under a "
-                      "new id)", style="yellow", highlight=False)
+        print_line(console, f"computed under method version {record['method_version']}; this judged computes version "
+                            f"{METHOD_VERSION}, so evaluating the same inputs again may give other values (under a "
+                            "new id)", "older method:", "yellow")
     print_tables([result], console)
     console.print_json(json.dumps(json.loads(record["provenance_json"])))
 
@@ -747,7 +756,8 @@ def demo(
     except InputError as error:
         raise fail(str(error), EXIT_INPUT) from None
     _print_nightly(report, warehouse)
-    print("\nNext, ask the warehouse with SQL, e.g. mean NDCG@10 per run:")
+    print("\nNext, open the report in a browser (the runs compared, per-query plots, provenance), or ask the "
+          "warehouse with SQL, e.g. mean NDCG@10 per run:")
     print(f"  .venv/bin/judged sql --warehouse {warehouse} \"SELECT e.run_name, s.value FROM summary s "
           "JOIN evaluations e USING (evaluation_id) WHERE s.cutoff = 10 ORDER BY s.value DESC\"")
 
@@ -784,6 +794,10 @@ def server_start(
             touch_last_used()
     except ServerError as error:
         raise fail(str(error), EXIT_INPUT) from None
+    if state.external:
+        print(f"running: {state.url} (pid {state.pid}, started outside judged: {state.log}); judged uses it and "
+              "does not stop it")
+        return
     print(f"running: {state.url} (pid {state.pid}, since {state.started_at}); {idle_text(state.idle_minutes)}; "
           f"log: {state.log}")
     if idle_minutes is not None and state.idle_minutes != wanted:
@@ -795,7 +809,8 @@ def server_start(
 def server_status() -> None:
     """Whether the local Prefect server runs, where, and which API warehouse commands use (exit 3: not running)."""
     from judged.flows.pipeline.server import (
-        MODE_VARIABLE, LOG_FILE, ServerError, chosen_mode, idle_text, prefect_home, running_server, server_folder,
+        MODE_VARIABLE, LOG_FILE, ServerError, chosen_mode, idle_text, other_server, prefect_home, running_server,
+        server_folder,
     )
 
     try:
@@ -808,6 +823,11 @@ def server_status() -> None:
     elif mode == "temporary":
         print(f"{MODE_VARIABLE}=temporary: warehouse commands use Prefect's temporary server, one per process")
     state = running_server()
+    other = other_server() if state is None else None
+    if other is not None:
+        print(f"local Prefect server: a server judged did not start runs on this Prefect database ({other.url}, pid "
+              f"{other.pid}: {other.command}); warehouse commands use it, and judged does not stop it")
+        return
     if state is None:
         print(f"local Prefect server: not running (PREFECT_HOME {prefect_home()}; log "
               f"{server_folder() / LOG_FILE})")
@@ -822,11 +842,30 @@ def server_status() -> None:
 def server_stop() -> None:
     """Stop the local Prefect server (the next warehouse command starts a new one)."""
     from judged.flows.pipeline.progress import Feedback
-    from judged.flows.pipeline.server import stop_server
+    from judged.flows.pipeline.server import other_server, stop_server
 
     state = stop_server(Feedback())
+    other = other_server() if state is None else None
+    if other is not None:
+        print(f"local Prefect server: the server on this Prefect database was not started by judged (pid {other.pid}: "
+              f"{other.command}); judged leaves it running: stop it where it was started")
+        return
     print("local Prefect server: not running, nothing to stop" if state is None
           else f"stopped the local Prefect server (pid {state.pid}, {state.url})")
+
+
+@server_app.command("url")
+def server_url() -> None:
+    """Print the Prefect API URL warehouse commands and `serve` report to: PREFECT_API_URL when set, else the
+    running local server's (for `export PREFECT_API_URL=$(judged server url)`; exit 3: none runs)."""
+    from judged.flows.pipeline.server import other_server, running_server
+
+    configured = os.environ.get("PREFECT_API_URL")
+    state = None if configured else running_server() or other_server()
+    if not configured and state is None:
+        print("judged: no local Prefect server runs (`judged server start` starts it)", file=sys.stderr)
+        raise typer.Exit(EXIT_NOT_RUNNING)
+    print(configured or state.url)
 
 
 def sample_data(name: str) -> Path:

@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal, get_args, get_origin
 import typer
 
 from judged.flows.cli.common import EXIT_USAGE, app, fail
-from judged.schemas.measures import ALIASES, MEASURES, MeasureBase
+from judged.schemas.measures import ALIASES, MEASURES, MeasureBase, trec_eval_meaning, trec_eval_name_forms
 
 # The width of the declaration's own lines (the docstring's lines are printed as written).
 WIDTH = 116
@@ -27,8 +27,9 @@ _CODE_PARAGRAPH = "Belongs here:"
 @app.command()
 def measures(
     name: Annotated[str | None, typer.Argument(
-        help=f"A measure ({', '.join(MEASURES)}; or {', '.join(ALIASES)}): print its declaration, formula and "
-             "citation. Without it, one line per measure.", metavar="NAME", show_default=False)] = None,
+        help=f"A measure ({', '.join(MEASURES)}; or {', '.join(ALIASES)}; or trec_eval's name of one: "
+             f"{', '.join(trec_eval_name_forms())}): print its declaration, formula and citation. Without it, one "
+             "line per measure.", metavar="NAME", show_default=False)] = None,
 ) -> None:
     """Print a measure's declaration (as `trec_eval -h -m NAME`): parameters with defaults, formula, citation, its
     trec_eval name and the flags that print it, and what a query without relevant judgments gets."""
@@ -38,8 +39,17 @@ def measures(
             print(f"{measure:<{width}}  {summary_line(measure)}")
         return
     canonical = ALIASES.get(name, name)
+    meaning = trec_eval_meaning(name) if canonical not in MEASURES else None
+    if meaning is not None:
+        if meaning.differs is None:
+            print(f"{name}: trec_eval's name for {meaning.measure.canonical} computed as trec_eval does (--preset "
+                  "trec_eval or trec_eval9)\n")
+        else:
+            print(f"{name}: {meaning.differs}\n")
+        canonical = meaning.measure.name
     if canonical not in MEASURES:
-        raise fail(f"unknown measure {name!r}; choose one of {', '.join(MEASURES)}", EXIT_USAGE)
+        raise fail(f"unknown measure {name!r}; choose one of {', '.join(MEASURES)}, or trec_eval's name of one "
+                   f"({', '.join(trec_eval_name_forms())})", EXIT_USAGE)
     sys.stdout.write(declaration(canonical))
 
 

@@ -341,9 +341,12 @@ def nightly(
     # the night's report: its runs under the first spec (evaluate_runs lists each file's evaluations spec by spec)
     report = nightly_report_task(warehouse, [r.evaluation_id for r in evaluated[:: len(specs) or 1]], flow_run_id,
                                  baseline)
+    if report is not None:
+        report = str(Path(report).absolute())
+        logger.info("the night's report: %s", report)
     refresh_catalog_task(warehouse)
     publish_artifacts_task(warehouse, evaluated, report)
-    return NightlyReport(flow_run_id, evaluated, rejected, ignored)
+    return NightlyReport(flow_run_id, evaluated, rejected, ignored, report)
 
 
 @flow(name="compare", task_runner=ThreadPoolTaskRunner(max_workers=LOCAL_SHARD_WORKERS))

@@ -35,6 +35,7 @@ class NightlyReport:
     evaluated: list[EvaluationReport]
     rejected: dict[str, str]  # file -> error
     ignored: dict[str, str] = field(default_factory=dict)  # inbox entry -> why it is not a run file (left in place)
+    report: str | None = None  # the night's HTML report (absolute path); None when nothing was evaluated
 
 
 def prepare_inbox(inbox: Path) -> list[Path]:

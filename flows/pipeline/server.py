@@ -7,6 +7,12 @@ is a separate process (`python -m prefect server start`, bound to 127.0.0.1) rea
 and lock live in `<PREFECT_HOME>/judged-server/`, its SQLite database is Prefect's own (`<PREFECT_HOME>/prefect.db`).
 Prefect is imported only when a command runs a flow (`orchestration`), so the commands that run none start fast.
 
+One server per database: two Prefect servers on one SQLite database lock each other out ("database is locked"), so
+before starting one, judged looks for a long-lived Prefect server it did not start (`prefect server start`) on the
+database it would use (`other_server`, from /proc) and reports to it instead, or refuses in one line when it does not
+answer; such a server is never recorded in the state file nor stopped by judged. `judged serve` holds the local
+server while it serves (`serving_api`).
+
 Idle stop: the server stops by itself once no judged command has used it for its declared idle time (default
 `DEFAULT_IDLE_MINUTES`; 0 = never; JUDGED_SERVER_IDLE_MINUTES or `judged server start --idle-minutes`), recorded in
 the state file. A command that uses the server holds a shared lock on `in-use.lock` while it runs and touches
@@ -86,6 +92,9 @@ class ServerState:
     # Added with the idle stop; a state file written before it reads as a server that never stops by itself.
     idle_minutes: float = 0.0
     watchdog_pid: int | None = None
+    # A server judged did not start, found on the database judged's would use (`other_server`): reused, never
+    # recorded in the state file, never stopped by judged. Its `log` is its command line.
+    external: bool = False
 
 
 def idle_text(minutes: float) -> str:
@@ -253,6 +262,105 @@ def _start_lock(folder: Path, feedback: Feedback) -> Iterator[BinaryIO]:
         lock.close()
 
 
+# -- Prefect servers judged did not start ----------------------------------------------------------------------------
+
+# Where Prefect's server settings name its database (the first is Prefect 3's name, the second the older one).
+DATABASE_VARIABLES = ("PREFECT_SERVER_DATABASE_CONNECTION_URL", "PREFECT_API_DATABASE_CONNECTION_URL")
+DEFAULT_PORT = 4200  # `prefect server start` without --port (PREFECT_SERVER_API_PORT)
+
+
+def database_file(environment: dict[str, str]) -> Path | None:
+    """The SQLite file a Prefect server started with `environment` keeps its database in (its connection URL, else
+    `<PREFECT_HOME>/prefect.db`); None for a database that is no file here (PostgreSQL)."""
+    url = next((environment[name] for name in DATABASE_VARIABLES if environment.get(name)), None)
+    if url is not None:
+        scheme, _, path = url.partition(":///")
+        return Path(os.path.realpath(path)) if scheme.startswith("sqlite") and path else None
+    home = environment.get("PREFECT_HOME") or os.path.join(environment.get("HOME", "~"), ".prefect")
+    return Path(os.path.realpath(os.path.expanduser(home))) / "prefect.db"
+
+
+def _process_environment(pid: int) -> dict[str, str] | None:
+    try:
+        raw = Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return None  # gone, or another user's
+    return dict(item.decode(errors="replace").split("=", 1) for item in raw.split(b"\0") if b"=" in item)
+
+
+def _holds_open(pid: int, path: Path) -> bool:
+    try:
+        return any(os.path.realpath(entry) == str(path) for entry in Path(f"/proc/{pid}/fd").iterdir())
+    except OSError:
+        return False
+
+
+def _option(words: list[str], flag: str) -> str | None:
+    for index, word in enumerate(words[:-1]):
+        if word == flag:
+            return words[index + 1]
+        if word.startswith(flag + "="):
+            return word.partition("=")[2]
+    return None
+
+
+@dataclass(frozen=True)
+class OtherServer:
+    """A long-lived Prefect server judged did not start (`prefect server start`, in the foreground or with
+    --background) whose database is the one judged's local server would use."""
+
+    pid: int
+    host: str
+    port: int
+    command: str
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}/api"
+
+
+def other_server(home: Path | None = None, ignore: tuple[int, ...] = ()) -> OtherServer | None:
+    """A Prefect server judged did not start, on the database a local server started now would use (this user's
+    processes, read from /proc: their command line, environment and open files); Prefect's temporary servers,
+    which end with their process, and the processes in `ignore` are not counted."""
+    home = home or prefect_home()
+    ours = database_file({**os.environ, "PREFECT_HOME": str(home)})
+    if ours is None or not Path("/proc").is_dir():
+        return None
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) in (os.getpid(), *ignore):
+            continue
+        try:
+            words = [w.decode(errors="replace") for w in (entry / "cmdline").read_bytes().split(b"\0") if w]
+        except OSError:
+            continue
+        prefect = any(word == "prefect" or word.endswith("/prefect") for word in words)  # -m prefect, bin/prefect
+        started = prefect and "server" in words and "start" in words
+        background = "uvicorn" in words and "prefect.server.api.server:create_app" in words
+        environment = _process_environment(int(entry.name)) if started or background else None
+        if environment is None or environment.get("PREFECT__SERVER_EPHEMERAL") == "1":
+            continue
+        if database_file(environment) != ours and not _holds_open(int(entry.name), ours):
+            continue
+        host = _option(words, "--host") or environment.get("PREFECT_SERVER_API_HOST") or HOST
+        port = _option(words, "--port") or environment.get("PREFECT_SERVER_API_PORT") or ""
+        host = HOST if host in ("0.0.0.0", "::", "") else f"[{host}]" if ":" in host else host  # reached locally
+        return OtherServer(int(entry.name), host, int(port) if port.isdigit() else DEFAULT_PORT, " ".join(words))
+    return None
+
+
+def _reuse_other(other: OtherServer, feedback: Feedback, home: Path) -> ServerState:
+    """The other server as the local server, when it answers; else a ServerError: a second server is never started
+    beside it (two servers on one SQLite database lock each other out: "database is locked")."""
+    if not _wait_answers(other.url, other.pid, UNRESPONSIVE_SECONDS):
+        raise ServerError(f"a Prefect server judged did not start (pid {other.pid}: {other.command}) uses this Prefect "
+                          f"database ({database_file({**os.environ, 'PREFECT_HOME': str(home)})}) and does not answer "
+                          f"on {other.url}: stop it, or set PREFECT_API_URL to the URL it serves")
+    feedback.say(f"judged: using the Prefect server already running on this Prefect database (pid {other.pid}, "
+                 f"{other.url}), started outside judged: judged does not stop it")
+    return ServerState(other.pid, other.port, other.url, "", other.command, str(home), external=True)
+
+
 def ensure_server(feedback: Feedback, home: Path | None = None, idle_minutes: float | None = None) -> ServerState:
     """The running local server, started now (in the background, detached from this process) if there is none,
     and a dead or unresponsive one replaced; its idle clock restarts. A server started now stops after
@@ -276,6 +384,9 @@ def ensure_server(feedback: Feedback, home: Path | None = None, idle_minutes: fl
         elif recorded is not None:
             feedback.say(f"judged: the local Prefect server (pid {recorded.pid}) is gone; starting a new one")
         (folder / STATE_FILE).unlink(missing_ok=True)
+        other = other_server(folder.parent, ignore=(recorded.pid,) if recorded is not None else ())
+        if other is not None:
+            return _reuse_other(other, feedback, folder.parent)
         return _start(folder, feedback, idle)
 
 
@@ -355,7 +466,7 @@ def _stop_watchdog(state: ServerState) -> None:
         except (ProcessLookupError, PermissionError):
             return
         deadline = time.monotonic() + STOP_TIMEOUT_SECONDS
-        while time.monotonic() < deadline and _exists(state.watchdog_pid):
+        while time.monotonic() < deadline and process_exists(state.watchdog_pid):
             time.sleep(0.05)
 
 
@@ -408,14 +519,19 @@ def hold_start_lock(folder: Path) -> BinaryIO | None:
 
 
 def _wait_healthy(state: ServerState, seconds: float) -> bool:
+    return _wait_answers(state.url, state.pid, seconds)
+
+
+def _wait_answers(url: str, pid: int, seconds: float) -> bool:
+    """Whether the API at `url` answers within `seconds`, while the server process `pid` lives."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        if healthy(state.url):
+        if healthy(url):
             return True
-        if not process_alive(state.pid):
+        if not process_exists(pid):
             return False
         time.sleep(0.25)
-    return healthy(state.url)
+    return healthy(url)
 
 
 def _terminate(pid: int) -> None:
@@ -429,12 +545,12 @@ def _terminate(pid: int) -> None:
             return  # not ours to stop
         deadline = time.monotonic() + STOP_TIMEOUT_SECONDS
         while time.monotonic() < deadline:
-            if not _exists(pid):
+            if not process_exists(pid):
                 return
             time.sleep(0.1)
 
 
-def _exists(pid: int) -> bool:
+def process_exists(pid: int) -> bool:
     """Whether the process still exists (a zombie of ours is reaped and counts as gone)."""
     try:
         finished, _ = os.waitpid(pid, os.WNOHANG)
@@ -501,6 +617,28 @@ def using_api(api_url: str | None) -> Iterator[None]:
         updates[PREFECT_FLOWS_HEARTBEAT_FREQUENCY] = None
     with temporary_settings(updates=updates):
         yield
+
+
+@contextmanager
+def serving_api(feedback: Feedback) -> Iterator[tuple[str, ServerState | None]]:
+    """Around `judged serve`: the Prefect API it registers the nightly deployment with and reports to (set in
+    PREFECT_API_URL for the runs it starts, processes of their own), and the local server when it is judged's. A
+    configured one (environment, profile or prefect.toml) must answer; otherwise judged's local server, started or
+    reused (`ensure_server`: never a second server on its database) and held while serving, so that its idle stop
+    waits. Never Prefect's temporary server, which cannot schedule: JUDGED_PREFECT_SERVER=temporary is refused."""
+    configured = configured_api_url()
+    if configured is not None:
+        require_reachable_api(configured)
+        yield configured, None
+        return
+    if chosen_mode() == "temporary":
+        raise ServerError(f"{MODE_VARIABLE}=temporary: serve needs a server that outlives its command (a temporary "
+                          "server cannot schedule): unset it to serve on judged's local server, or set PREFECT_API_URL")
+    with in_use():
+        state = ensure_server(feedback)
+        os.environ["PREFECT_API_URL"] = state.url
+        with using_api(state.url):
+            yield state.url, state
 
 
 @contextmanager

@@ -54,52 +54,44 @@ def _number(value: float | None, digits: int = 4) -> str:
 
 
 def print_table(result: ComparisonResult, console: Console | None = None) -> None:
-    """One table per measure and cutoff with a row per run against the baseline, then the settings and notes (rich
-    is imported here only)."""
-    from rich import box
-    from rich.console import Console
-    from rich.markup import escape
-    from rich.table import Table
+    """One table per measure and cutoff with a row per run against the baseline, then the settings and notes. On a
+    terminal the tables fit its width, run names and numbers whole, and piped they are plain lines
+    (flows/report/terminal.py; rich is imported only there and then)."""
+    from judged.flows.report.terminal import Column, Kind, TextTable, output_console, print_line, print_table
 
-    console = console or Console()
+    console = console or output_console()
     settings = result.settings
     first = result.evaluations[0]
-    console.print(escape(f"{first.judgments_label} · {first.spec.full_label()} · comparison {result.comparison_id}"),
-                  highlight=False)
+    print_line(console, f"{first.judgments_label} · {first.spec.full_label()} · comparison {result.comparison_id}")
     has_tukey = result.pairs["p_tukey_hsd"].null_count() < result.pairs.height
     has_unresolved = result.pairs["unresolved"].null_count() < result.pairs.height
-    columns = ["run", "n", "diff", f"{settings.confidence_level:.0%} CI", "p t", "p rand", f"p {settings.correction}",
+    headers = ["n", "diff", f"{settings.confidence_level:.0%} CI", "p t", "p rand", f"p {settings.correction}",
                *(["p HSD"] if has_tukey else []), "d_z", "W/T/L", *(["unres."] if has_unresolved else [])]
+    columns = (Column("run", Kind.NAME, key=True), *(Column(header) for header in headers))
     for (measure, cutoff), rows in result.pairs.group_by(["measure", "cutoff"], maintain_order=True):
-        table = Table(title=escape(f"{measure_at(measure, cutoff)}: each run - {result.baseline}"), box=box.SIMPLE_HEAD,
-                      title_justify="left", pad_edge=False, padding=(0, 1, 0, 0))
-        for column in columns:
-            table.add_column(column, justify="left" if column == "run" else "right", no_wrap=column != "run")
+        cells = []
         for row in rows.iter_rows(named=True):
             ci = "-" if row["ci_low"] is None else f"{row['ci_low']:+.3f}..{row['ci_high']:+.3f}"
-            table.add_row(
-                escape(row["run"]), str(row["n_queries"]), _number(row["mean_difference"], 3), ci,
+            cells.append((
+                row["run"], str(row["n_queries"]), _number(row["mean_difference"], 3), ci,
                 _p(row["p_t"]), _p(row["p_randomization"]), _p(row["p_adjusted"]),
                 *([_p(row["p_tukey_hsd"])] if has_tukey else []),
                 _number(row["effect_size"], 2), f"{row['wins']}/{row['ties']}/{row['losses']}",
                 *([str(row["unresolved"])] if has_unresolved else []),
-            )
-        console.print(table)
-        for row in rows.iter_rows(named=True):
-            verdict = pair_verdict(row, result.baseline, measure_at(measure, cutoff))
-            if verdict is not None:
-                console.print(escape(verdict), highlight=False)
-    console.print(
-        escape(
-            f"diff: mean per-query difference; p rand: paired randomization test ({settings.permutations} sign "
-            f"flips, exact when 2^n is fewer; seed {settings.seed}); p {settings.correction}: p rand corrected over "
-            f"all {result.pairs.height} tests; "
-            + ("p HSD: randomised Tukey HSD blocked by query; " if has_tukey else "")
-            + f"CI: paired percentile bootstrap ({settings.bootstrap_resamples} resamples); d_z: Cohen's d of the "
-            f"differences; ties: |difference| <= {settings.tie_tolerance:g}; queries: {settings.query_set}; "
-            "unres.: queries whose sign the missing judgments leave open"
-        ),
-        highlight=False,
+            ))
+        verdicts = [pair_verdict(row, result.baseline, measure_at(measure, cutoff))
+                    for row in rows.iter_rows(named=True)]
+        print_table(TextTable(columns, cells, title=f"{measure_at(measure, cutoff)}: each run - {result.baseline}",
+                              notes=[verdict for verdict in verdicts if verdict is not None]), console)
+    print_line(
+        console,
+        f"diff: mean per-query difference; p rand: paired randomization test ({settings.permutations} sign "
+        f"flips, exact when 2^n is fewer; seed {settings.seed}); p {settings.correction}: p rand corrected over "
+        f"all {result.pairs.height} tests; "
+        + ("p HSD: randomised Tukey HSD blocked by query; " if has_tukey else "")
+        + f"CI: paired percentile bootstrap ({settings.bootstrap_resamples} resamples); d_z: Cohen's d of the "
+        f"differences; ties: |difference| <= {settings.tie_tolerance:g}; queries: {settings.query_set}; "
+        "unres.: queries whose sign the missing judgments leave open",
     )
     for note in result.notes:
-        console.print(f"[yellow]note:[/yellow] {escape(note)}", highlight=False)
+        print_line(console, note, "note:", "yellow")

@@ -31,7 +31,7 @@ from judged.flows.pipeline.compare import (
 from judged.flows.engine.versions import implementation_commit, implementation_version, library_versions
 from judged.flows.store.outputs import replace_atomically
 from judged.flows.report.wording import pair_verdict
-from judged.flows.store.warehouse import Store
+from judged.flows.store.warehouse import REPORTS, Store
 from judged.schemas.comparison import ComparisonSettings, measure_at
 
 if TYPE_CHECKING:
@@ -487,4 +487,4 @@ def nightly_report(warehouse: Store, evaluation_ids: Sequence[str], name: str, b
     if len(evaluations) >= 2:
         comparison = compare_evaluations(evaluations, ComparisonSettings(), baseline, warehouse, listed=False)
         store_comparison(warehouse, comparison, name)
-    return write_report(warehouse.root / "reports" / f"{name}.html", evaluations, comparison)
+    return write_report(warehouse.root / REPORTS / f"{name}.html", evaluations, comparison)

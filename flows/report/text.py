@@ -181,46 +181,38 @@ def _trec_value(value: float | None) -> str:
 
 def print_tables(results: Sequence[EvaluationResult], console: Console | None = None) -> None:
     """The summary table of each result, then its warnings; a warning that every one of several results has is
-    printed once, after them all (rich is imported here only: the other formats never load it). Tables fit the
-    terminal: headers wrap between words, and long values fold onto more lines rather than being cut."""
-    from rich.console import Console
-    from rich.markup import escape
-    from rich.table import Table
+    printed once, after them all. On a terminal the tables fit its width and piped they are plain lines
+    (flows/report/terminal.py; rich is imported only there and then: the other formats never load it)."""
+    from judged.flows.report.terminal import Column, Kind, TextTable, output_console, print_line, print_table
 
-    console = console or Console()
+    console = console or output_console()
     shared = set(results[0].warnings).intersection(*(r.warnings for r in results[1:])) if len(results) > 1 else set()
+    columns = (Column("measure", Kind.NAME, key=True), Column("value"), Column("scored"), Column("missing"),
+               Column("undefined"), Column("no judgments"), Column("unjudged share"))
     for result in results:
         spec = result.spec
-        table = Table(
-            title=escape(f"{result.run_name}: {spec.full_label()}"),
-            caption=f"evaluation {result.evaluation_id} · spec {spec.spec_hash[:16]}",
-            pad_edge=False,
-        )
-        # Measure names stay whole; the other columns wrap (rich never breaks a header's word while the table's
-        # narrowest form fits the terminal, which it does at 80 columns).
-        for column in ("measure", "value", "scored", "missing", "undefined", "no judgments", "unjudged share"):
-            table.add_column(column, justify="left" if column == "measure" else "right", no_wrap=column == "measure",
-                             overflow="fold")
         declared = _declared(result)
         trec_names = result_trec_eval_names(result)
+        rows = []
         for row in result.summary.iter_rows(named=True):
-            value = "undefined" if row["value"] is None else f"{row['value']:.4f}"
             fraction = row["mean_unjudged_fraction"]
             key = (row["measure"], row["cutoff"])
-            table.add_row(
+            rows.append((
                 trec_names[key] or declared[key].canonical,
-                value,
+                "undefined" if row["value"] is None else f"{row['value']:.4f}",
                 str(row["n_scored"]),
                 str(row["n_missing"]),
                 str(row["n_undefined"]),
                 str(row["n_no_judgments"]),
                 "-" if fraction is None else f"{fraction:.1%}",
-            )
-        console.print(table)
-        for line in interval_lines(result.per_query, result.summary, residuals=_residuals(result)):
-            console.print(escape(line), highlight=False)
+            ))
+        print_table(TextTable(
+            columns, rows, title=f"{result.run_name}: {spec.full_label()}",
+            caption=f"evaluation {result.evaluation_id} · spec {spec.spec_hash[:16]}",
+            notes=interval_lines(result.per_query, result.summary, residuals=_residuals(result)),
+        ), console)
         for warning in result.warnings:
             if warning not in shared:
-                console.print(f"[yellow]warning:[/yellow] {escape(warning)}", highlight=False)
+                print_line(console, warning, "warning:", "yellow")
     for warning in (w for w in results[0].warnings if w in shared) if results else ():
-        console.print(f"[yellow]warning (all {len(results)} runs):[/yellow] {escape(warning)}", highlight=False)
+        print_line(console, warning, f"warning (all {len(results)} runs):", "yellow")

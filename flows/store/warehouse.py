@@ -85,6 +85,7 @@ from judged.transforms.shards import RunLayout, cut_targets, position_shards, qu
 
 STAGING = "_staging"
 CATALOG = "catalog.duckdb"
+REPORTS = "reports"  # the nightly job's HTML reports: reports/<flow run id>.html
 # The catalog's storage format: the oldest DuckDB can write, so that DuckDB 1.0.0 and every later client (CLIs, BI
 # tools, older Python environments) can open it. It holds views only, so the newer formats would add nothing.
 CATALOG_STORAGE_VERSION = "v1.0.0"

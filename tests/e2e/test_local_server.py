@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from judged.flows.pipeline.server import in_use, process_alive, read_state
-from tests.conftest import REPO, SAMPLE, ended
+from tests.conftest import REPO, SAMPLE, ended, servers_on, stop_process_group
 
 # Starting a server is what these tests check: their commands do not get the session's server.
 pytestmark = pytest.mark.own_prefect_server
@@ -229,3 +229,186 @@ def test_the_session_end_check_finds_a_server_left_under_a_session_home(tmp_path
             process.kill()
             process.wait()
     assert local_servers_under([tmp_path]) == []
+
+
+# -- one Prefect database, one server (issue 38) --------------------------------------------------------------------
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture
+def server_outside_judged(new_user: tuple[Path, dict[str, str]], tmp_path: Path) -> Iterator[tuple[subprocess.Popen, str]]:
+    """`prefect server start` on the new user's Prefect home, as the README's first night once had users start it
+    (after the quick start had started judged's): its process and API URL; stopped at the end, by its group."""
+    import urllib.request
+
+    home, env = new_user
+    port = free_port()
+    log = (tmp_path / "outside.log").open("w")
+    process = subprocess.Popen([str(BIN / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(port)],
+                               env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    url = f"http://127.0.0.1:{port}/api"
+
+    def answers() -> bool:
+        try:
+            with urllib.request.urlopen(f"{url}/health", timeout=2) as response:
+                return response.read() == b"true"
+        except OSError:
+            return False
+
+    try:
+        assert wait_until(lambda: answers() or process.poll() is not None, 180) and process.poll() is None
+        yield process, url
+    finally:
+        stop_process_group(process)
+        log.close()
+
+
+def test_a_server_started_outside_judged_on_its_database_is_reused_never_doubled(
+    new_user: tuple[Path, dict[str, str]], server_outside_judged: tuple[subprocess.Popen, str], tmp_path: Path
+) -> None:
+    home, env = new_user
+    outside, url = server_outside_judged
+    started = judged("server", "start", env=env, cwd=tmp_path)
+    assert started.returncode == 0, started.stderr
+    assert started.stdout.startswith(f"running: {url} (pid {outside.pid}, started outside judged: ")
+    assert read_state(home) is None  # not recorded as judged's: never stopped by judged
+    assert judged("server", "url", env=env, cwd=tmp_path).stdout.strip() == url
+    status = judged("server", "status", env=env, cwd=tmp_path)
+    assert status.returncode == 0 and url in status.stdout and "judged did not start" in status.stdout
+
+    evaluated = evaluate(tmp_path / "warehouse", env)  # a warehouse command reports to it
+    assert f"using the Prefect server already running on this Prefect database (pid {outside.pid}, {url})" \
+        in evaluated.stderr
+    assert "started a local Prefect server" not in evaluated.stderr
+    assert servers_on(home) == [outside.pid]  # one server on the database, whatever ran
+
+    stopped = judged("server", "stop", env=env, cwd=tmp_path)
+    assert stopped.returncode == 0 and "judged leaves it running" in stopped.stdout
+    assert outside.poll() is None
+
+
+def test_a_server_outside_judged_that_does_not_answer_is_refused_not_doubled(
+    new_user: tuple[Path, dict[str, str]], server_outside_judged: tuple[subprocess.Popen, str], tmp_path: Path
+) -> None:
+    home, env = new_user
+    outside, url = server_outside_judged
+    os.killpg(outside.pid, signal.SIGSTOP)  # it lives, but answers nothing
+    try:
+        done = judged("server", "start", env=env, cwd=tmp_path)
+    finally:
+        os.killpg(outside.pid, signal.SIGCONT)
+    assert done.returncode == 1
+    assert done.stderr.startswith(f"judged: error: the local Prefect server: a Prefect server judged did not start "
+                                  f"(pid {outside.pid}: ")
+    assert f"does not answer on {url}: stop it, or set PREFECT_API_URL" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert servers_on(home) == [outside.pid] and read_state(home) is None
+
+
+# -- `judged serve` on the local server, and how it stops (issue 38) -----------------------------------------------
+
+STOP_WITHIN_SECONDS = 5.0
+
+
+def deployment_of(url: str, name: str) -> dict | None:
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(f"{url}/deployments/name/nightly/{name}", timeout=5) as response:
+            return json.loads(response.read())
+    except (OSError, urllib.error.URLError, ValueError):
+        return None
+
+
+@pytest.mark.parametrize(("server_state", "sent", "configured"), [
+    ("answering", signal.SIGINT, False),
+    ("gone", signal.SIGTERM, True),  # the finding: PREFECT_API_URL set, its server gone, SIGTERM took 30-67 s
+    ("gone", signal.SIGINT, False),
+    ("hanging", signal.SIGTERM, False),
+])
+def test_serve_stops_within_5_s_whatever_its_servers_state(
+    new_user: tuple[Path, dict[str, str]], tmp_path: Path, server_state: str, sent: signal.Signals, configured: bool
+) -> None:
+    """serve serves on judged's local server when no PREFECT_API_URL is set (the running one, not a second), on the
+    configured one otherwise; SIGTERM or SIGINT ends it within 5 s whether that server answers, is gone (killed) or
+    hangs (stopped with SIGSTOP)."""
+    home, env = new_user
+    assert judged("server", "start", "--idle-minutes", "0", env=env, cwd=tmp_path).returncode == 0
+    state = read_state(home)
+    assert state is not None
+    if configured:
+        env = env | {"PREFECT_API_URL": state.url}
+    name = f"serve-{server_state}-{sent.name.lower()}"
+    log = (tmp_path / "serve.log").open("w")
+    serving = subprocess.Popen([str(BIN / "judged"), "serve", "--inbox", tmp_path / "inbox", "--warehouse",
+                                tmp_path / "warehouse", "--judgments", QRELS, "--name", name],
+                               env=env, cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        assert wait_until(lambda: deployment_of(state.url, name) is not None or serving.poll() is not None, 180)
+        assert serving.poll() is None, (tmp_path / "serve.log").read_text()
+        time.sleep(2)  # the runner polls for runs
+        if server_state == "gone":
+            os.killpg(state.pid, signal.SIGKILL)
+            assert wait_until(lambda: ended(state.pid), 30)
+        elif server_state == "hanging":
+            os.killpg(state.pid, signal.SIGSTOP)
+        asked = time.monotonic()
+        serving.send_signal(sent)
+        try:
+            serving.wait(timeout=30)
+        finally:
+            took = time.monotonic() - asked
+    finally:
+        if server_state == "hanging":
+            os.killpg(state.pid, signal.SIGCONT)
+        if serving.poll() is None:
+            os.killpg(serving.pid, signal.SIGKILL)
+            serving.wait(timeout=30)
+        log.close()
+    output = (tmp_path / "serve.log").read_text()
+    assert took <= STOP_WITHIN_SECONDS, (took, output[-3000:])
+    assert serving.returncode == 0, output[-3000:]
+    assert f"serve stopped on {sent.name}" in output
+    assert f"serving the nightly job {name} (0 2 * * *, UTC) on {state.url}" in output
+    assert "started a local Prefect server" not in output  # it served on the one that ran
+    assert f"{tmp_path / 'warehouse' / 'reports'}/<flow run id>.html" in output
+    assert not [pid for pid in map(int, subprocess.run(["pgrep", "-g", str(serving.pid)], capture_output=True,
+                                                       text=True).stdout.split())]  # nothing of it is left
+    if server_state == "answering":
+        assert process_alive(state.pid)  # the local server outlives the command that served on it
+
+
+def test_a_server_on_the_database_is_found_by_its_environment_and_a_temporary_one_is_not(tmp_path: Path) -> None:
+    """`other_server` on stand-ins with a Prefect server's command line: one whose PREFECT_HOME (or connection URL)
+    is the database's is found, with its port; one of another home, or a temporary server, is not."""
+    from judged.flows.pipeline.server import other_server
+
+    home = tmp_path / "home"
+    home.mkdir()
+    stand_in = [sys.executable, "-c", "import time; time.sleep(60)", "prefect", "server", "start", "--port", "4321"]
+    cases = [
+        ({"PREFECT_HOME": str(home)}, True),
+        ({"PREFECT_HOME": str(tmp_path / "other")}, False),
+        ({"PREFECT_HOME": str(home), "PREFECT__SERVER_EPHEMERAL": "1"}, False),
+        ({"PREFECT_HOME": str(tmp_path / "other"),
+          "PREFECT_SERVER_DATABASE_CONNECTION_URL": f"sqlite+aiosqlite:///{home / 'prefect.db'}"}, True),
+    ]
+    for environment, found in cases:
+        process = subprocess.Popen(stand_in, env={**os.environ, **environment})
+        try:
+            seen = other_server(home) if wait_until(lambda: other_server(home) is not None, 5 if found else 1) \
+                else None
+        finally:
+            process.kill()
+            process.wait()
+        assert (seen is not None) == found, environment
+        if seen is not None:
+            assert (seen.pid, seen.url) == (process.pid, "http://127.0.0.1:4321/api")

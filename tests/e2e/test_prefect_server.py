@@ -1,16 +1,16 @@
-"""The README's first night on a real Prefect server, step by step from an empty folder: the server started here on
-a loopback port, the judgments ingested, `judged serve` registering the deployment with its cron schedule (and
-creating the inbox), a run file dropped into the inbox, one run triggered with `prefect deployment run`, the night
-found in the warehouse and the run's logs in the Prefect API. The test stops every process it started."""
+"""The README's first night, step by step from an empty folder, after the quick start left judged's local Prefect
+server running (a user's first start: a new Prefect home, its database created): the judgments ingested, `judged
+serve` registering the deployment with its cron schedule on that server (not a second one: issue 38) and creating
+the inbox, a run file dropped into the inbox, one run triggered with `prefect deployment run` against `judged server
+url`, the night found in the warehouse, its report where serve's terminal says, the run's logs in the Prefect API,
+and serve stopped by SIGTERM within 5 s. The test stops every process it started."""
 
 from __future__ import annotations
 
 import hashlib
 import os
 import re
-import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -21,19 +21,14 @@ import httpx
 import polars as pl
 import pytest
 
-from tests.conftest import REPO, SAMPLE
+from judged.flows.pipeline.server import read_state
+from tests.conftest import REPO, servers_on, stop_process_group
 
 # Starting a server is what these tests check: their commands do not get the session's server.
 pytestmark = pytest.mark.own_prefect_server
 
 BIN = Path(sys.executable).parent
 CRON = "0 2 * * *"
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def wait_for(condition, timeout: float, what: str, processes: list[subprocess.Popen]):  # type: ignore[no-untyped-def]
@@ -52,36 +47,25 @@ def wait_for(condition, timeout: float, what: str, processes: list[subprocess.Po
     pytest.fail(f"timed out waiting for {what}")
 
 
-def stop(process: subprocess.Popen) -> None:
-    if process.poll() is None:
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait(timeout=30)
-
-
 @pytest.fixture
-def server(tmp_path: Path) -> Iterator[tuple[str, dict[str, str]]]:
-    port = free_port()
-    api = f"http://127.0.0.1:{port}/api"
-    env = os.environ | {
-        "PREFECT_HOME": str(tmp_path / "prefect-home"),
-        "PREFECT_API_URL": api,
-        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-    }
-    log = (tmp_path / "server.log").open("w")
-    process = subprocess.Popen(
-        [str(BIN / "prefect"), "server", "start", "--host", "127.0.0.1", "--port", str(port)],
-        env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-    )
+def user(tmp_path: Path) -> Iterator[tuple[Path, dict[str, str]]]:
+    """A new user's Prefect home and environment (no PREFECT_API_URL, judged's local server); the local server
+    stopped at the end, by `judged server stop`, else by the process group its state file names."""
+    home = tmp_path / "prefect-home"
+    env = {name: value for name, value in os.environ.items()
+           if name not in ("PREFECT_API_URL", "JUDGED_PREFECT_SERVER", "JUDGED_SERVER_IDLE_MINUTES")
+           and not name.startswith("PREFECT_LOGGING_")}  # a user's shell: without the test session's quiet logging
+    env |= {"PREFECT_HOME": str(home), "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
     try:
-        wait_for(lambda: httpx.get(f"{api}/health", timeout=5).json() is True, 180, "the Prefect server", [process])
-        yield api, env
+        yield home, env
     finally:
-        stop(process)
-        log.close()
+        subprocess.run([str(BIN / "judged"), "server", "stop"], env=env, capture_output=True, timeout=120)
+        state = read_state(home)
+        if state is not None:
+            try:
+                os.killpg(state.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
 
 
 def readme_first_night() -> list[str]:
@@ -93,30 +77,33 @@ def readme_first_night() -> list[str]:
     return [line.split("  #")[0].strip() for line in block.group(1).splitlines() if line.strip()]
 
 
-def test_readme_first_night_on_a_real_server(server: tuple[str, dict[str, str]], tmp_path: Path) -> None:
-    api, env = server
+def test_readme_first_night_on_the_local_server(user: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
+    home, env = user
     steps = readme_first_night()
-    assert steps[0].startswith("$CLONE/.venv/bin/prefect server start")  # the fixture's server, on a free port
     folder = tmp_path / "night"
     folder.mkdir()  # the empty folder
-    # A user's shell: without the quiet logging the test session sets for itself.
-    env = {name: value for name, value in env.items() if not name.startswith("PREFECT_LOGGING_")}
     env |= {"CLONE": str(REPO), "PATH": f"{BIN}{os.pathsep}{env.get('PATH', '')}"}
 
-    def command(step: str) -> list[str]:
+    def command(*lines: str) -> list[str]:
         # Run by bash as written; the clone's .venv is this test's environment, $CLONE this repository.
-        return ["bash", "-c", step.replace("$CLONE/.venv/bin/", f"{BIN}/")]
+        return ["bash", "-c", "\n".join(line.replace("$CLONE/.venv/bin/", f"{BIN}/") for line in lines)]
 
-    def run(step: str) -> subprocess.CompletedProcess[str]:
-        done = subprocess.run(command(step), env=env, cwd=folder, capture_output=True, text=True, timeout=300)
-        assert done.returncode == 0, (step, done.stdout, done.stderr)
+    def run(*lines: str) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run(command(*lines), env=env, cwd=folder, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, (lines, done.stdout, done.stderr)
         return done
 
-    assert steps[1] == "export PREFECT_API_URL=http://127.0.0.1:4200/api"  # the fixture's env has the server's URL
-    run(steps[2])  # judged ingest-judgments
-    assert "judged serve" in steps[3]
+    # What the quick start leaves behind: judged's local server, running.
+    assert run(f"{BIN}/judged server start").returncode == 0
+    quick_start = read_state(home)
+    assert quick_start is not None
+    api = quick_start.url
+
+    assert "judged ingest-judgments" in steps[0]
+    run(steps[0])
+    assert "judged serve" in steps[1]
     log = (tmp_path / "serve.log").open("w")
-    serving = subprocess.Popen(command(steps[3]), env=env, stdout=log, stderr=subprocess.STDOUT,
+    serving = subprocess.Popen(command(f"exec {steps[1]}"), env=env, stdout=log, stderr=subprocess.STDOUT,
                                start_new_session=True, cwd=folder)
     try:
         deployment = wait_for(
@@ -129,10 +116,11 @@ def test_readme_first_night_on_a_real_server(server: tuple[str, dict[str, str]],
         inbox = folder / "inbox"
         assert (inbox / "processed").is_dir() and (inbox / "rejected").is_dir()  # created by serve
 
-        assert steps[4] == steps[1]
-        run(steps[5])  # cp: the run and its sidecar, into the inbox serve created
+        terminal_2 = steps[2]
+        assert terminal_2 == "export PREFECT_API_URL=$($CLONE/.venv/bin/judged server url)"
+        run(terminal_2, steps[3])  # cp: the run and its sidecar, into the inbox serve created
         assert sorted(p.name for p in inbox.iterdir() if p.is_file()) == ["input.p_bm25.gz", "input.p_bm25.gz.meta.toml"]
-        triggered = run(steps[6])  # prefect deployment run nightly/judged-nightly
+        triggered = run(terminal_2, steps[4])  # prefect deployment run nightly/judged-nightly
         found = re.search(r"UUID: ([0-9a-f-]{36})", triggered.stdout)
         assert found, triggered.stdout
         flow_run_id = found.group(1)
@@ -142,16 +130,25 @@ def test_readme_first_night_on_a_real_server(server: tuple[str, dict[str, str]],
             300, "the triggered flow run", [serving],
         )
         assert state["type"] == "COMPLETED", (tmp_path / "serve.log").read_text()[-3000:]
-        nightly = run(steps[7])  # judged sql "SELECT file, outcome, moved_to FROM nightly"
+        nightly = run(terminal_2, steps[5])  # judged sql "SELECT file, outcome, moved_to FROM nightly"
+        assert servers_on(home) == [quick_start.pid]  # one server on the Prefect database throughout
+        asked = time.monotonic()
+        serving.send_signal(signal.SIGTERM)
+        serving.wait(timeout=30)
+        assert time.monotonic() - asked <= 5.0
     finally:
-        stop(serving)
+        stop_process_group(serving)
         log.close()
 
     assert "input.p_bm25.gz" in nightly.stdout and "evaluated" in nightly.stdout
     served = (tmp_path / "serve.log").read_text()
     assert f"created {Path('inbox') / 'processed'}" in served
+    assert f"serving the nightly job judged-nightly ({CRON}, UTC) on {api}" in served
     assert flow_run_id in served or "p_bm25" in served  # the terminal shows the run it started
     assert "Completed" in served, served[-3000:]  # and its outcome
+    report = folder / "warehouse" / "reports" / f"{flow_run_id}.html"
+    assert f"the night's report: {report}" in served and report.is_file()  # where the report is
+    assert "serve stopped on SIGTERM" in served
 
     warehouse = folder / "warehouse"
     evaluations = pl.read_parquet(warehouse / "evaluations" / "*.parquet")

@@ -45,6 +45,9 @@ def test_demo_prints_summaries_and_the_next_command(demo_warehouse: tuple[Path, 
     assert "nDCG@10 in 34 of 54 scored queries (63%), mean 0.0365 to 0.0414" in output.replace("\n", " ")
     assert "3 evaluations, 0 files rejected" in output
     assert "judged sql" in output
+    (report,) = re.findall(r"^report: (.+\.html)$", output, flags=re.M)  # where the night's report is
+    assert Path(report).is_absolute() and Path(report).is_file()
+    assert Path(report).parent == (demo_warehouse[0] / "reports").absolute()
 
 
 def test_readme_has_five_analyst_queries() -> None:

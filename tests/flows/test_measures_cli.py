@@ -66,4 +66,33 @@ def test_an_alias_names_its_measure(alias: str) -> None:
 @pytest.mark.parametrize("name", ["nope", "nDCG@10", ""])
 def test_an_unknown_name_is_one_line_and_exit_2(name: str) -> None:
     assert_one_line_error(judged("measures", name), 2,
-                 f"unknown measure {name!r}; choose one of nDCG, AP, RR, P, R, R-Prec, Judged, RBP")
+                 f"unknown measure {name!r}; choose one of nDCG, AP, RR, P, R, R-Prec, Judged, RBP, or trec_eval's "
+                 "name of one (ndcg, ndcg_cut_k, map, map_cut_k, recip_rank, P_k, recall_k, Rprec)")
+
+
+@pytest.mark.parametrize(("name", "canonical"), [("map", "AP"), ("ndcg_cut_10", "nDCG"), ("P_5", "P")])
+def test_a_trec_eval_name_prints_its_measure(name: str, canonical: str) -> None:
+    result = judged("measures", name)
+    assert result.exit_code == 0
+    first, blank, rest = result.stdout.partition("\n\n")
+    assert first.startswith(f"{name}: trec_eval's name for ")
+    assert rest == judged("measures", canonical).stdout
+
+
+def test_evaluate_takes_trec_eval_names_under_its_method_and_refuses_them_under_another() -> None:
+    from tests.flows.test_cli import SEED_QRELS, SEED_RUN
+
+    names = judged("evaluate", SEED_QRELS, SEED_RUN, "--preset", "trec_eval", "--measures",
+                   "ndcg_cut_2,P_1,map,recip_rank,recall_3,Rprec,map_cut_2", "--format", "trec")
+    ours = judged("evaluate", SEED_QRELS, SEED_RUN, "--preset", "trec_eval", "--measures",
+                  "nDCG@2,P@1,AP,RR,R@3,R-Prec,AP@2", "--format", "trec")
+    assert names.exit_code == 0, names.output
+    assert names.stdout == ours.stdout
+    assert sorted(line.split("\t")[0] for line in names.stdout.splitlines()
+                  if "\tall\t" in line and not line.startswith(("runid", "num_q"))) == sorted([
+        "ndcg_cut_2", "P_1", "map", "recip_rank", "recall_3", "Rprec", "map_cut_2"])
+    assert_one_line_error(
+        judged("evaluate", SEED_QRELS, SEED_RUN, "--measures", "P_1,ndcg_cut_2"), 2,
+        "measure 'P_1' is trec_eval's name for P@1[trec_eval:gain=linear], and this spec's method is another "
+        "(--preset judged: no_relevant=null): give --preset trec_eval (or trec_eval9) without options that change "
+        "its method, or P@1 for this method's number")

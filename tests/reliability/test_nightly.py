@@ -131,6 +131,22 @@ def test_nightly_takes_the_spec_options_evaluate_takes(prefect_harness: str, tmp
     assert bad.exit_code == 2 and "run" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
 
 
+def test_nightly_prints_where_its_report_is(prefect_harness: str, tmp_path: Path) -> None:
+    """Issue 38: the night's HTML report is named by its absolute path; a night without evaluations says none."""
+    warehouse, inbox = tmp_path / "warehouse", tmp_path / "inbox"
+    inbox.mkdir()
+    (inbox / "seed.run").write_text(seed_run("seed"))
+    arguments = ["nightly", "--inbox", str(inbox), "--judgments", str(SEED_QRELS), "--warehouse", str(warehouse),
+                 "--cutoffs", "10"]
+    result = runner.invoke(app, arguments)
+    assert result.exit_code == 0, result.output
+    (line,) = [line for line in result.stdout.splitlines() if line.startswith("report: ")]
+    report = Path(line.removeprefix("report: "))
+    assert report.is_absolute() and report.is_file() and report.parent == (warehouse / "reports").absolute()
+    again = runner.invoke(app, arguments)  # the inbox is empty now
+    assert again.exit_code == 0 and "report: none written (nothing was evaluated)" in again.stdout
+
+
 def test_a_rerun_after_a_kill_records_the_file_as_its_first_attempt_saw_it(
     prefect_harness: str, tmp_path: Path
 ) -> None:

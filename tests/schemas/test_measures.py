@@ -78,7 +78,9 @@ def test_declared_defaults() -> None:
     ("text", "message"),
     [
         ("MRR@x", "measure 'MRR@x': cutoff 'x' is not a positive integer"),
-        ("Foo@10", "unknown measure 'Foo'; choose one of nDCG, AP, RR, P, R, R-Prec, Judged, RBP"),
+        ("Foo@10", "unknown measure 'Foo': give NAME, NAME@k or NAME(param=value,...)@k, NAME one of nDCG, AP, RR, P, "
+                   "R, R-Prec, Judged, RBP, or trec_eval's name of one (ndcg, ndcg_cut_k, map, map_cut_k, recip_rank, "
+                   "P_k, recall_k, Rprec)"),
         ("P", "measure 'P': P needs a cutoff, e.g. P@10"),
         ("Rprec@10", "measure 'Rprec@10': R-Prec takes no cutoff"),
         ("RBP(p=1)", "measure 'RBP(p=1)': p: Input should be less than 1"),
@@ -123,3 +125,64 @@ def test_average_ties_are_ndcg_only() -> None:
     with pytest.raises(SpecError, match="ties 'average' .* is defined for nDCG only"):
         build_spec("sklearn", measures="nDCG@10,P@10")
     assert build_spec("sklearn", measures="nDCG@10").ties == "average"
+
+
+# trec_eval's printed names (issue 38): each is the measure whose number trec_eval prints under it (-l 1).
+TREC_EVAL_NAMES = {
+    "ndcg_cut_10": "nDCG@10", "ndcg": "nDCG", "P_5": "P@5", "map": "AP", "map_cut_10": "AP@10", "map_cut_7": "AP@7",
+    "recip_rank": "RR", "recall_100": "R@100", "Rprec": "R-Prec",
+}
+
+
+@pytest.mark.parametrize(("name", "canonical"), TREC_EVAL_NAMES.items())
+def test_a_trec_eval_name_is_the_measure_trec_eval_prints_under_it(name: str, canonical: str) -> None:
+    spec = build_spec("trec_eval", measures=f"{name},AP(rel=2)")
+    (measure, _) = spec.measure_list()
+    assert measure.canonical == canonical
+    assert spec.measure_trec_eval_name(measure) == name  # and it prints under that name again
+    assert build_spec("trec_eval9", measures=name).measure_list()[0] == measure
+
+
+def test_the_names_come_from_the_declarations() -> None:
+    from judged.schemas.measures import MEASURES, trec_eval_meaning
+
+    for model in MEASURES.values():
+        if model.trec_eval_base and not model.cutoff_required:
+            meaning = trec_eval_meaning(model.trec_eval_base)
+            assert meaning is not None and type(meaning.measure) is model
+        if model.trec_eval_cut:
+            meaning = trec_eval_meaning(model.trec_eval_cut.format(k=25))
+            assert meaning is not None and meaning.measure == model(cutoff=25)
+
+
+@pytest.mark.parametrize(("preset", "options", "name", "message"), [
+    ("judged", {}, "ndcg_cut_10",
+     "measure 'ndcg_cut_10' is trec_eval's name for nDCG@10[trec_eval:gain=linear], and this spec's method is another "
+     "(--preset judged: no_relevant=null): give --preset trec_eval (or trec_eval9) without options that change its "
+     "method, or nDCG@10 for this method's number"),
+    ("trec_eval", {"ties": "docid_asc"}, "P_5",
+     "measure 'P_5' is trec_eval's name for P@5[trec_eval:gain=linear], and this spec's method is another "
+     "(ties=docid_asc): give --preset trec_eval (or trec_eval9) without options that change its method, or P@5 for "
+     "this method's number"),
+])
+def test_a_trec_eval_name_under_another_method_is_refused_naming_ours(
+    preset: str, options: dict, name: str, message: str
+) -> None:
+    with pytest.raises(SpecError) as caught:
+        build_spec(preset, measures=f"AP,{name}", **options)
+    assert str(caught.value) == message
+
+
+@pytest.mark.parametrize(("name", "message"), [
+    ("rbp_p=0.8", "measure 'rbp_p=0.8' is trec_eval's RBP with graded gains (each grade scaled into [0, 1]); "
+                  "RBP(p=0.8) is binary (grade >= rel), the same number on judgments graded 0 and 1 only: give "
+                  "RBP(p=0.8)"),
+    ("rbp", "measure 'rbp' is trec_eval's RBP with graded gains (each grade scaled into [0, 1]); RBP(p=0.9) is binary "
+            "(grade >= rel), the same number on judgments graded 0 and 1 only: give RBP(p=0.9)"),
+    ("unj_10", "measure 'unj_10' is trec_eval's unjudged share, 1 - Judged(convention=trec_eval)@10: give "
+               "Judged(convention=trec_eval)@10"),
+])
+def test_a_trec_eval_name_of_another_number_is_refused_naming_ours(name: str, message: str) -> None:
+    with pytest.raises(SpecError) as caught:
+        build_spec("trec_eval", measures=name)
+    assert str(caught.value) == message
