@@ -39,12 +39,13 @@ def resolve_assessors(
     judgments: pl.LazyFrame, model: str | None, scale: Sequence[int] | None = None
 ) -> pl.LazyFrame:
     """One row per (query, document): `relevance`, the grade a measure sees under the assessor `model`, and
-    `grade_set`, the grades the pair may have (sorted; null when it has one grade or none). `judgments` has one row
-    per assessor and pair (`assessor`; a set without it has one assessor). `scale`: the grades `range` fills in
-    (the judgment set's declared scale, else the grades present). Without a model, the rows are taken as they are
-    (one per pair)."""
+    `grade_set`, the grades the pair may have (sorted; null when it has one grade or none), with the pair's first
+    `source_line` (for messages). `judgments` has one row per assessor and pair (`assessor`; a set without it has
+    one assessor). `scale`: the grades `range` fills in (the judgment set's declared scale, else the grades
+    present). Without a model, the rows are taken as they are (one per pair)."""
     if model is None or "assessor" not in judgments.collect_schema().names():
-        return judgments.select(*PAIR, "relevance").with_columns(grade_set=pl.lit(None, pl.List(pl.Int32)))
+        kept = [c for c in judgments.collect_schema().names() if c != "assessor"]
+        return judgments.select(kept).with_columns(grade_set=pl.lit(None, pl.List(pl.Int32)))
     grades = pl.col("relevance")
     given = grades.drop_nulls().unique().sort()
     if model.startswith("single:"):
@@ -60,7 +61,8 @@ def resolve_assessors(
     else:
         raise ValueError(f"unknown assessor model {model!r}")
     resolved = judgments.group_by(PAIR, maintain_order=True).agg(
-        relevance=point.cast(pl.Int32), grade_set=grade_set.cast(pl.List(pl.Int32))
+        relevance=point.cast(pl.Int32), grade_set=grade_set.cast(pl.List(pl.Int32)),
+        source_line=pl.col("source_line").min(),
     )
     if model == "range":
         low, high = pl.col("grade_set").list.min(), pl.col("grade_set").list.max()
@@ -75,6 +77,17 @@ def resolve_assessors(
 
 
 # -- agreement ------------------------------------------------------------------------------------------------------
+
+
+def pairs_graded_twice(judgments: pl.LazyFrame) -> pl.LazyFrame:
+    """The (query, document) pairs that more than one assessor graded, with how many and the pair's first
+    `source_line`, in line order."""
+    graded = judgments.filter(pl.col("relevance").is_not_null())
+    return (
+        graded.group_by(PAIR).agg(assessors=pl.col("assessor").n_unique(), source_line=pl.col("source_line").min())
+        .filter(pl.col("assessors") > 1)
+        .sort("source_line")
+    )
 
 
 def agreement_by_pair(judgments: pl.DataFrame, threshold: int) -> pl.DataFrame:

@@ -37,14 +37,21 @@ def _any_group_may_repeat(groups: LazyGroupBy) -> pl.LazyFrame:
     return groups.agg(repeats=docs_may_repeat()).select(pl.col("repeats").any().alias("may_have_duplicates"))
 
 
+def row_key(table: pl.LazyFrame) -> list[str]:
+    """What one row stands for: a (query, document) pair, or of judgments that record their assessor, one
+    assessor's grade of it (several assessors' grades of one pair are several opinions, never duplicates)."""
+    return [*PAIR, "assessor"] if "assessor" in table.collect_schema().names() else list(PAIR)
+
+
 def duplicate_pairs(table: pl.LazyFrame) -> pl.LazyFrame:
-    """One row per (query_id, doc_id) present more than once: how often, its source lines, and (for judgments)
-    whether the duplicates disagree on the grade."""
+    """One row per (query_id, doc_id) (and assessor, when recorded: `row_key`) present more than once: how often,
+    its source lines, and (for judgments) whether the duplicates disagree on the grade."""
     has_grades = "relevance" in table.collect_schema()
     conflicting = pl.col("relevance").n_unique() > 1 if has_grades else pl.lit(False)
+    key = row_key(table)
     return (
-        table.filter(pl.len().over(PAIR) > 1)
-        .group_by(PAIR)
+        table.filter(pl.len().over(key) > 1)
+        .group_by(key)
         .agg(
             count=pl.len(),
             source_lines=pl.col("source_line").sort(),
@@ -61,6 +68,8 @@ def raise_on_duplicates(duplicates: pl.DataFrame, source: str, what: str, unit: 
     first = duplicates.row(0, named=True)
     lines = first["source_lines"]
     conflict = " with different grades" if first["conflicting"] else ""
+    if first.get("assessor") is not None:
+        conflict = f" by assessor '{first['assessor']}'{conflict}"
     more = f" ({duplicates.height - 1} more duplicate pairs)" if duplicates.height > 1 else ""
     raise InputError(
         source,
@@ -76,4 +85,4 @@ def keep_one_per_pair(table: pl.LazyFrame, policy: str) -> pl.LazyFrame:
     if policy not in ("first", "last"):
         raise ValueError(f"keep_one_per_pair needs policy 'first' or 'last', not {policy!r}")
     chosen = pl.col("source_line").min() if policy == "first" else pl.col("source_line").max()
-    return table.filter(pl.col("source_line") == chosen.over(PAIR))
+    return table.filter(pl.col("source_line") == chosen.over(row_key(table)))

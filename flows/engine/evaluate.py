@@ -10,7 +10,7 @@ tasks (and Dask through them) only iterate a plan. The computation itself lives 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from functools import cached_property
@@ -24,6 +24,7 @@ from judged.flows.engine.versions import implementation_version
 from judged.flows.report.wording import counted
 from judged.schemas.provenance import JudgmentSetMetadata, evaluation_id
 from judged.schemas.spec import EvaluationSpec
+from judged.transforms.assessors import pairs_graded_twice, resolve_assessors
 from judged.transforms.duplicates import (
     duplicate_pairs,
     keep_one_per_pair,
@@ -280,6 +281,33 @@ def without_duplicates(table: LoadedTable, policy: str, suspected: bool) -> tupl
     return keep_one_per_pair(table.scan, policy), [warning]
 
 
+def judgment_rows(
+    judgments: LoadedTable, spec: EvaluationSpec, suspected: bool, scale: Sequence[int] | None = None
+) -> tuple[pl.LazyFrame, list[str]]:
+    """The rows a measure reads of a judgment set: its duplicates policy applied (`without_duplicates`), then one
+    row per (query, document) with the grade the spec's assessor model gives it (`grade_set` too under `set` and
+    `range`: transforms.assessors). Judgments that record several assessors' grades of one pair need a declared
+    model: refused otherwise, naming the first such pair. `scale`: the grades `range` may fill in (the declared
+    scale; else the grades present)."""
+    rows, warnings = without_duplicates(judgments, spec.judgment_duplicates, suspected)
+    if "assessor" not in rows.collect_schema().names():
+        return rows, warnings
+    if spec.assessor_model is None:
+        several = pairs_graded_twice(rows).head(1).collect()
+        if several.height:
+            first = several.row(0, named=True)
+            raise InputError(
+                judgments.source,
+                f"query '{first['query_id']}', document '{first['doc_id']}' has grades of {first['assessors']} "
+                "assessors: declare how they become one grade with --assessor-model (single:NAME, median, min, max, "
+                "set or range)",
+                first["source_line"], judgments.unit,
+            )
+    if scale is None and spec.assessor_model == "range":
+        scale = rows.select(pl.col("relevance").drop_nulls().unique().sort()).collect()["relevance"].to_list()
+    return resolve_assessors(rows, spec.assessor_model, scale), warnings
+
+
 def check_inputs(
     run: LoadedTable, run_rows: pl.LazyFrame, judgments: LoadedTable, judgment_rows: pl.LazyFrame, spec: EvaluationSpec
 ) -> None:
@@ -343,12 +371,19 @@ def _refuse_gains_beyond_float64(judgments: LoadedTable, judgment_rows: pl.LazyF
     )
 
 
+def declared_scale(metadata: object) -> tuple[int, ...] | None:
+    """A judgment set's declared grade scale, None where it declares none."""
+    if isinstance(metadata, JudgmentSetMetadata) and metadata.grade_scale:
+        return tuple(grade for grade, _ in metadata.grade_scale)
+    return None
+
+
 def grade_scale(judgments: Table) -> tuple[int, ...]:
     """The grades an unjudged document may take in the intervals: the judgment set's declared scale, else the
     grades present in its judgments."""
-    metadata = judgments.metadata
-    if isinstance(metadata, JudgmentSetMetadata) and metadata.grade_scale:
-        return tuple(grade for grade, _ in metadata.grade_scale)
+    declared = declared_scale(judgments.metadata)
+    if declared is not None:
+        return declared
     present = judgments.load().scan.select(pl.col("relevance").drop_nulls().unique().sort()).collect()
     return tuple(present["relevance"].to_list())
 
@@ -375,14 +410,14 @@ def evaluate_read(plan: Plan, part: Part, engine: EngineType = "auto") -> tuple[
         k = first_rows_needed(spec)
         candidates_engine = "streaming" if k is not None and k <= limits.streamed_candidates_max_k else engine
     judgments_suspected = may_repeat_documents(judgments, limits.streamed_candidate_part_rows)
-    judgment_rows, warnings = without_duplicates(judgments, spec.judgment_duplicates, judgments_suspected)
+    judged_rows, warnings = judgment_rows(judgments, spec, judgments_suspected, plan.interval_grades)
     if read.read is Read.SCANNED_BATCHES:
-        batched = scanned_per_query(plan, run, judgments, judgment_rows, candidates_engine)
+        batched = scanned_per_query(plan, run, judgments, judged_rows, candidates_engine)
         if isinstance(batched, pl.DataFrame):
             return batched, warnings, read
         read = PartRead(Read.SCANNED_WHOLE, batched.why)
-    candidates, run_warnings = checked_candidates(run, judgments, judgment_rows, spec, candidates_engine, read.bounds)
-    per_query = per_query_measures(candidates.lazy(), judgment_rows, spec, plan.interval_grades, plan.intervals)
+    candidates, run_warnings = checked_candidates(run, judgments, judged_rows, spec, candidates_engine, read.bounds)
+    per_query = per_query_measures(candidates.lazy(), judged_rows, spec, plan.interval_grades, plan.intervals)
     per_query = per_query.collect(engine=candidates_engine)
     return per_query, warnings + run_warnings, read
 
@@ -428,7 +463,7 @@ def ranked_rows(run: Table, judgments: Table, spec: EvaluationSpec) -> pl.LazyFr
 
 def judgment_rows_of_part(judgments: LoadedTable, spec: EvaluationSpec) -> pl.LazyFrame:
     suspected = may_repeat_documents(judgments, DEFAULT_LIMITS.streamed_candidate_part_rows)
-    rows, _ = without_duplicates(judgments, spec.judgment_duplicates, suspected)
+    rows, _ = judgment_rows(judgments, spec, suspected, declared_scale(judgments.metadata))
     return rows
 
 
@@ -663,10 +698,10 @@ def check_before_storing(
     def suspected(table: LoadedTable) -> bool:
         return may_repeat_documents(table, limits.streamed_candidate_part_rows)
 
-    judgment_rows, _ = without_duplicates(judgments, spec.judgment_duplicates, suspected(judgments))
+    judged_rows, _ = judgment_rows(judgments, spec, suspected(judgments), declared_scale(judgments.metadata))
     run_suspected = not run.duplicate_free and suspected(run)
     run_rows, _ = without_duplicates(run, spec.run_duplicates, run_suspected)
-    check_inputs(run, run_rows, judgments, judgment_rows, spec)
+    check_inputs(run, run_rows, judgments, judged_rows, spec)
     return not run_suspected
 
 
@@ -677,5 +712,5 @@ def check_judgments_before_storing(
     `check_judgments`): the nightly job runs them once, before it takes any run from its inbox, so that judgments
     the spec cannot use fail the night instead of each run."""
     suspected = may_repeat_documents(judgments, limits.streamed_candidate_part_rows)
-    judgment_rows, _ = without_duplicates(judgments, spec.judgment_duplicates, suspected)
-    check_judgments(judgments, judgment_rows, spec)
+    judged_rows, _ = judgment_rows(judgments, spec, suspected, declared_scale(judgments.metadata))
+    check_judgments(judgments, judged_rows, spec)

@@ -15,6 +15,7 @@ ROWS = pl.LazyFrame(
         "doc_id": ["a", "a", "b", "b", "b", "c", "d"],
         "relevance": [1, 3, 2, None, 0, 2, None],
         "assessor": ["x", "y", "x", "y", "z", "x", "x"],
+        "source_line": [1, 2, 3, 4, 5, 6, 7],
     },
     schema_overrides={"relevance": pl.Int32},
 )
@@ -36,6 +37,7 @@ ROWS = pl.LazyFrame(
 def test_each_model_gives_its_grades(model: str, expected: dict) -> None:
     resolved = resolve_assessors(ROWS, model, [0, 1, 2, 3]).collect()
     assert {r["doc_id"]: (r["relevance"], r["grade_set"]) for r in resolved.iter_rows(named=True)} == expected
+    assert resolved["source_line"].to_list() == [1, 3, 6, 7]  # each pair's first line, for messages
 
 
 def test_range_keeps_to_the_declared_scale() -> None:
