@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 ID_LENGTH = 32
 
-METHOD_VERSION = "4"
+METHOD_VERSION = "5"
 """The version of the method, a whole number as text: of every value a measure, an interval over unjudged documents,
 a comparison or a judging worklist computes. It is part of every evaluation, comparison and worklist id, so a result
 of an older method is never taken for a current one. Any change to such a value (beyond floating-point rounding)
