@@ -177,3 +177,22 @@ def test_mean_residual_is_over_the_scored_queries_in_every_format(tmp_path: Path
     (residual_all,) = [value for name, value in trec_all.items() if name.endswith(":residual")]
     assert float(residual_all) == pytest.approx(0.28125, abs=1e-12)
     assert "mean residual 0.2812" in " ".join(outputs["table"].split())
+
+
+def test_one_trec_output_holds_one_trec_eval_invocation(tmp_path: Path) -> None:
+    """`AP(rel=2)` is trec_eval's `map` at -l 2 and `P@10` its `P_10` at -l 1: no trec_eval run prints both, so the
+    measures of the first one's invocation get trec_eval's names (nDCG, whose number is the same under any -l,
+    among them) and P@10 keeps its label, in the lines, the table and JSON alike."""
+    qrels, run = REPO / "data" / "seed" / "qrels.txt", REPO / "data" / "seed" / "run.txt"
+    outputs = {}
+    for output_format in ("trec", "json", "table"):
+        result = runner.invoke(app, ["evaluate", str(qrels), str(run), "--preset", "trec_eval", "--measures",
+                                     "AP(rel=2),P@10,nDCG@3", "--format", output_format])
+        assert result.exit_code == 0, result.output
+        outputs[output_format] = result.stdout
+    names = [line.split("\t")[0] for line in outputs["trec"].splitlines() if "\tall\t" in line]
+    assert names == ["runid", "num_q", "map", "P@10[trec_eval:gain=linear]", "ndcg_cut_3"]
+    data = json.loads(outputs["json"])["evaluations"][0]
+    assert [row["trec_eval_measure"] for row in data["summary"]] == ["map", None, "ndcg_cut_3"]
+    table = " ".join(outputs["table"].split())
+    assert "map " in table and "P@10 " in table and "P_10" not in table
