@@ -33,7 +33,7 @@ from judged.flows.store.warehouse import Store
 from judged.schemas.provenance import (
     METHOD_VERSION, InputRecord, JudgmentSetMetadata, ProvenanceRecord, RunMetadata, is_older_method,
 )
-from judged.schemas.spec import EvaluationSpec, SpecError, build_spec
+from judged.schemas.spec import WORKLIST_BUDGET, EvaluationSpec, SpecError, build_spec
 from judged.schemas.tables import PER_QUERY, STORED_PER_QUERY
 from judged.transforms.errors import InputError, UsageError
 from judged.transforms.parse import in_contract, raise_first_problem
@@ -511,24 +511,35 @@ def worklist(
 
     `objective` "pairs" narrows the paired difference intervals of the pairs of runs not yet decided (all pairs,
     or `pairs` as "A:B,C:D"; falls back to "width" when every pair is decided), "width" each run's own nDCG@k
-    interval. Inputs as for `judged.compare`."""
-    from judged.flows.pipeline.judging import rank_for_judging
+    interval. `query_weights=(("q1", 3.0), ...)` weighs each query's share of the priority, as the CLI's
+    `--query-weights` does (queries not listed weigh 1). Inputs as for `judged.compare`; it refuses what
+    `judged worklist` refuses (a budget out of range, weights that sum to 0)."""
+    from judged.flows.pipeline.judging import rank_for_judging, worklist_spec
 
     if isinstance(budget, bool) or not isinstance(budget, int) or budget <= 0:
         raise SpecError(f"budget must be a positive number of judgments, not {budget!r}")
+    WORKLIST_BUDGET.check(budget, "budget")  # the command line's range
     if isinstance(cutoff, bool) or not isinstance(cutoff, int) or cutoff <= 0:
         raise SpecError(f"cutoff must be a positive rank, not {cutoff!r}")
     if not isinstance(relative, bool):
         raise SpecError(f"relative must be True or False, not {relative!r}")
+    for name, value in (("objective", objective), ("pairs", pairs), ("measure", measure)):
+        if value is not None and not isinstance(value, str):
+            raise SpecError(f"{name} must be text, not {value!r}")
+    if options.get("query_weights") and "aggregation" not in options:  # the CLI's --query-weights: they weigh
+        options = {**options, "aggregation": "weighted_mean"}
     spec = _spec_of([measure] if measure is not None else None, preset, None,
                     options if measure is not None else {**options, "cutoffs": (cutoff,)})
     if measure is not None and [m.cutoff for m in spec.measure_list()] != [cutoff]:
         raise SpecError(f"measure {measure!r}: a worklist narrows one measure at its cutoff k = {cutoff}, e.g. "
                         f"'P@{cutoff}'")
+    spec, weights = worklist_spec(spec)
     judgment_table = load_input(judgments, JUDGMENT_SET, "qrels")
     tables = _run_tables(runs, False)
+    weight_rows = pl.LazyFrame(list(weights), schema={"query_id": pl.String, "weight": pl.Float64}, orient="row")
     try:
-        rows, _, _, _, _ = rank_for_judging(tables, judgment_table, spec, budget, objective, pairs, relative)
+        rows, _, _, _, _ = rank_for_judging(tables, judgment_table, spec, budget, objective, pairs, relative,
+                                            weight_rows if weights else None)
     except UsageError as error:
         raise SpecError(str(error)) from None
     return rows.select("query_id", "doc_id", "priority", pl.col("position").alias("rank"))
