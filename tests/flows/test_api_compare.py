@@ -116,3 +116,11 @@ def test_worklist_refuses_what_the_command_line_refuses(arguments: dict, error: 
         judged.worklist(TOY_QRELS, TOY_RUNS, budget=arguments.pop("budget", 10), **arguments)
     assert message in str(raised.value) and "\n" not in str(raised.value)
 
+
+def test_one_run_twice_under_two_names_is_refused() -> None:
+    """As `judged compare QRELS a.txt b.txt` refuses one run given twice (before, the API compared it with itself,
+    and ranked its documents for a pair that can never be decided)."""
+    twice = {"x": TOY_RUNS["x"], "again": TOY_RUNS["x"]}
+    for call in (lambda: judged.compare(TOY_QRELS, twice), lambda: judged.worklist(TOY_QRELS, twice, budget=5)):
+        with pytest.raises(judged.InputError, match="'x' and 'again' are one run \\(the same rows\\) given twice"):
+            call()
