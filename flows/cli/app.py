@@ -217,15 +217,12 @@ def _require_writable_warehouse(warehouse: Path) -> None:
         existing = existing.parent
     if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
         raise fail(f"{warehouse}: --warehouse cannot be written here ({existing} is not writable)", EXIT_USAGE)
-    # Permission bits do not tell everything (root passes `os.access` everywhere; /proc, /sys or a read-only mount
-    # refuse a new folder anyway): make and remove an empty folder where the warehouse's first one would go.
-    import tempfile
+    from judged.flows.store.outputs import creation_refused
 
-    try:
-        os.rmdir(tempfile.mkdtemp(prefix=".judged-write-check-", dir=existing))
-    except OSError as error:
+    refused = creation_refused(existing)
+    if refused:
         raise fail(f"{warehouse}: --warehouse cannot be written here (no folder can be made in {existing}: "
-                   f"{error.strerror or error})", EXIT_USAGE) from None
+                   f"{refused})", EXIT_USAGE)
 
 
 def _require_readable_warehouse(warehouse: Path) -> None:
