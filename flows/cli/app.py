@@ -318,7 +318,7 @@ def ingest_judgments_command(
         with orchestrated(f"ingesting {qrels}"):
             report = ingest_judgments(str(qrels), str(warehouse), metadata, allow_empty=allow_empty)
     except (SpecError, InputError) as error:
-        raise failure(error) from None
+        raise failure(error, order_hint=False) from None
     _print_store_report(report, "judgment set")
 
 
@@ -337,7 +337,7 @@ def _extend_judgments(
         if report.store.created:
             store.refresh_catalog()
     except InputError as error:
-        raise failure(error) from None
+        raise failure(error, order_hint=False) from None
     if not report.store.created:
         print(f"judgment set {report.store.id} ({version}, extending {report.parent_id}) is already stored with "
               "these answers: nothing added")
@@ -462,7 +462,7 @@ def ingest_run_command(
             flow = ingest_run if dask is None else ingest_run.with_options(task_runner=task_runner(dask))
             report = flow(str(run), str(warehouse), metadata, allow_empty=allow_empty, scale_out=dask is not None)
     except InputError as error:
-        raise fail(str(error), EXIT_INPUT) from None
+        raise failure(error, order_hint=False) from None
     _print_store_report(report, "run")
     if profile:
         from judged.flows.engine.phases import profile_lines
@@ -512,7 +512,7 @@ def nightly(
             report = flow(str(inbox), judgments, [s.canonical_json() for s in specs], str(warehouse), allow_empty,
                           baseline, scale_out=dask is not None)
     except (SpecError, InputError) as error:
-        raise failure(error) from None
+        raise failure(error, order_hint=False) from None
     _print_nightly(report, warehouse)
 
 

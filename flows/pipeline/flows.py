@@ -37,6 +37,7 @@ from judged.flows.store.warehouse import Store, StoreReport, now_utc, staging_ar
 from judged.schemas.spec import EvaluationSpec
 from judged.schemas.tables import NIGHTLY
 from judged.transforms.errors import InputError
+from judged.transforms.parse import without_order_hint
 
 DEFAULT_WAREHOUSE = "warehouse"
 # Shards evaluated at once in one process: each already uses every core through Polars, and memory grows with each.
@@ -238,7 +239,8 @@ def _judgment_set(store: Store, reference: str, metadata: Metadata | None, allow
 
 
 def _failure_message(error: BaseException | None) -> str:
-    return str(error) if isinstance(error, InputError) else f"{type(error).__name__}: {error}"
+    # The night takes no QRELS RUN arguments: a file that looks like qrels is said to, not which order to give.
+    return str(without_order_hint(error)) if isinstance(error, InputError) else f"{type(error).__name__}: {error}"
 
 
 def _night_of_one_file(
