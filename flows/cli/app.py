@@ -192,10 +192,18 @@ def _valid_dask(dask: str) -> bool:
 
 
 def _require_valid_dask(dask: str | None) -> None:
-    """Exit 2 with one line unless `--dask` is absent, `local:N` or a scheduler address."""
+    """Exit 2 with one line unless `--dask` is absent, `local:N`, or the address of a Dask scheduler that answers
+    (flows/pipeline/scheduler.py: within 5 s), before anything is stored or taken from an inbox."""
     if dask is not None and not _valid_dask(dask):
         raise fail(f"--dask must be local:N (N workers, N >= 1) or a scheduler address such as tcp://host:8786, "
                    f"not {dask!r}", EXIT_USAGE)
+    if dask is not None and not dask.startswith("local:"):
+        from judged.flows.pipeline.scheduler import require_scheduler
+
+        try:
+            require_scheduler(dask)
+        except UsageError as error:
+            raise failure(error) from None
 
 
 # `ingest-run` and `nightly`: where a run is read, checked and written in pieces.
