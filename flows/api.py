@@ -550,7 +550,7 @@ def worklist(
     for name, value in (("objective", objective), ("pairs", pairs), ("measure", measure)):
         if value is not None and not isinstance(value, str):
             raise SpecError(f"{name} must be text, not {value!r}")
-    if options.get("query_weights") and "aggregation" not in options:  # the CLI's --query-weights: they weigh
+    if options.get("query_weights") and "aggregation" not in options:  # as --query-weights sets it
         options = {**options, "aggregation": "weighted_mean"}
     spec = _spec_of([measure] if measure is not None else None, preset, None,
                     options if measure is not None else {**options, "cutoffs": (cutoff,)})

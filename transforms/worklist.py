@@ -283,13 +283,16 @@ def pair_states(
 
 
 def weights_of_scored(judgments: pl.LazyFrame, spec: EvaluationSpec, query_weights: pl.LazyFrame | None) -> pl.LazyFrame:
-    """`query_id`, `weight` of the judged queries that have a value: some judged relevant document, or every judged
-    query under `no_relevant='zero'` (weight 1 where none is declared)."""
+    """`query_id`, `weight` of the judged queries where the spec's measure has a value: every judged query, but
+    under `no_relevant='null'` only those with a judged relevant document for a measure undefined without one
+    (nDCG: a positive gain; AP, R, R-Prec: a grade of at least `rel`). Weight 1 where none is declared."""
     from judged.transforms.measures.ndcg import gain_of
 
+    measure = spec.measure_list()[0]
+    relevant = gain_of(spec) > 0 if measure.name == "nDCG" else pl.col("relevance") >= getattr(measure, "rel", 1)
     resolved = judgments.filter(pl.col("relevance").is_not_null())
-    queries = resolved.group_by(QUERY).agg(relevant=(gain_of(spec) > 0).any())
-    if spec.no_relevant != "zero":
+    queries = resolved.group_by(QUERY).agg(relevant=relevant.any())
+    if spec.no_relevant != "zero" and measure.undefined_without_relevant:
         queries = queries.filter(pl.col("relevant"))
     declared = query_weights if query_weights is not None else pl.LazyFrame(
         schema={QUERY: pl.String, "weight": pl.Float64}

@@ -418,8 +418,9 @@ def _require_weight(weights: pl.DataFrame) -> None:
     """An InputError when the query weights of the scored queries (`query_id`, `weight`) sum to 0: every priority
     would be 0, and the list no more than the runs' order."""
     if weights.height and not weights["weight"].sum() > 0:
-        raise InputError("query weights", f"the weights of the {counted(weights.height, 'scored query')} sum to 0: no judgment can move their weighted mean, so "
-                                          "nothing can be ranked; give some query a weight above 0")
+        raise InputError("query weights", f"the weights of the {counted(weights.height, 'scored query')} sum to 0: "
+                                          "no judgment can move their weighted mean, so nothing can be ranked; give "
+                                          "some query a weight above 0")
 
 
 def assessor_file(report: WorklistReport, output_format: str) -> str:

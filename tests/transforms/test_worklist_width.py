@@ -100,3 +100,23 @@ def test_width_removed_is_the_rule_on_the_engines_intervals(name: str) -> None:
     assert len(moving) >= 20
     for key, width in got.items():
         assert width == pytest.approx(expected[key], abs=1e-12), key
+
+
+@pytest.mark.parametrize(
+    ("spec", "queries"),
+    [
+        (PRESETS["judged"].with_options(cutoffs=(K,)), ["q1"]),  # nDCG undefined without a relevant document
+        (PRESETS["trec_eval"].with_options(cutoffs=(K,)), ["q1", "q2"]),  # ... scored 0 under no_relevant='zero'
+        (build_spec("judged", measures="P@3"), ["q1", "q2"]),  # P@3 is defined there
+        (build_spec("judged", measures="AP(rel=2)@3"), []),  # q1's grade 1 is not relevant at rel 2
+    ],
+    ids=["nDCG-null", "nDCG-zero", "P@3", "AP(rel=2)@3"],
+)
+def test_the_weights_that_count_are_those_of_the_queries_with_a_value(spec: EvaluationSpec, queries: list) -> None:
+    from judged.transforms.worklist import weights_of_scored
+
+    judgments = judgment_frame([("q1", "a", 1), ("q1", "b", 0), ("q2", "c", 0), ("q3", "d", None)])
+    weights = pl.LazyFrame({"query_id": ["q2"], "weight": [4.0]})
+    scored = weights_of_scored(judgments, spec, weights).collect().sort("query_id")
+    assert scored["query_id"].to_list() == queries
+    assert scored["weight"].to_list() == [4.0 if q == "q2" else 1.0 for q in queries]
