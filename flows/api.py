@@ -27,13 +27,13 @@ from judged.flows.engine.evaluate import EvaluationResult
 from judged.flows.engine.evaluate import evaluate as evaluate_tables
 from judged.flows.store.hashing import known_hashes
 from judged.flows.store.kinds import JUDGMENT_SET, RUN, InputKind
-from judged.flows.store.readers import LoadedTable, load_table, open_stored, require_rows
+from judged.flows.store.readers import LoadedTable, StoredTable, load_table, open_stored, require_rows
 from judged.flows.engine.versions import implementation_commit, implementation_version, library_versions
 from judged.flows.store.warehouse import Store
 from judged.schemas.provenance import (
     METHOD_VERSION, InputRecord, JudgmentSetMetadata, ProvenanceRecord, RunMetadata, is_older_method,
 )
-from judged.schemas.spec import EvaluationSpec, SpecError, build_spec
+from judged.schemas.spec import WORKLIST_BUDGET, EvaluationSpec, SpecError, build_spec
 from judged.schemas.tables import PER_QUERY, STORED_PER_QUERY
 from judged.transforms.errors import InputError, UsageError
 from judged.transforms.parse import in_contract, raise_first_problem
@@ -300,8 +300,19 @@ def _from_nested(value: Mapping[Any, Any], kind: InputKind, source: str) -> pl.D
         if not_integer:
             raise InputError(source, f"grade {not_integer[0]!r} is not an integer")
         values = [int(v) for v in values]
+        # Beyond the column's integers no frame can hold it; within them, the contract's check names a grade out of
+        # its range, as for any other table.
+        beyond = next((row for row, v in enumerate(values, start=1) if not -(2**63) <= v < 2**63), None)
+        if beyond is not None:
+            raise InputError(source, f"grade {values[beyond - 1]} is out of range", beyond, "row")
     else:
-        values = [float(v) for v in values]
+        floats = []
+        for row, v in enumerate(values, start=1):
+            try:
+                floats.append(float(v))
+            except OverflowError:  # an integer no float64 holds
+                raise InputError(source, "score is not finite (beyond float64)", row, "row") from None
+        values = floats
     return pl.DataFrame(
         {"query_id": query_ids, "doc_id": doc_ids, column: values},
         schema={"query_id": pl.String, "doc_id": pl.String, column: dtype},
@@ -351,20 +362,21 @@ class Warehouse:
         return self._query("SELECT * FROM evaluations ORDER BY started_at, evaluation_id")
 
     def summary(self, evaluation_id: str | None = None) -> pl.DataFrame:
-        """The summary rows of every stored evaluation, or of one."""
+        """The summary rows of every stored evaluation, or of one (its id, or a unique start of it)."""
         where, parameters = self._one(evaluation_id)
         return self._query(f"SELECT * FROM summary {where} ORDER BY evaluation_id, cutoff NULLS LAST", parameters)
 
     def per_query(self, evaluation_id: str | None = None) -> pl.DataFrame:
-        """The per-query rows of every stored evaluation, or of one."""
+        """The per-query rows of every stored evaluation, or of one (its id, or a unique start of it)."""
         where, parameters = self._one(evaluation_id)
         return self._query(
             f"SELECT * FROM per_query {where} ORDER BY evaluation_id, query_id, cutoff NULLS LAST", parameters
         )
 
     def evaluation(self, evaluation_id: str) -> Evaluation:
-        """One stored evaluation in the shape `judged.evaluate` returns (its frames without the stored keys)."""
-        self._require_id(evaluation_id)
+        """One stored evaluation in the shape `judged.evaluate` returns (its frames without the stored keys). A unique
+        start of its id will do, as for `judged show`."""
+        evaluation_id = self._resolve(evaluation_id)
         record, per_query, summary = self._store.load_evaluation(evaluation_id)
         return Evaluation(
             run_name=record["run_name"],
@@ -376,20 +388,19 @@ class Warehouse:
             provenance=ProvenanceRecord.model_validate_json(record["provenance_json"]),
         )
 
-    def _require_id(self, evaluation_id: object) -> None:
-        """InputError unless `evaluation_id` has an id's form (hexadecimal digits): `../runs/<id>` would name
-        another table's files."""
+    def _resolve(self, evaluation_id: object) -> str:
+        """The stored evaluation's id that `evaluation_id` is or starts with (`Store.resolve_evaluation`, as `judged
+        show` finds it); an InputError unless it has an id's form (hexadecimal digits: `../runs/<id>` would name
+        another table's files), or for an unknown or ambiguous one."""
         if not isinstance(evaluation_id, str) or not EVALUATION_ID.fullmatch(evaluation_id):
-            raise InputError(str(self.root), f"no evaluation with id {evaluation_id!r} in the warehouse: an "
-                                             "evaluation id is hexadecimal digits (0-9, a-f)")
+            raise InputError(str(self.root), f"no evaluation with id or id prefix {evaluation_id!r} in the "
+                                             "warehouse: an evaluation id is hexadecimal digits (0-9, a-f)")
+        return self._store.resolve_evaluation(evaluation_id)
 
     def _one(self, evaluation_id: str | None) -> tuple[str, list[Any]]:
         if evaluation_id is None:
             return "", []
-        self._require_id(evaluation_id)
-        if not self._store.has_evaluation(evaluation_id):
-            raise InputError(str(self.root), f"no evaluation with id {evaluation_id} in the warehouse")
-        return "WHERE evaluation_id = ?", [evaluation_id]
+        return "WHERE evaluation_id = ?", [self._resolve(evaluation_id)]
 
 
 # -- comparisons and worklists ------------------------------------------------------------------------------------
@@ -425,7 +436,7 @@ def _spec_of(measures: Any, preset: Any, spec: EvaluationSpec | None, options: d
     return spec
 
 
-def _run_tables(runs: Any, allow_empty: bool) -> dict[str, LoadedTable | Any]:
+def _run_tables(runs: Any, allow_empty: bool) -> dict[str, LoadedTable | StoredTable]:
     """Runs given as a dict {name: run} or a list of runs (named by their tag), each as the engine's table."""
     if isinstance(runs, Mapping):
         given = named_runs(runs)
@@ -444,7 +455,20 @@ def _run_tables(runs: Any, allow_empty: bool) -> dict[str, LoadedTable | Any]:
         if name in tables:
             raise InputError("runs", f"two runs are named {name!r}: give them as a dict {{name: run}}")
         tables[name] = table
+    _refuse_one_run_twice(tables)
     return tables
+
+
+def _refuse_one_run_twice(tables: dict[str, LoadedTable | StoredTable]) -> None:
+    """InputError when two runs hold the same rows under two names, as the command line refuses one evaluation
+    given twice: a run is compared with other runs, not with itself."""
+    names_by_content: dict[str, str] = {}
+    for name, table in tables.items():
+        content = str(table.record["content_sha256"]) if isinstance(table, StoredTable) else table.content_sha256
+        if content in names_by_content:
+            raise InputError("runs", f"{names_by_content[content]!r} and {name!r} are one run (the same rows) given "
+                                     "twice: a run is compared with other runs, not with itself")
+        names_by_content[content] = name
 
 
 def compare(
@@ -511,24 +535,35 @@ def worklist(
 
     `objective` "pairs" narrows the paired difference intervals of the pairs of runs not yet decided (all pairs,
     or `pairs` as "A:B,C:D"; falls back to "width" when every pair is decided), "width" each run's own nDCG@k
-    interval. Inputs as for `judged.compare`."""
-    from judged.flows.pipeline.judging import rank_for_judging
+    interval. `query_weights=(("q1", 3.0), ...)` weighs each query's share of the priority, as the CLI's
+    `--query-weights` does (queries not listed weigh 1). Inputs as for `judged.compare`; it refuses what
+    `judged worklist` refuses (a budget out of range, weights that sum to 0)."""
+    from judged.flows.pipeline.judging import rank_for_judging, worklist_spec
 
     if isinstance(budget, bool) or not isinstance(budget, int) or budget <= 0:
         raise SpecError(f"budget must be a positive number of judgments, not {budget!r}")
+    WORKLIST_BUDGET.check(budget, "budget")  # the command line's range
     if isinstance(cutoff, bool) or not isinstance(cutoff, int) or cutoff <= 0:
         raise SpecError(f"cutoff must be a positive rank, not {cutoff!r}")
     if not isinstance(relative, bool):
         raise SpecError(f"relative must be True or False, not {relative!r}")
+    for name, value in (("objective", objective), ("pairs", pairs), ("measure", measure)):
+        if value is not None and not isinstance(value, str):
+            raise SpecError(f"{name} must be text, not {value!r}")
+    if options.get("query_weights") and "aggregation" not in options:  # as --query-weights sets it
+        options = {**options, "aggregation": "weighted_mean"}
     spec = _spec_of([measure] if measure is not None else None, preset, None,
                     options if measure is not None else {**options, "cutoffs": (cutoff,)})
     if measure is not None and [m.cutoff for m in spec.measure_list()] != [cutoff]:
         raise SpecError(f"measure {measure!r}: a worklist narrows one measure at its cutoff k = {cutoff}, e.g. "
                         f"'P@{cutoff}'")
+    spec, weights = worklist_spec(spec)
     judgment_table = load_input(judgments, JUDGMENT_SET, "qrels")
     tables = _run_tables(runs, False)
+    weight_rows = pl.LazyFrame(list(weights), schema={"query_id": pl.String, "weight": pl.Float64}, orient="row")
     try:
-        rows, _, _, _, _ = rank_for_judging(tables, judgment_table, spec, budget, objective, pairs, relative)
+        rows, _, _, _, _ = rank_for_judging(tables, judgment_table, spec, budget, objective, pairs, relative,
+                                            weight_rows if weights else None)
     except UsageError as error:
         raise SpecError(str(error)) from None
     return rows.select("query_id", "doc_id", "priority", pl.col("position").alias("rank"))

@@ -96,6 +96,11 @@ class MeasureBase(BaseModel):
                 return TrecEvalName(text, cls(cutoff=int(cutoff)))
         return None
 
+    def trec_eval_relevance_level(self) -> int | None:
+        """The relevance level (trec_eval's -l) of the trec_eval invocation that prints this number, or None when
+        its number is the same under any -l (nDCG and RBP take each grade's gain)."""
+        return None
+
     def value_if_missing(self) -> float | None:
         """The value of a judged query the run does not list, under query set `judged` (trec_eval -c)."""
         return self.missing_value
@@ -119,6 +124,9 @@ class BinaryMeasure(MeasureBase):
 
     rel: PositiveInt = Field(default=1, description="a document is relevant when its judged grade is at least rel "
                                                     "(trec_eval -l)")
+
+    def trec_eval_relevance_level(self) -> int | None:
+        return self.rel
 
 
 class AP(BinaryMeasure):
@@ -218,6 +226,9 @@ class RBP(BinaryMeasure):
                                            f"{measure.canonical} is binary (grade >= rel), the same number on "
                                            "judgments graded 0 and 1 only")
 
+    def trec_eval_relevance_level(self) -> int | None:
+        return None  # trec_eval's rbp ignores -l (its name needs rel 1 and 0/1 grades: `trec_eval_name`)
+
 
 Measure = Annotated[NDCG | AP | RR | Precision | Recall | RPrecision | Judged | RBP, Field(discriminator="measure")]
 """One declared measure; its `measure` field names it."""
@@ -251,14 +262,22 @@ def trec_eval_meaning(text: str) -> TrecEvalName | None:
 
 
 def trec_eval_names(measures: Sequence[MeasureBase], binary_judgments: bool | None = None) -> tuple[str | None, ...]:
-    """Each measure's trec_eval name (see `MeasureBase.trec_eval_name`), None where an earlier measure of the list
-    already prints under it (`AP` and `AP(rel=2)` are both trec_eval's `map`, under different -l): one output never
-    holds one trec_eval name for two numbers."""
+    """Each measure's trec_eval name (see `MeasureBase.trec_eval_name`) where one trec_eval invocation prints all
+    the names given, None elsewhere (the measure keeps our label). The invocation is that of the first measure with a
+    trec_eval name whose number depends on trec_eval's -l (`trec_eval_relevance_level`: a binary measure's `rel`):
+    a measure of another level is none of its output (`AP(rel=2),P@10`: `map` at -l 2, `P@10` keeps its label), a
+    measure whose number is the same under any -l (nDCG, RBP) is. And an output never holds one trec_eval name for
+    two numbers: a name an earlier measure took is not given again."""
+    named = [(measure, measure.trec_eval_name(binary_judgments)) for measure in measures]
+    levels = [measure.trec_eval_relevance_level() for measure, name in named if name is not None]
+    invocation = next((level for level in levels if level is not None), None)
     taken: set[str] = set()
     names: list[str | None] = []
-    for measure in measures:
-        name = measure.trec_eval_name(binary_judgments)
-        names.append(None if name in taken else name)
+    for measure, name in named:
+        level = measure.trec_eval_relevance_level()
+        if name in taken or (level is not None and level != invocation):
+            name = None
+        names.append(name)
         if name is not None:
             taken.add(name)
     return tuple(names)

@@ -110,6 +110,11 @@ class NumericRange:
             raise SpecError(f"{name} must be {self.describe()}, not {text!r}") from None
 
 
+WORKLIST_BUDGET = NumericRange(1, 1_000_000, integer=True)
+"""How many pairs a judging worklist may list (`judged worklist --budget`, `judged.worklist(budget=...)`): a worklist
+is an assessor's file, a million pairs far beyond a round of judging, and the bound bounds its ranking."""
+
+
 def _holds_int(annotation: Any) -> bool:
     if annotation is int:
         return True

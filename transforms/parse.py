@@ -34,6 +34,15 @@ def _token_count() -> pl.Expr:
 SWAPPED_HINT = "the order is QRELS RUN"
 
 
+def without_order_hint(error: InputError) -> InputError:
+    """`error` as a command that takes no QRELS RUN arguments gives it: without SWAPPED_HINT, whose order it has
+    none of (the file's look, `this looks like qrels`, stays)."""
+    if SWAPPED_HINT not in error.first_problem:
+        return error
+    problem = error.first_problem.replace(f"; {SWAPPED_HINT}", "")
+    return InputError(error.source, problem, error.line, error.unit, error.more)
+
+
 def _looks_like(other_kind: str, columns: int) -> pl.Expr:
     """`: this looks like a run; the order is QRELS RUN` when the line has the other kind's column count."""
     return (

@@ -25,12 +25,16 @@ def _weighted(per_query: pl.LazyFrame, spec: EvaluationSpec) -> pl.LazyFrame:
 
 
 def _aggregate_of(spec: EvaluationSpec) -> Callable[[str], pl.Expr]:
-    """The declared aggregate of a column over the scored queries (value not null), for `_weighted` rows. A weighted
-    mean whose scored queries weigh 0 in all is null, never the NaN of 0 / 0."""
+    """The declared aggregate of a column over the scored queries (value not null), for `_weighted` rows: a column
+    that has values on other rows too (RBP's residual of a query without judgments) takes only those of the scored
+    queries. A weighted mean whose scored queries weigh 0 in all is null, never the NaN of 0 / 0."""
+    scored = pl.col("value").is_not_null()
     if spec.aggregation == "weighted_mean":
-        total = ordered_sum(pl.col("weight").filter(pl.col("value").is_not_null()))
-        return lambda column: pl.when(total > 0).then(ordered_sum(pl.col(column) * pl.col("weight")) / total)
-    return lambda column: ordered_mean(pl.col(column))
+        total = ordered_sum(pl.col("weight").filter(scored))
+        return lambda column: pl.when(total > 0).then(
+            ordered_sum((pl.col(column) * pl.col("weight")).filter(scored)) / total
+        )
+    return lambda column: ordered_mean(pl.col(column).filter(scored))
 
 
 def _rule(spec: EvaluationSpec) -> str:

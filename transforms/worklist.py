@@ -4,12 +4,13 @@ narrow the nDCG@k intervals of the evaluations that retrieved it in their top k.
 Belongs here: the pure ranking of candidate pairs (LazyFrame in, LazyFrame out) and the priority rule. Reading the
 evaluations, storing the worklist and writing the assessor file belong to flows/.
 
-Priority rule. For an evaluation e and query q with interval [min, max] of nDCG@k (transforms/intervals.py), judging
-an unjudged document d of its top k with grade g leaves the interval of the world where d is judged g, of width
-W_g; the width judging d removes is expected to be `sum_g p(g) * (W - W_g)`, with `p` the share of each grade of the
-scale among the judgment set's judgments, add-one smoothed (so a grade never seen still counts). A pair's priority
-is that removed width summed over the evaluations that retrieved it in their top k, each weighted by its query's
-weight (1 when none is declared). Why: a mean over queries moves by (1/n) of each query's move, so the removed
+Priority rule. For an evaluation e and query q with interval [min, max] of its measure at k (nDCG@k:
+transforms/intervals.py; the others: transforms/binary_intervals.py), judging an unjudged document d of its top k
+(`open_documents`) with grade g leaves the interval of the world where d is judged g, of width W_g, both as the
+engine computes them for an evaluation (`removed_widths`); the width judging d removes is expected to be
+`sum_g p(g) * (W - W_g)`, with `p` the share of each grade of the scale among the judgment set's judgments, add-one
+smoothed (so a grade never seen still counts). A pair's priority is that removed width summed over the evaluations
+that retrieved it in their top k, each weighted by its query's weight (1 when none is declared). Why: a mean over queries moves by (1/n) of each query's move, so the removed
 width is exactly what a judgment buys for the intervals of the aggregates analysts compare; a document several
 systems rank high serves all of them at once; and the expectation prices what is likely, not the best case (a
 document at rank 1 of a query with few relevant documents can move nDCG a lot but is usually graded 0). Ties are
@@ -27,7 +28,6 @@ import polars as pl
 from judged.schemas.fields import QUERY
 from judged.schemas.spec import EvaluationSpec
 from judged.schemas.tables import WORKLIST
-from judged.transforms.intervals import interval_of_world
 from judged.transforms.summary import aggregate_interval
 
 
@@ -35,6 +35,9 @@ def grade_counts(judgments: pl.LazyFrame) -> pl.LazyFrame:
     """How many resolved judgments carry each grade (`relevance`, `n`)."""
     return judgments.filter(pl.col("relevance").is_not_null()).group_by("relevance").agg(n=pl.len())
 
+
+PRIORITY_DECIMALS = 12
+"""The decimals of a priority that order the list: beyond them, two priorities differ by rounding only."""
 
 WHAT_IF = "\x1f"
 """Joins an evaluation, a query, a document and a grade into one what-if query id (a byte no id holds: ids are
@@ -60,19 +63,8 @@ def judging_worklist(
         raise ValueError(f"the budget must be a positive number of judgments, not {budget}")
     if len(spec.cutoffs) != 1 or spec.cutoffs[0] is None:
         raise ValueError("a worklist needs exactly one numeric cutoff k")
-    k = spec.cutoffs[0]
     resolved = judgments.filter(pl.col("relevance").is_not_null())
-    ranked = ranked_by_evaluation(candidates, judgments, spec)
-    # Judged queries only: a query without judgments is never scored, so judging one document there changes nothing.
-    open_documents = (
-        ranked.filter(pl.col("relevance").is_null() & (pl.col("rank") <= k))
-        .join(resolved.select(QUERY).unique(), on=QUERY, how="semi")
-        .select("evaluation", QUERY, "doc_id", "rank")
-    )
-    if all(m.name == "nDCG" for m in spec.measure_list()):
-        removed = _ndcg_removed_widths(ranked, judgments, spec, grades, prior)
-    else:
-        removed = _what_if_removed_widths(candidates, resolved, open_documents, spec, grades, prior)
+    removed = removed_widths(candidates, resolved, open_documents(candidates, judgments, spec), spec, grades, prior)
     weights = query_weights if query_weights is not None else pl.LazyFrame(
         schema={QUERY: pl.String, "weight": pl.Float64}
     )
@@ -87,7 +79,10 @@ def judging_worklist(
             evaluations=pl.col("evaluation").sort(),
             n_evaluations=pl.len().cast(pl.Int64),
         )
-        .sort(["priority", "best_rank", QUERY, "doc_id"], descending=[True, False, False, False])
+        # Priorities equal but for rounding (the same width removed in two queries, summed in another order) are
+        # ties: they go to the best rank, then the ids.
+        .sort([pl.col("priority").round(PRIORITY_DECIMALS), "best_rank", QUERY, "doc_id"],
+              descending=[True, False, False, False])
         .head(budget)
         .with_columns(position=pl.int_range(1, pl.len() + 1, dtype=pl.Int64))
         .select(list(WORKLIST))
@@ -109,125 +104,118 @@ def ranked_by_evaluation(candidates: pl.LazyFrame, judgments: pl.LazyFrame, spec
     return with_list_positions(ranked, spec, ["evaluation", QUERY])
 
 
-def _ndcg_removed_widths(
-    ranked: pl.LazyFrame,
-    judgments: pl.LazyFrame,
-    spec: EvaluationSpec,
-    grades: Sequence[int],
-    prior: Sequence[tuple[int, float]],
-) -> pl.LazyFrame:
-    """nDCG's removed widths (`evaluation`, query, `doc_id`, `rank`, `width_removed`) straight from its interval
-    kernel, one world per evaluation and query with each document judged in turn (`_removed_widths`): the same
-    widths as `_what_if_removed_widths`, which tests check, about 14 times faster (benchmarks/README.md)."""
-    from judged.transforms.intervals import interval_worlds
-    from judged.transforms.measures.ndcg import gain_of
-
-    gain_prior = (
-        pl.LazyFrame({"relevance": [g for g, _ in prior], "p": [p for _, p in prior]},
-                     schema_overrides={"relevance": pl.Int32})
-        .select(gain=gain_of(spec), p="p")
-        .group_by("gain")
-        .agg(pl.col("p").sum())
-        .select(pl.struct("gain", "p").implode().alias("prior"))
-    )
-    zero_if_no_ideal = spec.no_relevant == "zero"
-    removed_type = pl.List(pl.Struct({"doc_id": pl.String(), "rank": pl.Int64(), "width_removed": pl.Float64()}))
-    worlds = interval_worlds(ranked, judgments, spec, grades, by=["evaluation"]).filter(
-        pl.col("weights").list.len() > 0
-    )
-    inputs = ["cutoff", "fixed", "weights", "unjudged_docs", "unjudged_ranks", "unjudged_below", "unseen",
-              "unseen_unjudged_min", "judged_ideal", "levels", "prior"]
+def open_documents(candidates: pl.LazyFrame, judgments: pl.LazyFrame, spec: EvaluationSpec) -> pl.DataFrame:
+    """The unjudged documents of each evaluation's top k at the spec's cutoff k (`evaluation`, query, `doc_id`,
+    `rank`): in its first k, and under `ties='average'` every member of a tie group that starts within k (the group
+    shares its credit). Under condensed lists the top k is that of the list the interval ranges over, every
+    unjudged document judged: judged documents of a negative grade stay removed. Judged queries only: a query
+    without judgments is never scored, so judging one document there changes nothing."""
+    k = spec.cutoffs[0]
+    position = pl.col("rank")
+    if spec.unjudged == "condensed":
+        kept = pl.col("relevance").is_null() | (pl.col("relevance") >= 0)
+        position = pl.when(kept).then(pl.col("rank")).rank("ordinal").over("evaluation", QUERY)
+    credited = position <= k
+    if spec.ties == "average":
+        credited = credited | (pl.col("group_first") <= k)
+    judged_queries = judgments.filter(pl.col("relevance").is_not_null()).select(QUERY).unique()
     return (
-        worlds.join(gain_prior, how="cross")
-        .select(
-            "evaluation",
-            QUERY,
-            removed=pl.struct(inputs).map_elements(
-                lambda world: _removed_widths(
-                    world, [(item["gain"], item["p"]) for item in world["prior"]], zero_if_no_ideal
-                ),
-                return_dtype=removed_type,
-            ),
-        )
-        .explode("removed")
-        .unnest("removed")
-        .filter(pl.col("doc_id").is_not_null())
+        ranked_by_evaluation(candidates, judgments, spec)
+        .filter(pl.col("relevance").is_null() & credited)
+        .join(judged_queries, on=QUERY, how="semi")
+        .select("evaluation", QUERY, "doc_id", "rank")
+        .collect()
     )
 
 
-def _removed_widths(world: dict, prior: list[tuple[float, float]], zero_if_no_ideal: bool) -> list[dict]:
-    """Per credited unjudged document of one world: the expected width judging it removes."""
-    base = interval_of_world(world, zero_if_no_ideal)
-    if base["value_min"] is None:
-        return []
-    width = base["value_max"] - base["value_min"]
-    removed = []
-    for index, doc_id in enumerate(world["unjudged_docs"]):
-        weight = world["weights"][index]
-        others = world["weights"][:index] + world["weights"][index + 1 :]
-        expected = 0.0
-        for gain, probability in prior:
-            judged = dict(
-                world,
-                weights=others,
-                fixed=world["fixed"] + gain * weight,
-                judged_ideal=list(world["judged_ideal"]) + ([gain] if gain > 0 else []),
-            )
-            after = interval_of_world(judged, zero_if_no_ideal)
-            if after["value_min"] is not None:
-                expected += probability * (width - (after["value_max"] - after["value_min"]))
-        removed.append({"doc_id": doc_id, "rank": world["unjudged_ranks"][index], "width_removed": max(expected, 0.0)})
-    return removed
+# The most rows (the runs' and the judgments') the engine evaluates at once for the width rule: each what-if world
+# copies its query's list and judgments, so a long list's tie group of unjudged documents (under `ties='average'`
+# every member is open) would otherwise hold them all in memory at once.
+WORLD_ROWS_PER_BATCH = 2_000_000
 
 
-def _what_if_removed_widths(
+def removed_widths(
     candidates: pl.LazyFrame,
     resolved: pl.LazyFrame,
-    open_documents: pl.LazyFrame,
+    documents: pl.DataFrame,
     spec: EvaluationSpec,
     grades: Sequence[int],
     prior: Sequence[tuple[int, float]],
+    rows_per_batch: int = WORLD_ROWS_PER_BATCH,
 ) -> pl.LazyFrame:
-    """Removed widths (`evaluation`, query, `doc_id`, `rank`, `width_removed`) of any measure with an interval: each
-    "what if d were judged g" is evaluated by the engine itself (`per_query_measures`) as a query of its own (the
-    run's rows of the query; the query's judgments plus (d, g)), so every measure's interval method serves the
-    worklist and the widths are the ones an evaluation would report."""
+    """The width rule, for every measure with an interval: per open document (`documents`, as `open_documents`
+    gives them) of an evaluation's query, the expected width judging it removes, `sum_g p(g) * (W - W_g)`
+    (`evaluation`, query, `doc_id`, `rank`, `width_removed`). Each "what if d were judged g" is evaluated by the
+    engine itself (`what_if_widths`), so W and W_g are the widths an evaluation reports, under every option of the
+    spec; the worlds go to the engine in batches of about `rows_per_batch` rows."""
+    scale = pl.DataFrame({"grade": [g for g, _ in prior], "p": [p for _, p in prior]},
+                         schema={"grade": pl.Int32, "p": pl.Float64})
+    lists = documents.select("evaluation", QUERY).unique(maintain_order=True)
+    # Nothing judged (an empty document and no grade): the current width W of each list.
+    current = what_if_widths(
+        candidates, resolved, lists.with_columns(judged_doc=pl.lit(""), grade=pl.lit(None, pl.Int32)), spec, grades
+    ).select("evaluation", QUERY, current="width")
+    sizes = (
+        candidates.join(lists.lazy(), on=["evaluation", QUERY], how="semi").group_by("evaluation", QUERY).agg(n=pl.len())
+        .join(resolved.group_by(QUERY).agg(n_judged=pl.len()), on=QUERY, how="left")
+        .select("evaluation", QUERY, rows=pl.col("n") + pl.col("n_judged").fill_null(0))
+        .collect()
+    )
+    worlds = (
+        documents.join(scale.select("grade"), how="cross")
+        .select("evaluation", QUERY, judged_doc="doc_id", grade="grade")
+        .join(sizes, on=["evaluation", QUERY], how="left")
+        .with_columns(batch=pl.col("rows").cum_sum() // max(rows_per_batch, 1))
+    )
+    judged = pl.concat([
+        what_if_widths(candidates, resolved, batch.drop("rows", "batch"), spec, grades)
+        for batch in worlds.partition_by("batch", maintain_order=True)
+    ] or [pl.DataFrame(schema={"evaluation": pl.String, QUERY: pl.String, "judged_doc": pl.String,
+                               "grade": pl.Int32, "width": pl.Float64})])
+    return (
+        judged.lazy()
+        .join(current.lazy(), on=["evaluation", QUERY])
+        .join(scale.lazy(), on="grade")
+        .group_by("evaluation", QUERY, pl.col("judged_doc").alias("doc_id"))
+        .agg(width_removed=(pl.col("p") * (pl.col("current") - pl.col("width"))).sum().clip(lower_bound=0.0))
+        .join(documents.lazy(), on=["evaluation", QUERY, "doc_id"])
+    )
+
+
+def what_if_widths(
+    candidates: pl.LazyFrame, resolved: pl.LazyFrame, worlds: pl.DataFrame, spec: EvaluationSpec,
+    grades: Sequence[int],
+) -> pl.DataFrame:
+    """The width (value_max - value_min) of the spec's measure in each world (`evaluation`, query, `judged_doc`,
+    `grade`: the evaluation's query with document `judged_doc` judged `grade`, or as it is with a null grade), each
+    evaluated by the engine (`per_query_measures`) as a query of its own: the run's rows of the query, the query's
+    judgments plus (judged_doc, grade). Worlds whose value is undefined are left out."""
     from judged.transforms.measures import per_query_measures
 
-    scale = pl.LazyFrame({"grade": [g for g, _ in prior], "p": [p for _, p in prior]},
-                         schema={"grade": pl.Int32, "p": pl.Float64})
-    # The current interval (nothing judged: empty document and grade) and one per document and grade.
-    worlds = pl.concat([
-        open_documents.select("evaluation", QUERY).unique().with_columns(
-            judged_doc=pl.lit(""), grade=pl.lit(None, pl.Int32)),
-        open_documents.join(scale, how="cross").select(
-            "evaluation", QUERY, judged_doc=pl.col("doc_id"), grade=pl.col("grade")),
-    ]).with_columns(
+    named = worlds.with_columns(
         world=pl.concat_str([pl.col("evaluation"), pl.col(QUERY), pl.col("judged_doc"),
                              pl.col("grade").cast(pl.String).fill_null("")], separator=WHAT_IF)
     )
-    world_rows = candidates.join(worlds.select("evaluation", QUERY, "world"), on=["evaluation", QUERY])
+    # Collected before the engine reads them: its plan reads both in several branches, each of which would
+    # otherwise build every world again.
+    world_rows = (
+        candidates.join(named.lazy().select("evaluation", QUERY, "world"), on=["evaluation", QUERY])
+        .drop(QUERY).rename({"world": QUERY})
+        .collect()
+    )
     world_judgments = pl.concat([
-        resolved.join(worlds.select(QUERY, "world"), on=QUERY).select("world", "doc_id", "relevance"),
-        worlds.filter(pl.col("grade").is_not_null()).select(
+        resolved.join(named.lazy().select(QUERY, "world"), on=QUERY).select("world", "doc_id", "relevance"),
+        named.lazy().filter(pl.col("grade").is_not_null()).select(
             "world", pl.col("judged_doc").alias("doc_id"), pl.col("grade").alias("relevance")
         ),
-    ])
-    intervals = per_query_measures(
-        world_rows.drop(QUERY).rename({"world": QUERY}),
-        world_judgments.rename({"world": QUERY}).with_columns(pl.col("relevance").cast(pl.Int32)),
-        spec,
-        grades,
-    ).select(pl.col(QUERY).alias("world"), width=pl.col("value_max") - pl.col("value_min"))
-    widths = worlds.join(intervals.drop_nulls("width"), on="world", how="inner")
-    current = widths.filter(pl.col("grade").is_null()).select("evaluation", QUERY, current=pl.col("width"))
+    ]).rename({"world": QUERY}).with_columns(pl.col("relevance").cast(pl.Int32)).collect()
+    intervals = per_query_measures(world_rows.lazy(), world_judgments.lazy(), spec, grades).select(
+        pl.col(QUERY).alias("world"), width=pl.col("value_max") - pl.col("value_min")
+    )
     return (
-        widths.filter(pl.col("grade").is_not_null())
-        .join(current, on=["evaluation", QUERY])
-        .join(scale, on="grade")
-        .group_by("evaluation", QUERY, pl.col("judged_doc").alias("doc_id"))
-        .agg(width_removed=(pl.col("p") * (pl.col("current") - pl.col("width"))).sum().clip(lower_bound=0.0))
-        .join(open_documents, on=["evaluation", QUERY, "doc_id"])
+        named.lazy().join(intervals.drop_nulls("width"), on="world", how="inner")
+        .select("evaluation", QUERY, "judged_doc", "grade", "width")
+        .collect()
     )
 
 
@@ -257,7 +245,7 @@ def pair_states(
     from judged.transforms.paired_intervals import DIFFERENCE_INPUTS, DIFFERENCE_STRUCT, differences_of_worlds, pair_worlds
 
     zero_if_no_ideal = spec.no_relevant == "zero"
-    queries = _weights_of(judgments, spec, query_weights)
+    queries = query_weights_of(judgments, spec, query_weights)
     every_world = (
         pair_worlds(ranked, judgments, spec, pairs, grades, every_query=True)
         .with_columns(
@@ -297,20 +285,31 @@ def pair_states(
     return worlds, per_pair
 
 
-def _weights_of(judgments: pl.LazyFrame, spec: EvaluationSpec, query_weights: pl.LazyFrame | None) -> pl.LazyFrame:
-    """`query_id`, `weight` (1 where none is declared) and `valued` of the judged queries: `valued` when the query
-    has a value whatever the unjudged documents are (some judged relevant document, or every judged query under
-    `no_relevant='zero'`); the others have one only in the worlds where some unjudged document is relevant."""
+def query_weights_of(
+    judgments: pl.LazyFrame, spec: EvaluationSpec, query_weights: pl.LazyFrame | None
+) -> pl.LazyFrame:
+    """`query_id`, `weight` (1 where none is declared) and `valued` of the judged queries: `valued` when the spec's
+    measure has a value whatever the unjudged documents are (every judged query, but under `no_relevant='null'`
+    only those with a judged relevant document for a measure undefined without one: nDCG, a positive gain; AP, R,
+    R-Prec, a grade of at least `rel`); the others have one only in the worlds where some unjudged document is."""
     from judged.transforms.measures.ndcg import gain_of
 
+    measure = spec.measure_list()[0]
+    relevant = gain_of(spec) > 0 if measure.name == "nDCG" else pl.col("relevance") >= getattr(measure, "rel", 1)
     resolved = judgments.filter(pl.col("relevance").is_not_null())
     queries = resolved.group_by(QUERY).agg(
-        valued=(gain_of(spec) > 0).any() | pl.lit(spec.no_relevant == "zero")
+        valued=relevant.any() | pl.lit(spec.no_relevant == "zero" or not measure.undefined_without_relevant)
     )
     declared = query_weights if query_weights is not None else pl.LazyFrame(
         schema={QUERY: pl.String, "weight": pl.Float64}
     )
     return queries.join(declared, on=QUERY, how="left").with_columns(pl.col("weight").fill_null(1.0))
+
+
+def weights_of_scored(judgments: pl.LazyFrame, spec: EvaluationSpec, query_weights: pl.LazyFrame | None) -> pl.LazyFrame:
+    """`query_id`, `weight` of the judged queries where the spec's measure has a value whatever the unjudged
+    documents are (`query_weights_of`)."""
+    return query_weights_of(judgments, spec, query_weights).filter("valued").drop("valued")
 
 
 def pairs_worklist(
@@ -348,8 +347,7 @@ def pairs_worklist(
 
     worlds, per_pair = pair_states(ranked, judgments, spec, grades, pairs, query_weights)
     # The aggregate's denominator, as pair_states takes it: each query's weight once (worlds repeat it per pair).
-    total = _weights_of(judgments, spec, query_weights).filter("valued").select(
-        pl.col("weight").sum()).collect().item() or 0.0
+    total = weights_of_scored(judgments, spec, query_weights).select(pl.col("weight").sum()).collect().item() or 0.0
     undecided = per_pair.filter(~pl.col("decided")).with_columns(
         pair_width=pl.col("mean_difference_max") - pl.col("mean_difference_min")
     )

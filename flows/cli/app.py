@@ -35,17 +35,13 @@ from judged.flows.cli.common import (
     with_spec_options,
 )
 from judged.flows.report.wording import counted, rows_per_second
-from judged.schemas.measures import NDCG
-from judged.schemas.spec import EvaluationSpec, NumericRange, SpecError, build_spec, parse_positive_int
+from judged.schemas.spec import WORKLIST_BUDGET, SpecError, build_spec, parse_positive_int
 from judged.transforms.errors import InputError, UsageError
 
 if TYPE_CHECKING:  # the flows import Prefect: only commands that run a flow load them
     from judged.flows.pipeline.nightly import NightlyReport
     from judged.flows.store.warehouse import StoreReport
 
-
-# A worklist is an assessor's file: a million pairs is far beyond a round of judging, and bounds its ranking.
-BUDGET = NumericRange(1, 1_000_000, integer=True)
 
 # Taken by every command that reads qrels or runs from files (evaluate, ingest-run, ingest-judgments, nightly, serve).
 AllowEmptyOption = Annotated[
@@ -196,10 +192,18 @@ def _valid_dask(dask: str) -> bool:
 
 
 def _require_valid_dask(dask: str | None) -> None:
-    """Exit 2 with one line unless `--dask` is absent, `local:N` or a scheduler address."""
+    """Exit 2 with one line unless `--dask` is absent, `local:N`, or the address of a Dask scheduler that answers
+    (flows/pipeline/scheduler.py: within 5 s), before anything is stored or taken from an inbox."""
     if dask is not None and not _valid_dask(dask):
         raise fail(f"--dask must be local:N (N workers, N >= 1) or a scheduler address such as tcp://host:8786, "
                    f"not {dask!r}", EXIT_USAGE)
+    if dask is not None and not dask.startswith("local:"):
+        from judged.flows.pipeline.scheduler import require_scheduler
+
+        try:
+            require_scheduler(dask)
+        except UsageError as error:
+            raise failure(error) from None
 
 
 # `ingest-run` and `nightly`: where a run is read, checked and written in pieces.
@@ -221,15 +225,12 @@ def _require_writable_warehouse(warehouse: Path) -> None:
         existing = existing.parent
     if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
         raise fail(f"{warehouse}: --warehouse cannot be written here ({existing} is not writable)", EXIT_USAGE)
-    # Permission bits do not tell everything (root passes `os.access` everywhere; /proc, /sys or a read-only mount
-    # refuse a new folder anyway): make and remove an empty folder where the warehouse's first one would go.
-    import tempfile
+    from judged.flows.store.outputs import creation_refused
 
-    try:
-        os.rmdir(tempfile.mkdtemp(prefix=".judged-write-check-", dir=existing))
-    except OSError as error:
+    refused = creation_refused(existing)
+    if refused:
         raise fail(f"{warehouse}: --warehouse cannot be written here (no folder can be made in {existing}: "
-                   f"{error.strerror or error})", EXIT_USAGE) from None
+                   f"{refused})", EXIT_USAGE)
 
 
 def _require_readable_warehouse(warehouse: Path) -> None:
@@ -325,7 +326,7 @@ def ingest_judgments_command(
         with orchestrated(f"ingesting {qrels}"):
             report = ingest_judgments(str(qrels), str(warehouse), metadata, allow_empty=allow_empty)
     except (SpecError, InputError) as error:
-        raise failure(error) from None
+        raise failure(error, order_hint=False) from None
     _print_store_report(report, "judgment set")
 
 
@@ -344,7 +345,7 @@ def _extend_judgments(
         if report.store.created:
             store.refresh_catalog()
     except InputError as error:
-        raise failure(error) from None
+        raise failure(error, order_hint=False) from None
     if not report.store.created:
         print(f"judgment set {report.store.id} ({version}, extending {report.parent_id}) is already stored with "
               "these answers: nothing added")
@@ -366,7 +367,7 @@ def worklist(
     cutoff: Annotated[str | None, typer.Option(help="k: documents in the runs' top k, intervals of nDCG@k (or give "
                                                     "--cutoffs k, or --measures nDCG@k).", show_default="10",
                                                metavar="K")] = None,
-    budget: Annotated[str, typer.Option(help=f"How many pairs to list: {BUDGET.describe()}.",
+    budget: Annotated[str, typer.Option(help=f"How many pairs to list: {WORKLIST_BUDGET.describe()}.",
                                         metavar="INTEGER")] = "500",
     topics: Annotated[Path | None, typer.Option(help="query_id<TAB>text lines: the query text goes in each row.")] = None,
     out: Annotated[Path | None, typer.Option(help="Write the assessor file here (default: print it).")] = None,
@@ -387,7 +388,7 @@ def worklist(
     removes from the paired nDCG@k difference intervals of the pairs of runs not yet decided (whatever the unjudged
     documents are), else (--objective width) from the runs' own intervals; store the worklist (view `worklists`)
     and write the assessor file. The query weights (e.g. log frequency) weigh each query's share of the priority."""
-    from judged.flows.pipeline.judging import assessor_file, make_worklist
+    from judged.flows.pipeline.judging import assessor_file, make_worklist, worklist_spec
     from judged.flows.store.outputs import check_output_target, write_output_file
     from judged.flows.store.warehouse import Store
 
@@ -398,7 +399,7 @@ def worklist(
     if budget.strip().lstrip("-").isdigit() and int(budget) <= 0:
         raise fail(f"--budget must be a positive number of judgments, not {budget}", EXIT_USAGE)
     try:
-        budget_pairs = BUDGET.parse(budget, "--budget")
+        budget_pairs = WORKLIST_BUDGET.parse(budget, "--budget")
     except SpecError as error:
         raise failure(error) from None
     given = spec_options.given()
@@ -411,9 +412,9 @@ def worklist(
     try:
         k = () if cutoffs_given else (parse_positive_int(str(10 if cutoff is None else cutoff), "--cutoff"),)
         spec = spec_options.spec(**({"cutoffs": k} if k else {}))
+        spec, weights = worklist_spec(spec)
     except (SpecError, InputError) as error:
         raise failure(error) from None
-    spec, weights = _worklist_spec(spec)
     try:
         if out is not None:  # before the worklist is stored
             check_output_target(out, force, warehouse=warehouse)
@@ -469,26 +470,12 @@ def ingest_run_command(
             flow = ingest_run if dask is None else ingest_run.with_options(task_runner=task_runner(dask))
             report = flow(str(run), str(warehouse), metadata, allow_empty=allow_empty, scale_out=dask is not None)
     except InputError as error:
-        raise fail(str(error), EXIT_INPUT) from None
+        raise failure(error, order_hint=False) from None
     _print_store_report(report, "run")
     if profile:
         from judged.flows.engine.phases import profile_lines
 
         print("\n".join(profile_lines(report.phases)))
-
-
-def _worklist_spec(spec: EvaluationSpec) -> tuple[EvaluationSpec, tuple[tuple[str, float], ...]]:
-    """The worklist's spec (one measure with an interval at its one cutoff k: nDCG@k as `--cutoff k` gives it, or
-    one `--measures M@k`) and the query weights apart: they weigh the priorities, not a mean. Exit 2 when the
-    options name anything else."""
-    measures = spec.measure_list()
-    k = measures[0].cutoff if len(measures) == 1 else None
-    if k is None or measures[0].name == "Judged":
-        named = ", ".join(measure.canonical for measure in measures)
-        raise fail(f"a worklist narrows the interval of one measure at one cutoff k (nDCG@10, P@10, AP@10, ...), not "
-                   f"of {named}: give one cutoff (--cutoff 10) or one measure (--measures P@10)", EXIT_USAGE)
-    options = {"measures": (), "cutoffs": (k,)} if measures[0] == NDCG(cutoff=k) else {}
-    return spec.with_options(**options, query_weights=(), aggregation="mean"), spec.query_weights
 
 
 def _print_store_report(report: StoreReport, what: str) -> None:
@@ -533,7 +520,7 @@ def nightly(
             report = flow(str(inbox), judgments, [s.canonical_json() for s in specs], str(warehouse), allow_empty,
                           baseline, scale_out=dask is not None)
     except (SpecError, InputError) as error:
-        raise failure(error) from None
+        raise failure(error, order_hint=False) from None
     _print_nightly(report, warehouse)
 
 

@@ -56,8 +56,14 @@ def fail(message: str, code: int) -> typer.Exit:
     return typer.Exit(code)
 
 
-def failure(error: InputError | SpecError) -> typer.Exit:
-    """`fail` for an expected error, with its exit code: a bad input exits 1, a bad option (value, conflict) 2."""
+def failure(error: InputError | SpecError, order_hint: bool = True) -> typer.Exit:
+    """`fail` for an expected error, with its exit code: a bad input exits 1, a bad option (value, conflict) 2.
+    Without `order_hint` (a command that takes no QRELS RUN arguments), a file that looks like the other kind is
+    said to, but not that the order is QRELS RUN."""
+    if not order_hint and isinstance(error, InputError):
+        from judged.transforms.parse import without_order_hint
+
+        error = without_order_hint(error)
     return fail(str(error), EXIT_USAGE if isinstance(error, SpecError | UsageError) else EXIT_INPUT)
 
 

@@ -24,6 +24,7 @@ from judged.flows.pipeline.nightly import (
     PROCESSED, REJECTED, NightlyReport, claimed_files, free_target, ignored_inbox_entries, inbox_files, prepare_inbox,
     run_was_new, set_aside,
 )
+from judged.flows.pipeline.scheduler import require_scheduler
 from judged.flows.pipeline.tasks import (
     check_inputs_task, check_night_judgments_task, check_run_task, compare_task, current_flow_run_id,
     evaluate_shard_task, finish_task, ingest_checked_run_task, ingest_file_task, nightly_report_task, plan_task,
@@ -36,7 +37,8 @@ from judged.flows.store.scaled import Local, PiecesPlan, cut_pieces, plan_pieces
 from judged.flows.store.warehouse import Store, StoreReport, now_utc, staging_area
 from judged.schemas.spec import EvaluationSpec
 from judged.schemas.tables import NIGHTLY
-from judged.transforms.errors import InputError
+from judged.transforms.errors import InputError, UsageError
+from judged.transforms.parse import without_order_hint
 
 DEFAULT_WAREHOUSE = "warehouse"
 # Shards evaluated at once in one process: each already uses every core through Polars, and memory grows with each.
@@ -238,16 +240,30 @@ def _judgment_set(store: Store, reference: str, metadata: Metadata | None, allow
 
 
 def _failure_message(error: BaseException | None) -> str:
-    return str(error) if isinstance(error, InputError) else f"{type(error).__name__}: {error}"
+    # The night takes no QRELS RUN arguments: a file that looks like qrels is said to, not which order to give.
+    return str(without_order_hint(error)) if isinstance(error, InputError) else f"{type(error).__name__}: {error}"
+
+
+def dask_scheduler_address() -> str | None:
+    """Inside a flow: the scheduler address its task runner sends tasks to, when that is a Dask scheduler's (not a
+    cluster the runner starts itself), else None."""
+    from prefect.context import FlowRunContext
+
+    runner = getattr(FlowRunContext.get(), "task_runner", None)
+    if runner is None or type(runner).__name__ != "DaskTaskRunner":  # prefect_dask (and Dask) loaded only for it
+        return None
+    return getattr(runner, "address", None)
 
 
 def _night_of_one_file(
     store: Store, path: Path, inbox: Path, judgment_set_id: str, specs: list[EvaluationSpec], allow_empty: bool,
-    scale_out: bool = False,
+    scale_out: bool = False, scheduler: str | None = None,
 ) -> tuple[dict[str, Any], list[EvaluationReport]]:
     """Inside the nightly flow: check, store and evaluate one claimed run file (with `scale_out`, checked here and
     stored in pieces by the task runner: `ingest_in_pieces`). Returns its `nightly` row (with where the file is to
-    be moved) and its evaluations; any failure makes a `rejected` row (a bad file never stops the night)."""
+    be moved) and its evaluations; any failure makes a `rejected` row (a bad file never stops the night), but for
+    the Dask `scheduler`'s: a failure while it no longer answers stops the night (an InputError naming it), and the
+    file stays claimed in the inbox for the next night to take over."""
     warehouse = str(store.root)
     row: dict[str, Any] = {"file": path.name, "run_id": None, "evaluation_ids": [], "error": None,
                            "source_sha256": None}
@@ -255,6 +271,13 @@ def _night_of_one_file(
     claim = (warehouse, str(path), judgment_set_id, spec_jsons, str(path.parent), allow_empty)
 
     def rejected(error: BaseException | None) -> tuple[dict[str, Any], list[EvaluationReport]]:
+        if scheduler is not None and not isinstance(error, InputError):
+            try:
+                require_scheduler(scheduler)
+            except UsageError as lost:
+                raise InputError("--dask", f"the Dask scheduler stopped answering while {path.name} was handled "
+                                           f"({lost.first_problem}): the night stops, and the file waits in the "
+                                           "inbox for the next night") from None
         return row | {"outcome": "rejected", "error": _failure_message(error),
                       "moved_to": str(free_target(path, inbox / REJECTED).absolute())}, []
 
@@ -308,6 +331,9 @@ def nightly(
     judgment_set_id = _judgment_set(store, judgments, None, allow_empty)
     specs = [EvaluationSpec.from_canonical_json(text) for text in spec_jsons]
     check_night_judgments_task(warehouse, judgment_set_id, spec_jsons)
+    scheduler = dask_scheduler_address()
+    if scheduler is not None:  # a night without its scheduler stops here, every run left in the inbox
+        require_scheduler(scheduler)
     waiting = inbox_files(inbox_path)
     ignored = ignored_inbox_entries(inbox_path)
     for name, why in ignored.items():
@@ -324,8 +350,12 @@ def nightly(
             row = pl.read_parquet(record).row(0, named=True)
             reports = [EvaluationReport(e, False, row["run_id"], judgment_set_id) for e in row["evaluation_ids"]]
         else:
-            row, reports = _night_of_one_file(store, claim.file, inbox_path, judgment_set_id, specs, allow_empty,
-                                              scale_out)
+            try:
+                row, reports = _night_of_one_file(store, claim.file, inbox_path, judgment_set_id, specs, allow_empty,
+                                                  scale_out, scheduler)
+            except InputError:  # the night stops: the claim is let go, for the next night to take over
+                claim.lock.close()
+                raise
             row |= {"flow_run_id": flow_run_id, "started_at": started, "judgment_set_id": judgment_set_id}
             store.store_nightly(claim.id, pl.DataFrame([row], schema=NIGHTLY))
         target = set_aside(claim.file, Path(row["moved_to"]), row["error"])

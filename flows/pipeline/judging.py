@@ -23,11 +23,14 @@ from judged.flows.report.wording import counted, distinct_names
 from judged.flows.store.kinds import JUDGMENT_SET, LINEAGE_FILES, RUN, WORKLIST
 from judged.flows.store.warehouse import StoreReport, Store, now_utc, write_parquet_atomically
 from judged.schemas.fields import PAIR
+from judged.schemas.measures import NDCG
 from judged.schemas.provenance import METHOD_VERSION, JudgmentSetMetadata
-from judged.schemas.spec import EvaluationSpec
+from judged.schemas.spec import EvaluationSpec, SpecError
 from judged.transforms.errors import InputError, UsageError
 from judged.transforms.ranking import candidate_rows
-from judged.transforms.worklist import grade_counts, judging_worklist, pairs_worklist, smoothed_prior
+from judged.transforms.worklist import (
+    grade_counts, judging_worklist, pairs_worklist, smoothed_prior, weights_of_scored,
+)
 
 
 # -- judgment versions that grow ----------------------------------------------------------------------------------
@@ -260,6 +263,20 @@ class WorklistReport:
 OBJECTIVES = ("pairs", "width")
 
 
+def worklist_spec(spec: EvaluationSpec) -> tuple[EvaluationSpec, tuple[tuple[str, float], ...]]:
+    """The worklist's spec (one measure with an interval at its one cutoff k: nDCG@k as a cutoff gives it, or one
+    measure M@k) and the query weights apart: they weigh the priorities, not a mean. A SpecError when the spec names
+    anything else."""
+    measures = spec.measure_list()
+    k = measures[0].cutoff if len(measures) == 1 else None
+    if k is None or measures[0].name == "Judged":
+        named = ", ".join(measure.canonical for measure in measures)
+        raise SpecError(f"a worklist narrows the interval of one measure at one cutoff k (nDCG@10, P@10, AP@10, ...), "
+                        f"not of {named}: give one cutoff (--cutoff 10) or one measure (--measures P@10)")
+    options = {"measures": (), "cutoffs": (k,)} if measures[0] == NDCG(cutoff=k) else {}
+    return spec.with_options(**options, query_weights=(), aggregation="mean"), spec.query_weights
+
+
 def parse_pairs(text: str, names: list[str]) -> list[tuple[str, str]]:
     """`A:B,C:D` -> [(A, B), (C, D)]: the baseline, then the run, each one of `names`."""
     pairs = []
@@ -337,8 +354,12 @@ def make_worklist(
         {"judged.table": WORKLIST.record.name, "judged.provenance": json.dumps(provenance, sort_keys=True)},
         warehouse.root,
     )
-    if not created:
+    if not created:  # the same worklist, stored before: its rows, with the query text of the topics given now
         stored = pl.read_parquet(path)
+        if topics is not None:
+            stored = stored.join(texts.rename({"query_text": "given"}), on="query_id", how="left",
+                                 maintain_order="left").with_columns(
+                query_text=pl.coalesce("given", "query_text")).drop("given")
     return WorklistReport(worklist_id, judgment_set_id, stored, created, objective, states, notes)
 
 
@@ -370,6 +391,8 @@ def rank_for_judging(
         raise UsageError("--pairs", "--pairs chooses the pairs of the pairs objective: leave out --objective width")
     chosen_pairs = parse_pairs(pairs, names) if pairs is not None else list(itertools.combinations(names, 2))
     judgment_rows = whole_judgment_rows(judgments, spec)
+    if query_weights is not None:
+        _require_weight(weights_of_scored(judgment_rows, spec, query_weights).collect())
     grades = grade_scale(judgments)
     states, notes = None, ()
     if objective == "pairs":
@@ -389,6 +412,15 @@ def rank_for_judging(
         prior = smoothed_prior(grade_counts(judgment_rows).collect(), grades)
         rows = judging_worklist(candidates, judgment_rows, spec, grades, prior, budget, query_weights).collect()
     return rows, states, notes, objective, chosen_pairs
+
+
+def _require_weight(weights: pl.DataFrame) -> None:
+    """An InputError when the query weights of the scored queries (`query_id`, `weight`) sum to 0: every priority
+    would be 0, and the list no more than the runs' order."""
+    if weights.height and not weights["weight"].sum() > 0:
+        raise InputError("query weights", f"the weights of the {counted(weights.height, 'scored query')} sum to 0: "
+                                          "no judgment can move their weighted mean, so nothing can be ranked; give "
+                                          "some query a weight above 0")
 
 
 def assessor_file(report: WorklistReport, output_format: str) -> str:

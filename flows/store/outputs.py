@@ -9,6 +9,7 @@ written is the caller's; a warehouse's own files are written by flows/store/ware
 from __future__ import annotations
 
 import os
+import tempfile
 import uuid
 from pathlib import Path
 
@@ -62,6 +63,22 @@ def check_output_target(
         raise UsageError(str(path), f"{option} cannot be written: {existing} is not a folder")
     if not os.access(existing, os.W_OK | os.X_OK):
         raise UsageError(str(path), f"{option} cannot be written: {existing} is not writable")
+    refused = creation_refused(existing)
+    if refused:
+        raise UsageError(str(path), f"{option} cannot be written: no file can be made in {existing} ({refused})")
+
+
+def creation_refused(folder: Path) -> str | None:
+    """Why no new entry can be made in `folder` (an existing folder), or None: a file made and removed at once.
+    Permission bits do not tell everything: root passes `os.access` everywhere, and /proc, /sys or a read-only mount
+    refuse a new file anyway."""
+    try:
+        handle, name = tempfile.mkstemp(prefix=".judged-write-check-", dir=folder)
+    except OSError as error:
+        return error.strerror or str(error)
+    os.close(handle)
+    os.unlink(name)
+    return None
 
 
 def replace_atomically(path: Path, text: str, replace: bool = True) -> Path:

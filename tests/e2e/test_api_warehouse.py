@@ -74,10 +74,20 @@ def test_stored_results_match_the_api(workspace: Path) -> None:
 
 def test_unknown_evaluation_is_an_input_error(workspace: Path) -> None:
     warehouse = judged.Warehouse(workspace / "warehouse")
-    with pytest.raises(judged.InputError, match="no evaluation with id 0000"):
+    with pytest.raises(judged.InputError, match="no evaluation with id or id prefix '0000'"):
         warehouse.per_query("0000")
-    with pytest.raises(judged.InputError, match="no evaluation with id 0000"):
+    with pytest.raises(judged.InputError, match="no evaluation with id or id prefix '0000'"):
         warehouse.evaluation("0000")
+
+
+def test_an_evaluation_is_found_by_a_unique_start_of_its_id(workspace: Path) -> None:
+    """As `judged show` finds it (before, the API took whole ids only)."""
+    warehouse = judged.Warehouse(workspace / "warehouse")
+    (evaluation_id,) = warehouse.evaluations()["evaluation_id"].to_list()
+    stored = warehouse.evaluation(evaluation_id[:8])
+    assert stored.evaluation_id == evaluation_id
+    assert warehouse.summary(evaluation_id[:8]).equals(warehouse.summary(evaluation_id))
+    assert warehouse.per_query(evaluation_id[:6]).height == warehouse.per_query(evaluation_id).height
 
 
 def test_an_id_that_is_a_path_or_not_text_is_an_input_error(workspace: Path) -> None:

@@ -63,3 +63,64 @@ def test_worklist_returns_the_documents_to_judge_first() -> None:
         judged.worklist(QRELS, RUNS, budget=0)
     with pytest.raises(judged.SpecError, match="expected pairs or width"):
         judged.worklist(QRELS, RUNS, objective="depth")
+
+
+# Two runs over two judged queries: q1's documents u, v and q2's w unjudged in the top 10.
+TOY_QRELS = {"q1": {"a": 1, "b": 0}, "q2": {"c": 2, "d": 0}}
+TOY_RUNS = {"x": {"q1": {"a": 3.0, "u": 2.0, "b": 1.0}, "q2": {"c": 2.0, "w": 1.0}},
+            "y": {"q1": {"v": 3.0, "a": 2.0}, "q2": {"w": 2.0, "c": 1.0}}}
+
+
+def test_worklist_weighs_queries_as_the_command_line_does(tmp_path: Path) -> None:
+    """`query_weights` weighs each query's share of the priority, as `judged worklist --query-weights` (before,
+    the API refused them: the spec's aggregation was a plain mean)."""
+    from judged.flows.pipeline.judging import make_worklist
+    from judged.flows.store.readers import load_table
+    from judged.flows.store.warehouse import Store
+    from judged.schemas.provenance import JudgmentSetMetadata, RunMetadata
+    from judged.schemas.spec import build_spec
+
+    plain = judged.worklist(TOY_QRELS, TOY_RUNS, budget=10, objective="width")
+    weighted = judged.worklist(TOY_QRELS, TOY_RUNS, budget=10, objective="width", query_weights=(("q2", 5.0),))
+    priorities = {(q, d): p for q, d, p, _ in plain.iter_rows()}
+    assert {(q, d): p for q, d, p, _ in weighted.iter_rows()} == pytest.approx(
+        {(q, d): p * (5.0 if q == "q2" else 1.0) for (q, d), p in priorities.items()})
+    # The command line's worklist of the same stored runs and weights lists the same pairs with the same priorities.
+    store = Store(tmp_path / "warehouse")
+    (tmp_path / "qrels.txt").write_text("".join(f"{q} 0 {d} {g}\n" for q, docs in TOY_QRELS.items()
+                                                for d, g in docs.items()))
+    store.store_table(load_table(tmp_path / "qrels.txt", "judgments", JudgmentSetMetadata(name="toy")))
+    for name, run in TOY_RUNS.items():
+        (tmp_path / f"{name}.txt").write_text("".join(f"{q} Q0 {d} 1 {s} {name}\n" for q, docs in run.items()
+                                                      for d, s in docs.items()))
+        store.store_table(load_table(tmp_path / f"{name}.txt", "run", RunMetadata(tag=name)))
+    report = make_worklist(store, "toy", build_spec("judged", cutoffs=(10,)), 10, [], [], (("q2", 5.0),),
+                           objective="width")
+    assert {(q, d): p for q, d, p in report.rows.select("query_id", "doc_id", "priority").iter_rows()} == \
+        pytest.approx({(q, d): p for q, d, p, _ in weighted.iter_rows()})
+
+
+@pytest.mark.parametrize(
+    ("arguments", "error", "message"),
+    [
+        ({"query_weights": (("q1", 0.0), ("q2", 0.0))}, judged.InputError,
+         "query weights: the weights of the 2 scored queries sum to 0"),
+        ({"pairs": 123}, judged.SpecError, "pairs must be text, not 123"),
+        ({"objective": ["width"]}, judged.SpecError, "objective must be text"),
+        ({"budget": 1_000_001}, judged.SpecError, "budget must be an integer from 1 to 1,000,000, not 1000001"),
+    ],
+    ids=["zero-total-weight", "pairs-a-number", "objective-a-list", "budget-beyond-the-cli's"],
+)
+def test_worklist_refuses_what_the_command_line_refuses(arguments: dict, error: type, message: str) -> None:
+    with pytest.raises(error) as raised:
+        judged.worklist(TOY_QRELS, TOY_RUNS, budget=arguments.pop("budget", 10), **arguments)
+    assert message in str(raised.value) and "\n" not in str(raised.value)
+
+
+def test_one_run_twice_under_two_names_is_refused() -> None:
+    """As `judged compare QRELS a.txt b.txt` refuses one run given twice (before, the API compared it with itself,
+    and ranked its documents for a pair that can never be decided)."""
+    twice = {"x": TOY_RUNS["x"], "again": TOY_RUNS["x"]}
+    for call in (lambda: judged.compare(TOY_QRELS, twice), lambda: judged.worklist(TOY_QRELS, twice, budget=5)):
+        with pytest.raises(judged.InputError, match="'x' and 'again' are one run \\(the same rows\\) given twice"):
+            call()

@@ -126,3 +126,46 @@ def test_a_worklist_of_an_older_method_is_never_reused(tmp_path: Path, monkeypat
     path = store.root / "worklists" / f"{current.worklist_id}.parquet"
     provenance = json.loads(pl.read_parquet_metadata(path)["judged.provenance"])
     assert provenance["method_version"] == METHOD_VERSION
+
+
+def two_runs(tmp_path: Path) -> Store:
+    """The toy judgments and run, and a second run (tag `other`) that ranks q1's unjudged d4 first."""
+    store = stored(tmp_path)
+    (tmp_path / "other.txt").write_text("q1 Q0 d4 1 3.0 other\nq1 Q0 d1 2 2.0 other\nq2 Q0 d3 1 2.0 other\n")
+    store.store_table(load_table(tmp_path / "other.txt", "run", RunMetadata(tag="other")))
+    store.refresh_catalog()
+    return store
+
+
+@pytest.mark.parametrize("objective", ["pairs", "width"])
+def test_query_weights_that_sum_to_zero_are_one_line_and_store_nothing(tmp_path: Path, objective: str) -> None:
+    """Every priority would be 0 (the pairs objective divided by the weights' sum: exit 70 before)."""
+    from typer.testing import CliRunner
+
+    from judged.flows.cli.app import app
+
+    store = two_runs(tmp_path)
+    (tmp_path / "weights.txt").write_text("q1 0\nq2 0\n")
+    before = tree_listing(store.root)
+    result = CliRunner().invoke(app, ["worklist", "--judgments", "toy", "--warehouse", str(store.root), "--cutoff",
+                                      "3", "--objective", objective, "--query-weights", str(tmp_path / "weights.txt")])
+    assert result.exit_code == 1, (result.stdout, result.stderr)
+    assert result.stderr == ("judged: error: query weights: the weights of the 2 scored queries sum to 0: no judgment "
+                             "can move their weighted mean, so nothing can be ranked; give some query a weight "
+                             "above 0\n")
+    assert tree_listing(store.root) == before
+
+
+def test_topics_give_the_query_text_of_a_worklist_stored_before(tmp_path: Path) -> None:
+    """The same worklist asked again with --topics: its stored rows (the text is not part of its identity) come
+    back with the topics' text (before, the text the first request stored: none)."""
+    store = stored(tmp_path)
+    spec = build_spec("trec_eval", cutoffs=(3,))
+    first = make_worklist(store, "toy", spec, 3, [], [])
+    assert first.created and first.rows["query_text"].null_count() == 3
+    (tmp_path / "topics.txt").write_text("q1\tfirst question\nq2\tsecond question\n")
+    again = make_worklist(store, "toy", spec, 3, [], [], topics=tmp_path / "topics.txt")
+    assert not again.created and again.worklist_id == first.worklist_id
+    texts = dict(again.rows.select("query_id", "query_text").iter_rows())
+    assert texts == {"q1": "first question", "q2": "second question"}
+    assert again.rows.select("query_id", "doc_id").equals(first.rows.select("query_id", "doc_id"))

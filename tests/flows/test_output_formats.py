@@ -146,3 +146,53 @@ def test_zero_total_weight_is_null_with_a_warning_in_every_format(tmp_path: Path
     assert "nDCG@3 undefined (the scored queries' weights sum to 0)" in outputs["table"]
     assert all(line.endswith("\tnull") for line in outputs["trec"].splitlines() if "\tall\t" in line
                and not line.startswith(("runid", "num_q")))
+
+
+@pytest.mark.parametrize("weighted", [False, True], ids=["mean", "weighted-mean"])
+def test_mean_residual_is_over_the_scored_queries_in_every_format(tmp_path: Path, weighted: bool) -> None:
+    """RBP's mean residual takes the queries of its mean value: q2 and q3, which the run lists but nobody judged
+    (residual 1: all of them unknown), are never scored and are left out of it, as trec_eval leaves them out of
+    `rbp_resid ... all`. Before, the mean counted them: (0.28125 + 1 + 1) / 3."""
+    qrels, run = tmp_path / "qrels.txt", tmp_path / "run.txt"
+    # q1: d1 relevant, d3 judged 0; d2 and d6 unjudged -> residual 0.5 * (0.5 + 0.03125) + 0.5^6 = 0.28125.
+    qrels.write_text("q1 0 d1 1\nq1 0 d3 0\nq1 0 d4 0\nq1 0 d5 0\n")
+    run.write_text("".join(f"q1 Q0 d{i} {i} {10 - i} t\n" for i in range(1, 7))
+                   + "q2 Q0 x1 1 2.0 t\nq2 Q0 x2 2 1.0 t\nq3 Q0 y1 1 1.0 t\n")
+    options = ["--measures", "RBP(p=0.5)", "--preset", "trec_eval"]
+    if weighted:  # q1 weighs 3, the unjudged queries 5: the weighted mean of the scored queries is q1's alone
+        (tmp_path / "weights.txt").write_text("q1 3\nq2 5\nq3 5\n")
+        options += ["--query-weights", str(tmp_path / "weights.txt")]
+    outputs = {}
+    for output_format in ("table", "json", "trec"):
+        result = runner.invoke(app, ["evaluate", str(qrels), str(run), *options, "--format", output_format])
+        assert result.exit_code == 0, result.output
+        outputs[output_format] = result.stdout
+    data = json.loads(outputs["json"])["evaluations"][0]
+    residuals = {row["query_id"]: row["residual"] for row in data["per_query"]}
+    assert residuals["q1"] == pytest.approx(0.28125, abs=1e-12) and residuals["q2"] == residuals["q3"] == 1.0
+    (summary,) = data["summary"]
+    assert summary["n_scored"] == 1 and summary["residual"] == pytest.approx(0.28125, abs=1e-12)
+    trec_all = {name: value for name, query, value in (line.split("\t") for line in outputs["trec"].splitlines())
+                if query == "all"}
+    (residual_all,) = [value for name, value in trec_all.items() if name.endswith(":residual")]
+    assert float(residual_all) == pytest.approx(0.28125, abs=1e-12)
+    assert "mean residual 0.2812" in " ".join(outputs["table"].split())
+
+
+def test_one_trec_output_holds_one_trec_eval_invocation(tmp_path: Path) -> None:
+    """`AP(rel=2)` is trec_eval's `map` at -l 2 and `P@10` its `P_10` at -l 1: no trec_eval run prints both, so the
+    measures of the first one's invocation get trec_eval's names (nDCG, whose number is the same under any -l,
+    among them) and P@10 keeps its label, in the lines, the table and JSON alike."""
+    qrels, run = REPO / "data" / "seed" / "qrels.txt", REPO / "data" / "seed" / "run.txt"
+    outputs = {}
+    for output_format in ("trec", "json", "table"):
+        result = runner.invoke(app, ["evaluate", str(qrels), str(run), "--preset", "trec_eval", "--measures",
+                                     "AP(rel=2),P@10,nDCG@3", "--format", output_format])
+        assert result.exit_code == 0, result.output
+        outputs[output_format] = result.stdout
+    names = [line.split("\t")[0] for line in outputs["trec"].splitlines() if "\tall\t" in line]
+    assert names == ["runid", "num_q", "map", "P@10[trec_eval:gain=linear]", "ndcg_cut_3"]
+    data = json.loads(outputs["json"])["evaluations"][0]
+    assert [row["trec_eval_measure"] for row in data["summary"]] == ["map", None, "ndcg_cut_3"]
+    table = " ".join(outputs["table"].split())
+    assert "map " in table and "P@10 " in table and "P_10" not in table

@@ -2,7 +2,7 @@
 that a value that changes while `METHOD_VERSION` (schemas/provenance.py) does not fails tests/golden/.
 
 Each case evaluates fixed inputs through the Python API (the CLI's and the flows' engine) and keeps every value a
-measure, an interval or a comparison computes: the seed (data/seed) under each preset and with every measure,
+measure, an interval or a comparison computes (RBP's mean residual too, which the outputs print beside its summary): the seed (data/seed) under each preset and with every measure,
 trec_eval's own fixtures (../shared/conformance/trec_eval) with the flags of their expected outputs, one TREC DL 2020
 run per measure (data/trec-dl-2020-sample), a comparison of the three DL runs, and their judging worklists.
 
@@ -68,8 +68,12 @@ def evaluation_tables(qrels: Path, run: Path, preset: str, measures: list[str] |
                       **options: Any) -> Case:
     from judged.flows.api import evaluate
 
+    from judged.transforms.summary import residual_means
+
     result = evaluate(qrels, run, measures=measures, preset=preset, **options)
-    return {"per_query": table(result.per_query.select(PER_QUERY_VALUES)), "summary": table(result.summary)}
+    case = {"per_query": table(result.per_query.select(PER_QUERY_VALUES)), "summary": table(result.summary)}
+    residuals = residual_means(result.per_query.lazy(), result.spec).collect()
+    return case | ({"residual_means": table(residuals)} if residuals.height else {})
 
 
 def seed_case(preset: str, measures: list[str] | None) -> Callable[[Path | None], Case]:

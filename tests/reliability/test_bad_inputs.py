@@ -687,3 +687,21 @@ def test_a_fifo_input_that_stays_silent_is_one_line_and_leaves_the_warehouse_unc
                                  "--warehouse", str(seeded_warehouse)])
     _assert_refused(result, 1, "no input for 0.5 s (--input-timeout)", str(fifo))
     assert tree_listing(seeded_warehouse) == before
+
+
+@pytest.mark.parametrize(
+    ("command", "text", "looks"),
+    [("ingest-run", "q1 0 d1 3\n", "found 4: this looks like qrels"),
+     ("ingest-judgments", "q1 Q0 d1 1 3.0 t\n", "found 6: this looks like a run")],
+)
+def test_a_command_without_qrels_and_run_gives_no_order(
+    prefect_harness: str, tmp_path: Path, command: str, text: str, looks: str
+) -> None:
+    """`the order is QRELS RUN` is for the commands that take both (evaluate, compare, report): ingest-run and
+    ingest-judgments take one file, so a file of the other kind is named as such, with no order to give."""
+    path = tmp_path / "input.txt"
+    path.write_text(text)
+    result = runner.invoke(app, [command, str(path), "--warehouse", str(tmp_path / "warehouse")])
+    _assert_refused(result, 1, looks, path.name)
+    assert "QRELS RUN" not in result.stderr
+    assert not (tmp_path / "warehouse").exists() or not list((tmp_path / "warehouse").rglob("*.parquet"))

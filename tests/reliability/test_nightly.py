@@ -216,3 +216,15 @@ def test_folders_and_fifos_in_the_inbox_are_named_and_left_where_they_are(prefec
     assert "ignored pipe.run (left in the inbox): not a regular file" in result.stderr
     assert (inbox / "more-runs").is_dir() and (inbox / "pipe.run").is_fifo()
     assert (inbox / "processed" / "a.run").is_file()
+
+
+def test_the_night_names_a_qrels_file_in_the_inbox_without_an_order_to_give(prefect_harness: str, tmp_path: Path) -> None:
+    """The night takes no QRELS RUN arguments: a qrels file dropped into the inbox is rejected as one that looks like
+    qrels, never with "the order is QRELS RUN" (before, its error.txt said so)."""
+    warehouse, inbox = tmp_path / "warehouse", tmp_path / "inbox"
+    inbox.mkdir()
+    (inbox / "judgments.txt").write_text("q1 0 d1 3\nq1 0 d2 0\n")
+    report = nightly(str(inbox), str(SEED_QRELS), [SPEC.canonical_json()], str(warehouse))
+    error = (inbox / "rejected" / "judgments.txt.error.txt").read_text()
+    assert "found 4: this looks like qrels" in error and "QRELS RUN" not in error
+    assert "QRELS RUN" not in report.rejected["judgments.txt"]

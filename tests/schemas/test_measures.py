@@ -64,6 +64,22 @@ def test_a_name_prints_one_number_per_output() -> None:
     assert binary_grades((-1, 0, 1)) is False  # trec_eval rescales its gains when a grade is negative
 
 
+@pytest.mark.parametrize(
+    ("text", "names"),
+    [
+        # trec_eval -l 2 prints map; P_10 is -l 1's: P@10 keeps its label
+        ("AP(rel=2),P@10", ("map", None)),
+        # nDCG's and RBP's numbers do not depend on -l: they join the invocation of the first binary measure
+        ("nDCG@10,P(rel=2)@5,AP,P@5,RBP(p=0.9),R(rel=2)@5", ("ndcg_cut_10", "P_5", None, None, "rbp", "recall_5")),
+        # a measure without a trec_eval name fixes no invocation
+        ("RR(rel=3)@10,AP(rel=2),RR(rel=2)", (None, "map", "recip_rank")),
+        ("nDCG@10,nDCG", ("ndcg_cut_10", "ndcg")),
+    ],
+)
+def test_trec_eval_names_go_to_the_measures_of_one_invocation(text: str, names: tuple[str | None, ...]) -> None:
+    assert trec_eval_names(parse_measures(text), binary_judgments=True) == names
+
+
 def test_a_comma_inside_parentheses_belongs_to_the_parameters() -> None:
     assert parse_measures("nDCG@10,RBP(p=0.9,rel=2),AP") == (NDCG(cutoff=10), RBP(p=0.9, rel=2), AP())
 

@@ -261,33 +261,6 @@ def test_batched_worlds_equal_one_by_one(zero_if_no_ideal: bool) -> None:
         assert got["difference_kind"] == ("exact" if one[2] else "bound")
 
 
-# The engine's what-if per case: the fast loop keeps one scale.
-@pytest.mark.parametrize("scale", [(0, 1, 2, 3), pytest.param((-1, 0, 1, 2), marks=pytest.mark.slow)],
-                         ids=["graded", "with-negative-grades"])
-def test_worklist_width_of_ndcg_by_its_kernel_equals_the_engines_what_if(scale: tuple[int, ...]) -> None:
-    # The nDCG path (its interval kernel, world by world) and the engine's what-if path give the same widths; a
-    # document judged with a negative grade keeps its place in a list that is not condensed.
-    from judged.transforms.worklist import _ndcg_removed_widths, _what_if_removed_widths, ranked_by_evaluation, WHAT_IF
-
-    rng = random.Random(5)
-    spec = PRESETS["trec_eval"].with_options(cutoffs=(3,))
-    cases = {f"q{i}": random_case(rng, scale) for i in range(80)}
-    judgments = judgment_frame([(case, doc, g) for case, (_, rows) in cases.items() for doc, g in rows])
-    rows = [(case, doc, score) for case, (runs, _) in cases.items() for doc, score in runs["a"]]
-    candidates = candidate_rows(run_frame(rows), spec).with_columns(evaluation=pl.lit("a"))
-    ranked = ranked_by_evaluation(candidates, judgments, spec)
-    resolved = judgments.filter(pl.col("relevance").is_not_null())
-    open_documents = ranked.filter(pl.col("relevance").is_null() & (pl.col("rank") <= 3)).join(
-        resolved.select("query_id").unique(), on="query_id", how="semi").select("evaluation", "query_id", "doc_id", "rank")
-    prior = list(zip(scale, (0.4, 0.3, 0.2, 0.1), strict=True))
-    kernel = _ndcg_removed_widths(ranked, judgments, spec, scale, prior).collect()
-    what_if = _what_if_removed_widths(candidates, resolved, open_documents, spec, scale, prior).collect()
-    joined = kernel.join(what_if, on=["query_id", "doc_id"], how="full", suffix="_what_if")
-    assert kernel.height >= 20 and joined.height == kernel.height == what_if.height
-    assert (joined["width_removed"] - joined["width_removed_what_if"]).abs().max() < 1e-12
-    assert WHAT_IF not in "".join(joined["query_id"].to_list())
-
-
 def _pair_interval(runs: dict[str, list[tuple[str, float]]], judgments: list, spec: EvaluationSpec) -> dict:
     """difference_min/max of b - a at each cutoff of the spec, from whole lists (one query `q`)."""
     judgment_rows = judgment_frame([("q", doc, g) for doc, g in judgments])

@@ -304,6 +304,12 @@ def test_swapped_arguments_get_a_hint() -> None:
     qrels_line = pl.LazyFrame({"line_number": [1], "line": ["q1 0 d1 3"]})
     (problem,) = parse_trec_run(qrels_line).collect()["problem"]
     assert problem == f"expected 6 columns `qid Q0 docid rank score tag`, found 4: this looks like qrels; {SWAPPED_HINT}"
+    from judged.transforms.errors import InputError
+    from judged.transforms.parse import without_order_hint
+
+    error = without_order_hint(InputError("run.txt", problem, 1, more=2))
+    assert str(error) == "run.txt, line 1: expected 6 columns `qid Q0 docid rank score tag`, found 4: this looks like " \
+                         "qrels (2 more bad lines)"
     five = pl.LazyFrame({"line_number": [1], "line": ["q1 0 d1 3 x"]})
     assert parse_trec_qrels(five).collect()["problem"][0] == "expected 4 columns `qid iter docid grade`, found 5"
 
