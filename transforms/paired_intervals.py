@@ -369,3 +369,32 @@ def decided_direction(low: float | None, high: float | None) -> str | None:
     if low is None or high is None:
         return None
     return "run" if low > 0 else "baseline" if high < 0 else None
+
+
+def documents_read_by_pair(
+    ranked: pl.LazyFrame, pairs: pl.LazyFrame, cutoffs: Sequence[int | None]
+) -> pl.LazyFrame:
+    """Per pair (`pairs`: `baseline`, `run`), query and cutoff: the documents whose grade is open among those a
+    measure at that cutoff reads in either list (each list's first k submitted rows; the whole list without a
+    cutoff), counted once: `n_unjudged` without a grade, and `disputed_docs`, those whose grade is a set (under an
+    assessor model of `set` or `range`). `ranked` holds every run's ranked-and-judged rows with a `run` column.
+    What a sentence about the pair at that cutoff may count: the documents below k are not read at k."""
+    rows = with_grade_sets(ranked).select(
+        "run", QUERY, "doc_id", "rank",
+        unjudged=pl.col("relevance").is_null(), disputed=pl.col("grade_set").is_not_null(),
+    ).filter(pl.col("unjudged") | pl.col("disputed"))
+    frames = []
+    for cutoff in cutoffs:
+        read = rows if cutoff is None else rows.filter(pl.col("rank") <= cutoff)
+        read = read.drop("rank").with_columns(cutoff=pl.lit(cutoff, pl.Int32))
+        both = pl.concat([
+            pairs.join(read.rename({"run": "baseline"}), on="baseline"),
+            pairs.join(read, on="run"),
+        ])
+        frames.append(
+            both.unique([*PAIR_KEYS, "doc_id"]).group_by(PAIR_KEYS).agg(
+                n_unjudged=pl.col("unjudged").sum().cast(pl.Int64),
+                disputed_docs=pl.col("doc_id").filter(pl.col("disputed")).sort(),
+            )
+        )
+    return pl.concat(frames)

@@ -300,3 +300,19 @@ def test_a_document_both_runs_rank_at_one_position_within_k_counts_as_one_below_
         assert same.get(k, (0.0, 0.0)) == (0.0, 0.0)
         checked += 1
     assert checked == 60
+
+
+def test_documents_read_by_pair_count_what_the_cutoff_reads() -> None:
+    # Run a reads u (unjudged) at 1, v (unjudged) at 2, d (disputed: grades 1 or 2) at 3; b reads u at 1 and w
+    # (unjudged) at 5. At k = 2 the pair reads u and v (u once, though both read it); the whole lists add d and w.
+    from judged.transforms.paired_intervals import documents_read_by_pair
+
+    ranked = pl.LazyFrame(
+        {"run": ["a", "a", "a", "b", "b"], "query_id": ["q"] * 5, "doc_id": ["u", "v", "d", "u", "w"],
+         "rank": [1, 2, 3, 1, 5], "relevance": [None, None, 2, None, None],
+         "grade_set": [None, None, [1, 2], None, None]},
+        schema_overrides={"relevance": pl.Int32, "grade_set": pl.List(pl.Int32)},
+    )
+    found = documents_read_by_pair(ranked, pl.LazyFrame({"baseline": ["a"], "run": ["b"]}), [2, None]).collect()
+    assert {(r["cutoff"], r["n_unjudged"], tuple(r["disputed_docs"])) for r in found.iter_rows(named=True)} == {
+        (2, 2, ()), (None, 3, ("d",))}
