@@ -19,11 +19,14 @@ unresolved row (a null grade) is no grade: the pair is unjudged only when every 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-import numpy as np
 import polars as pl
 
 from judged.schemas.fields import PAIR
+
+if TYPE_CHECKING:
+    import numpy as np
 
 SET_MODELS = ("set", "range")
 POINT_MODELS = ("median", "min", "max")
@@ -96,7 +99,7 @@ def agreement_by_pair(judgments: pl.DataFrame, threshold: int) -> pl.DataFrame:
     disagreement by two grades counts twice one by one grade) and on relevant-or-not at `threshold`
     (`kappa_relevant`), with the share of exact agreement (`agreement`). Kappa is null where it is undefined (one
     grade only on both sides: no chance agreement to correct)."""
-    from sklearn.metrics import cohen_kappa_score
+    from sklearn.metrics import cohen_kappa_score  # the agreement's libraries load where agreement is asked for
 
     graded = judgments.filter(pl.col("relevance").is_not_null()).select(*PAIR, "assessor", "relevance")
     names = sorted(graded["assessor"].unique().to_list())
@@ -122,6 +125,8 @@ def agreement_by_pair(judgments: pl.DataFrame, threshold: int) -> pl.DataFrame:
 
 
 def _kappa(score: object, left: np.ndarray, right: np.ndarray, weights: str | None) -> float | None:
+    import numpy as np
+
     if left.size == 0 or np.unique(np.concatenate([left, right])).size < 2:
         return None
     value = float(score(left, right, weights=weights))  # type: ignore[operator]
@@ -133,6 +138,7 @@ def krippendorff_alpha(judgments: pl.DataFrame, level: str = "ordinal") -> float
     `level` of measurement (ordinal: grades are ordered, their distances not assumed equal). Null with fewer than
     two assessors or nothing graded twice."""
     import krippendorff
+    import numpy as np
 
     graded = judgments.filter(pl.col("relevance").is_not_null())
     twice = graded.group_by(PAIR).agg(pl.col("assessor").n_unique().alias("n")).filter(pl.col("n") >= 2)
