@@ -600,11 +600,13 @@ def binary_difference_intervals(
     measures: Sequence[MeasureBase],
     pairs: pl.LazyFrame,
     grades: Sequence[int] | None = None,
+    every_query: bool = False,
 ) -> pl.LazyFrame:
     """`difference_min`, `difference_max` and `difference_kind` of the run less the baseline per pair (`pairs`:
     `baseline`, `run`), judged query where either list holds something unjudged, measure (its family) and cutoff,
     for each of `measures`, one assignment for both lists. `ranked` holds every run's ranked-and-judged rows with a
-    `run` column (as `transforms.paired_intervals.pair_worlds` takes them)."""
+    `run` column (as `transforms.paired_intervals.pair_worlds` takes them). `every_query`: also the queries where
+    nothing is open (their difference is fixed), as `pair_worlds` gives them."""
     keys = ["baseline", "run", QUERY]
     if not measures:
         return pl.LazyFrame(schema=DIFFERENCE_ROWS)
@@ -638,7 +640,7 @@ def binary_difference_intervals(
             hidden_most=pl.col("baseline_unseen").fill_null(0) + pl.col("run_unseen").fill_null(0),
         )
         .join(_disputed_queries(judgments), on=QUERY, how="left")
-        .filter((pl.col("_run_open").list.len() + pl.col("_baseline_open").list.len() > 0)
+        .filter(pl.lit(every_query) | (pl.col("_run_open").list.len() + pl.col("_baseline_open").list.len() > 0)
                 | (pl.col("hidden_most") > 0) | pl.col("_disputed").fill_null(False))
         .with_columns(n_unjudged=pl.col("_run_open").list.set_union("_baseline_open").list.len().cast(pl.Int64))
         .select(*keys, *[f"{r}_{c}" for r in ("run", "baseline") for c in LIST_COLUMNS], "hidden_fewest",
