@@ -39,14 +39,13 @@ from judged.transforms.parse import (
     raise_first_problem, run_problem_probe,
 )
 from judged.transforms.duplicates import stretches_may_have_duplicates
+from judged.transforms.trec_grammar import BYTE_ORDER_MARK
 from judged.transforms.shards import (
     RunLayout, in_shard, query_buckets, shards_of_buckets, together, with_bucket,
 )
 
 TableKind = Literal["judgments", "run"]
 _PARQUET_MAGIC = b"PAR1"
-# A byte that never occurs in TREC text: each line lands whole in one column.
-_NO_DELIMITER = "\x1e"
 
 
 SIDECAR_SUFFIX = ".meta.toml"
@@ -666,50 +665,45 @@ def _taken(batch: pl.DataFrame, kind: TableKind) -> pl.DataFrame:
 
 def read_lines(path: Path, gzipped: bool, window: Window | None = None) -> pl.LazyFrame:
     """The file's lines (or its `window`'s) as (`line_number`, `line`), blank lines included so numbers match an
-    editor's."""
-    import pyarrow as pa  # only here: the exact parser's reader (an import every command would otherwise pay)
-    import pyarrow.csv as pa_csv
-
-    read_options = pa_csv.ReadOptions(column_names=["line"], block_size=16 << 20)
-    parse_options = pa_csv.ParseOptions(
-        delimiter=_NO_DELIMITER, quote_char=False, escape_char=False, ignore_empty_lines=False
-    )
-    convert_options = pa_csv.ConvertOptions(column_types={"line": pa.string()}, strings_can_be_null=False)
+    editor's. A line ends at a line feed alone (transforms/trec_grammar.py: a carriage return is a blank, which a
+    CRLF line ends with), and a byte order mark at the start of the file is dropped."""
+    first = 1 if window is None else window.first
     try:
         if window is None:
-            with pa.input_stream(str(path), compression="gzip" if gzipped else None) as stream:
-                table = pa_csv.read_csv(stream, read_options, parse_options, convert_options)
+            source: Path | bytes = path  # Polars decompresses a gzip stream, which it knows by its first bytes
         else:
             with path.open("rb", buffering=0) as handle:
-                data = os.pread(handle.fileno(), window.end - window.start, window.start)
-            table = pa_csv.read_csv(pa.BufferReader(data), read_options, parse_options, convert_options)
-    except pa.ArrowInvalid as error:
-        if "Empty CSV file" in str(error):  # no bytes at all: an empty table, like a file of blank lines
-            return pl.LazyFrame(schema={"line_number": pl.UInt32, "line": pl.String})
-        if "invalid UTF8" in str(error):
-            line = first_invalid_utf8_line(path, gzipped, window)
-            raise InputError(str(path), "is not UTF-8 text (a byte sequence that is not UTF-8)", line) from None
+                source = os.pread(handle.fileno(), window.end - window.start, window.start)
+        lines = pl.read_lines(source, name="line", row_index_name="line_number", row_index_offset=first)
+    except pl.exceptions.ComputeError as error:
+        if "utf8" in str(error).lower():
+            raise InputError(str(path), "is not UTF-8 text (a byte sequence that is not UTF-8)",
+                             first_invalid_utf8_line(path, gzipped, window)) from None
         raise InputError(str(path), f"cannot be read as text: {str(error).splitlines()[0]}") from None
     except (OSError, EOFError) as error:
         raise InputError(str(path), f"cannot be read as text: {str(error).splitlines()[0]}") from None
-    first = 1 if window is None else window.first
-    return pl.from_arrow(table).lazy().with_row_index("line_number", offset=first)  # type: ignore[union-attr]
+    if (window is None or window.start == 0) and lines.height and lines.item(0, "line").startswith(BYTE_ORDER_MARK):
+        lines = lines.with_columns(pl.col("line").str.strip_prefix(BYTE_ORDER_MARK))
+    return lines.lazy()
 
 
 def first_invalid_utf8_line(path: Path, gzipped: bool, window: Window | None = None) -> int | None:
     """The number of the first line of the file (or its `window`) that is not valid UTF-8 (None if every line
-    is)."""
+    is, or if a damaged gzip stream ends the search)."""
     opener = gzip.open if gzipped else open
-    with opener(path, "rb") as handle:  # type: ignore[operator]
-        lines: Iterable[bytes] = handle
-        if window is not None:
-            handle.seek(window.start)
-            lines = io.BytesIO(handle.read(window.end - window.start))
-        for number, line in enumerate(lines, start=1 if window is None else window.first):
-            try:
-                line.decode("utf-8")
-            except UnicodeDecodeError:
-                return number
+    try:
+        with opener(path, "rb") as handle:  # type: ignore[operator]
+            lines: Iterable[bytes] = handle
+            if window is not None:
+                handle.seek(window.start)
+                lines = io.BytesIO(handle.read(window.end - window.start))
+            for number, line in enumerate(lines, start=1 if window is None else window.first):
+                try:
+                    line.decode("utf-8")
+                except UnicodeDecodeError:
+                    return number
+    except (OSError, EOFError):
+        return None
     return None
 
 

@@ -143,7 +143,7 @@ def test_line_count_counts_lines_across_chunks(tmp_path: Path, text: bytes, chun
 
 
 @pytest.mark.parametrize("variant", ["in_order", "shuffled"])  # shuffled: the rest after its first batch read at once
-@pytest.mark.parametrize("bad", ["9 Q0 D1 x 1.5 tag", "9 Q0 D1 3 nan tag", "# a comment", "9 Q0 D1 3"])
+@pytest.mark.parametrize("bad", ["9 Q0 D1 x 1.5 tag", "9 Q0 D1 3 nan tag", "9 X0 D1 3 1.5 tag", "9 Q0 D1 3"])
 def test_a_bad_line_late_in_the_file_leaves_nothing_and_the_same_message(
     tmp_path: Path, bad: str, variant: str
 ) -> None:
