@@ -39,7 +39,7 @@ from judged.transforms.parse import (
     raise_first_problem, run_problem_probe,
 )
 from judged.transforms.duplicates import stretches_may_have_duplicates
-from judged.transforms.trec_grammar import BYTE_ORDER_MARK
+from judged.transforms.trec_grammar import BLANKS, BYTE_ORDER_MARK, holds_blank, is_not_a_first_field
 from judged.transforms.shards import (
     RunLayout, in_shard, query_buckets, shards_of_buckets, together, with_bucket,
 )
@@ -352,6 +352,7 @@ class BatchTaker(Protocol):
 
 
 _NEWLINE = ord("\n")
+_BYTE_ORDER_MARK_BYTES = BYTE_ORDER_MARK.encode()
 
 
 def line_count(path: Path, chunk_bytes: int = 16 << 20) -> int:
@@ -428,7 +429,7 @@ def read_trec_fast(
     separator = "\t" if "\t" in first_line else " "
     fields = first_line.rstrip("\r\n").split(separator)
     attempts = [columns]
-    if kind == "run" and len(fields) == len(columns) and fields[-1]:
+    if kind == "run" and len(fields) == len(columns) and fields[-1] and not any(b in fields[-1] for b in BLANKS):
         attempts.insert(0, columns | {"run_tag": pl.Enum([fields[-1]])})
     for attempt in attempts:
         one_tag = attempt is not columns
@@ -453,8 +454,13 @@ def _read_csv_in_pieces(
     with path.open("rb", buffering=0) as handle:
         fd = handle.fileno()
         start, end = (0, path.stat().st_size) if window is None else (window.start, window.end)
-        starts_ends = itertools.pairwise([start, *_piece_ends(fd, end, piece_bytes, start)])
-        pieces = [pl.read_csv(os.pread(fd, end - start, start), **options) for start, end in starts_ends]
+        pieces = []
+        for start, end in itertools.pairwise([start, *_piece_ends(fd, end, piece_bytes, start)]):
+            data = os.pread(fd, end - start, start)
+            # Polars drops a byte order mark that begins what it reads; the grammar, only the file's first.
+            if start > 0 and data.startswith(_BYTE_ORDER_MARK_BYTES):
+                raise _NotPlain("a line after the first begins with a byte order mark")
+            pieces.append(pl.read_csv(data, **options))
     return pl.concat(pieces, rechunk=False)
 
 
@@ -478,9 +484,10 @@ def _read_fast(
     window: Window | None = None, look_for_repeats: bool = False, taker: BatchTaker | None = None,
 ) -> ParsedTable | None:
     """One attempt of `read_trec_fast`, with these column types (`taker`: of a scanned file's batches)."""
+    # A line of fewer fields reads as nulls (`missing`), even the first of a piece (a piece of blank lines).
     options = dict(
         separator=separator, has_header=False, new_columns=list(columns), schema_overrides=columns,
-        quote_char=None, comment_prefix=None, raise_if_empty=False,
+        quote_char=None, comment_prefix=None, raise_if_empty=False, missing_columns="insert",
     )
     streamed = streamed_text(path, "trec.gz" if gzipped else "trec", limits, window)
     engine = "streaming" if streamed else "in-memory"
@@ -500,28 +507,67 @@ def _read_fast(
             rows = rows.filter(~pl.all_horizontal(pl.exclude("source_line").is_null()))
         if len(rows.collect_schema()) != len(columns) + 1:
             return None
-        # The reader (no quoting) reads an empty field as null, so `missing` also finds doubled separators.
-        checks = [
-            pl.any_horizontal(pl.exclude("source_line").is_null().any()).alias("missing"),
-            pl.col("query_id").str.starts_with("#").any().alias("comment"),
-        ]
-        if kind == "run":
-            # NaN and non-finite scores (inf, -inf, 1e999) are left to the exact parser, which names the line.
-            checks += [(~pl.col("score").is_finite()).any().alias("nan"), *_tag_summary()]
         query_rows, duplicate_free = None, False
         if streamed:
             found, query_rows, duplicate_free = _checked_by_query(rows, kind, limits.streamed_candidate_part_rows,
                                                                   look_for_repeats, taker)
         else:
-            found = rows.select(checks).collect(engine=engine).row(0, named=True)
-    except (pl.exceptions.PolarsError, OSError, UnicodeDecodeError):
+            checks = _row_checks(rows)
+            found = rows.select(
+                *(check for check in checks if check.meta.output_name() != "blank"),
+                _query_ids_checked(pl.col(QUERY).rle().struct.field("value")), *(_tag_summary() if kind == "run" else []),
+            ).collect(engine=engine).row(0, named=True) | {"blank": _blank_in_slices(read, checks)}
+    except (pl.exceptions.PolarsError, OSError, UnicodeDecodeError, _NotPlain):
         return None
-    if found["missing"] or found["comment"] or found.get("nan"):
+    if any(found[check] for check in _DECLINING):
         return None
     # Left lazy over the rows read (or the file, when streamed): line numbers are only made when a query uses them.
     common_tag = _tag_of(found["some_tag"], found["tags_differ"]) if kind == "run" else None
     return ParsedTable(in_contract(rows, input_kind(kind).input_contract.schema), common_tag, query_rows,
                        duplicate_free=duplicate_free)
+
+
+# The checks after which the fast reader leaves a file to the exact parser (`_row_checks`, `_query_ids_checked`).
+_DECLINING = ("missing", "blank", "nan", "comment")
+
+
+def _row_checks(rows: pl.LazyFrame | pl.DataFrame) -> list[pl.Expr]:
+    """The fast reader's checks of its rows (`_DECLINING`), each an aggregate that is true when the file must be left
+    to the exact parser: `missing`, an empty field (the CSV reader, without quoting, reads one as a null: a doubled
+    separator, or a short line); `blank`, a field other than the query id holding a blank, which a split on one
+    separator byte kept whole where the grammar splits it or drops it (transforms/trec_grammar.py); and a run's
+    `nan`, a score that is not finite (NaN, inf, -inf, 1e999), whose line the exact parser names. The query ids are
+    looked at once a stretch of one id (`_query_ids_checked`).
+
+    `blank` looks at each column's text joined (per batch, per query, or per `_SLICE_ROWS` rows of a table in
+    memory: `_blank_in_slices`), one search over its bytes, which costs half as much as one search a field."""
+    schema = rows.collect_schema()
+    texts = [name for name, dtype in schema.items() if dtype == pl.String and name != QUERY]
+    return [
+        pl.any_horizontal(pl.exclude("source_line").is_null().any()).alias("missing"),
+        pl.any_horizontal([holds_blank(pl.col(name).str.join()) for name in texts] or [False]).alias("blank"),
+        ((~pl.col("score").is_finite()).any() if "score" in schema else pl.lit(False)).alias("nan"),
+    ]
+
+
+# Rows of a table in memory whose text columns are joined at once to look for blanks: a few MB of text.
+_SLICE_ROWS = 1 << 20
+
+
+def _blank_in_slices(table: pl.DataFrame, checks: list[pl.Expr]) -> bool:
+    """`_row_checks`' `blank` of a table in memory, looked for a slice of rows at a time."""
+    (blank,) = [check for check in checks if check.meta.output_name() == "blank"]
+    return any(part.select(blank).item() for part in table.iter_slices(_SLICE_ROWS))
+
+
+def _query_ids_checked(query_ids: pl.Expr) -> pl.Expr:
+    """`comment`: whether one of these query ids (one a stretch) is not a line's first field as the grammar reads it:
+    a comment line's, or one holding a blank."""
+    return is_not_a_first_field(query_ids).any().alias("comment")
+
+
+class _NotPlain(Exception):
+    """A piece of a file the fast reader leaves to the exact parser, found before it is parsed."""
 
 
 def whole_stretch_batches(rows: pl.LazyFrame, part_rows: int) -> Iterator[pl.DataFrame]:
@@ -580,12 +626,7 @@ def _checked_by_query(
     look for repeats turns down, without counts (None): the run is then read another way, and a shuffled run is not
     read whole to find it out."""
     tag = pl.col("run_tag")
-    checks = [
-        pl.any_horizontal(pl.exclude("source_line").is_null().any()).alias("missing"),
-        pl.col("query_id").str.starts_with("#").any().alias("comment"),
-        *([(~pl.col("score").is_finite()).any().alias("nan"), tag.min().alias("tag_min"), tag.max().alias("tag_max")]
-          if kind == "run" else []),
-    ]
+    checks = [*_row_checks(rows), *([tag.min().alias("tag_min"), tag.max().alias("tag_max")] if kind == "run" else [])]
     per_query = [
         pl.col("len").sum().alias("n_rows"), pl.col("first_line").min(), pl.col("last_line").max(),
         pl.len().alias("stretches"),
@@ -606,20 +647,18 @@ def _checked_by_query(
         if validated:
             return {}, None, False
         by_query = rows.group_by(QUERY).agg(
-            n_rows=pl.len(), first_line=pl.col("source_line").min(), last_line=pl.col("source_line").max(),
-            *[check for check in checks if check.meta.output_name() != "comment"],  # per query; the id is the key
+            n_rows=pl.len(), first_line=pl.col("source_line").min(), last_line=pl.col("source_line").max(), *checks,
         ).collect(engine="streaming")
         # A row of checks per query, reduced with the others at the end.
         found.append(by_query.select(
-            (pl.col("missing") | pl.col(QUERY).is_null()).alias("missing"),
-            pl.col(QUERY).str.starts_with("#").alias("comment"),
-            *(["nan", "tag_min", "tag_max"] if kind == "run" else []),
+            (pl.col("missing") | pl.col(QUERY).is_null()).alias("missing"), "blank", "nan",
+            _query_ids_checked(pl.col(QUERY)), *(["tag_min", "tag_max"] if kind == "run" else []),
         ))
         counted.append(by_query.select(QUERY, "n_rows", "first_line", "last_line"))
     for batch in () if scattered else whole_stretch_batches(rows, batch_rows):
-        if not validated:
-            found.append(batch.select(checks))
         stretches = batch[QUERY].rle().struct.unnest().rename({"value": QUERY})
+        if not validated:
+            found.append(batch.select(*checks, _query_ids_checked(pl.lit(stretches[QUERY]))))
         ends = stretches["len"].cum_sum()
         stretches = stretches.with_columns(first_line=batch["source_line"].gather(ends - stretches["len"]),
                                            last_line=batch["source_line"].gather(ends - 1))
@@ -634,7 +673,7 @@ def _checked_by_query(
         if taker is not None:
             if not duplicate_free:
                 taker.stop("a query's rows in two stretches, or a document it may hold twice")
-            elif not validated and found[-1].select(pl.any_horizontal(pl.exclude("tag_min", "tag_max"))).item():
+            elif not validated and found[-1].select(pl.any_horizontal(_DECLINING)).item():
                 taker.stop("a line the fast reader leaves to the exact parser")
             else:
                 taker.take(_taken(batch, kind))
@@ -642,9 +681,9 @@ def _checked_by_query(
         taker.end()
     queries = pl.concat(counted, how="diagonal").group_by(QUERY).agg(
         pl.col("n_rows").sum(), pl.col("first_line").min(), pl.col("last_line").max(), pl.col("stretches").sum())
-    checked = {} if validated else pl.concat(found).select(
-        pl.col("missing").any(), pl.col("comment").any(),
-        *([pl.col("nan").any(), pl.col("tag_min").min().alias("some_tag"),
+    checked = {} if validated else pl.concat(found, how="diagonal").select(
+        pl.col(_DECLINING).any(),
+        *([pl.col("tag_min").min().alias("some_tag"),
            (pl.col("tag_min").min() != pl.col("tag_max").max()).alias("tags_differ")] if kind == "run" else []),
     ).row(0, named=True)
     duplicate_free = duplicate_free and bool((queries["stretches"] == 1).all())
