@@ -7,6 +7,8 @@ into an `InputError`. Reading bytes from disk is the flows' job.
 
 from __future__ import annotations
 
+from typing import Literal
+
 import polars as pl
 
 from judged.schemas.fields import PAIR
@@ -77,9 +79,10 @@ def parse_trec_qrels(lines: pl.LazyFrame, unresolved_token: str | None = None) -
     )
 
 
-def parse_trec_run(lines: pl.LazyFrame) -> pl.LazyFrame:
+def parse_trec_run(lines: pl.LazyFrame, unresolved_token: None = None) -> pl.LazyFrame:
     """`qid Q0 docid rank score tag [ignored ...]` lines (transforms/trec_grammar.py) -> the run table plus
-    `problem`. Blank and comment lines are skipped."""
+    `problem`. Blank and comment lines are skipped. (A run declares no unresolved scores: `unresolved_token` is
+    `parse_trec_qrels`', in the signature both kinds share, flows/store/kinds.py.)"""
     field = pl.col("_f").struct.field
     q0 = field("q0")
     rank_text = field("source_rank")
@@ -149,11 +152,13 @@ NULL_GRADE = ("grade is null: a null grade is an unresolved judgment only where 
               "(unresolved_token in its sidecar <file>.meta.toml, or --unresolved-token)")
 
 
-def conform_judgments(table: pl.LazyFrame, source: str, unresolved_declared: bool = False) -> pl.LazyFrame:
-    """A Parquet judgments table (query_id, doc_id, relevance[, iteration]) -> the contract plus `problem`. A null
-    grade is an unresolved judgment (kept null) when the set declares unresolved judgments (`unresolved_declared`:
-    its metadata has an `unresolved_token`, as TREC text declares the token that `parse_trec_qrels` reads as null);
-    otherwise it is a problem, like a grade that is not a number."""
+def conform_judgments(
+    table: pl.LazyFrame, source: str, first_row: int = 1, unresolved_declared: bool = False
+) -> pl.LazyFrame:
+    """A Parquet judgments table (query_id, doc_id, relevance[, iteration]) -> the contract plus `problem`, rows
+    numbered from `first_row`. A null grade is an unresolved judgment (kept null) when the set declares unresolved
+    judgments (`unresolved_declared`: its metadata has an `unresolved_token`, as TREC text declares the token that
+    `parse_trec_qrels` reads as null); otherwise it is a problem, like a grade that is not a number."""
     schema = table.collect_schema()
     _require_columns(schema, PARQUET_JUDGMENTS_REQUIRED, source, "a run", "score")
     if not schema["relevance"].is_integer() and schema["relevance"] != pl.Null:
@@ -168,7 +173,7 @@ def conform_judgments(table: pl.LazyFrame, source: str, unresolved_declared: boo
             else pl.coalesce(_missing_id_problem(), pl.when(pl.col("relevance").is_null()).then(pl.lit(NULL_GRADE)))
         )
     )
-    return table.with_row_index("source_line", offset=1).select(
+    return table.with_row_index("source_line", offset=first_row).select(
         query_id=pl.col("query_id"),
         iteration=iteration,
         doc_id=pl.col("doc_id"),
@@ -178,10 +183,13 @@ def conform_judgments(table: pl.LazyFrame, source: str, unresolved_declared: boo
     ).cast(JUDGMENTS | {"problem": pl.String()})
 
 
-def conform_run(table: pl.LazyFrame, source: str, first_row: int = 1) -> pl.LazyFrame:
+def conform_run(
+    table: pl.LazyFrame, source: str, first_row: int = 1, unresolved_declared: Literal[False] = False
+) -> pl.LazyFrame:
     """A Parquet run table (query_id, doc_id, score[, source_rank or rank][, run_tag]) -> the contract plus `problem`.
     Rows are numbered from `first_row` (`source_line`): a stretch of a file's rows read alone keeps the file's
-    numbers."""
+    numbers. (A run declares no unresolved scores: `unresolved_declared` is `conform_judgments`', in the signature
+    both kinds share, flows/store/kinds.py.)"""
     schema = table.collect_schema()
     _require_columns(schema, PARQUET_RUN_REQUIRED, source, "qrels", "relevance")
     if not schema["score"].is_numeric():

@@ -18,7 +18,8 @@ from typing import Literal
 
 import polars as pl
 
-from judged.flows.store.readers import LoadedTable, Table, whole_stretch_batches
+from judged.flows.store.readers import LoadedTable, Table
+from judged.flows.store.reading_pass import whole_stretch_batches
 from judged.flows.engine.limits import DEFAULT_LIMITS, Limits
 from judged.flows.engine.versions import implementation_version
 from judged.flows.report.wording import counted

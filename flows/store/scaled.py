@@ -33,7 +33,8 @@ import pyarrow.parquet as pq
 
 from judged.flows.engine.limits import Limits
 from judged.flows.store.kinds import RUN
-from judged.flows.store.readers import Window, parse_window, sniff_format, tag_of_extremes
+from judged.flows.store.readers import Window, parse_window, sniff_format
+from judged.flows.store.reading_pass import tag_of_extremes
 from judged.flows.store.warehouse import position_plan, write_position_parts
 from judged.schemas.fields import QUERY
 from judged.schemas.provenance import RunMetadata, table_id
