@@ -50,7 +50,7 @@ def ingest_file(
     phases = Phases()
     with ExitStack() as staging:
         with phases.measure("read and check"):
-            if kind == "run" and staged_shards is None:
+            if input_kind(kind).ranked and staged_shards is None:  # a run: stored by position from its pass
                 read = read_run(path, staging.enter_context(staging_area(warehouse.root)), metadata, limits,
                                 allow_empty, phases)
                 table, staged_shards = read.table, read.staged_shards

@@ -163,11 +163,13 @@ class LoadedTable:
 
     @cached_property
     def counts(self) -> dict[str, int]:
-        """Rows, distinct queries and unresolved grades, streaming."""
-        if self.kind == "run" and self.query_rows is not None:
+        """Rows, distinct queries and unresolved values (grades), streaming, or from the reading pass's counts."""
+        kind = input_kind(self.kind)
+        if self.query_rows is not None and not kind.unresolved_values:
             return {"n_rows": int(self.query_rows["n_rows"].sum()), "n_unresolved": 0,
                     "n_queries": self.query_rows.height}
-        unresolved = pl.col("relevance").null_count() if self.kind == "judgments" else pl.lit(0, pl.UInt32)
+        unresolved = (pl.col(kind.value_column).null_count() if kind.unresolved_values
+                      else pl.lit(0, pl.UInt32))
         # Two queries, distinct queries by `unique()`: the streaming engine holds every query id for `n_unique()`,
         # and as much for a scan that `collect_all` shares between queries; `unique()` alone stays small.
         rows = self.scan.select(n_rows=pl.len(), n_unresolved=unresolved).collect(engine="streaming")
@@ -1032,7 +1034,7 @@ class StoredTable:
         free of duplicate pairs at ingest: then a top-k spec reads only each query's head (see `load`)."""
         parts = self.parts() if parts is None else parts
         return (
-            self.kind == "run" and bool(parts) and stored_duplicate_pairs(parts, self._counted_pairs) == 0
+            input_kind(self.kind).ranked and bool(parts) and stored_duplicate_pairs(parts, self._counted_pairs) == 0
             and {"position", "query_rows"} <= set(pl.read_parquet_schema(parts[0]))
         )
 
@@ -1074,7 +1076,7 @@ class StoredTable:
         rows = pl.scan_parquet(wanted) if wanted else pl.LazyFrame(schema=stored_contract)
         if keep is not None:
             rows = rows.filter(keep)
-        counted = stored_duplicate_pairs(wanted, self._counted_pairs) if self.kind == "run" else None
+        counted = stored_duplicate_pairs(wanted, self._counted_pairs) if input_kind(self.kind).ranked else None
         duplicate_free = counted == 0
         ranked = in_contract(rows, contract, "position", "query_rows") if self.ranked(wanted) else None
         return LoadedTable(
