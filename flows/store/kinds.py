@@ -186,7 +186,7 @@ EVALUATION = Kind(
     parts=(PER_QUERY_FILES, SUMMARY_FILES),
 )
 NIGHTLY = Kind("nightly", "nightly record", None, record=StoredFiles(NIGHTLY_TABLE, Layout.FILE))
-# Comparisons of evaluations (flows/pipeline/compare.py): the record makes its statistics and per-query rows visible.
+# Comparisons of evaluations (flows/engine/compare.py): the record makes its statistics and per-query rows visible.
 COMPARISON = Kind(
     "comparison", "comparison", "comparison_id",
     record=StoredFiles(COMPARISON_RECORDS_TABLE, Layout.FILE),
