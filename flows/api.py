@@ -486,7 +486,7 @@ def compare(
     `judgments` and each run take what `judged.evaluate` takes; `runs` is a dict {name: run} or a list of runs
     (named by their run tag). The baseline is `baseline`, else the first run. The spec comes from `preset`,
     `measures` and options as for `judged.evaluate`, or a ready `spec`."""
-    from judged.flows.pipeline.compare import compare_evaluations, from_result, judgments_label
+    from judged.flows.engine.compare import compare_evaluations, from_result, judgments_label
     from judged.schemas.comparison import ComparisonSettings
 
     if not isinstance(allow_empty, bool):
@@ -506,7 +506,7 @@ def compare(
         inputs = {"run": {"id": table.table_id}, "judgments": {"id": judgment_table.table_id},
                   "spec_hash": chosen.spec_hash, "label": chosen.full_label()}
         evaluations.append(from_result(result, judgment_table.table_id, label, inputs, (table, judgment_table)))
-    from judged.flows.pipeline.compare import IncomparableError
+    from judged.flows.engine.compare import IncomparableError
 
     try:
         result = compare_evaluations(evaluations, ComparisonSettings(), baseline)

@@ -2,7 +2,7 @@
 one meaning (PUDL's field metadata).
 
 Belongs here: one `Field` per column name, the values of its enum columns, and the names code refers to rather than
-spelling them (`QUERY`, `DOC`, `PAIR`). A table (schemas/tables.py) lists field names, its key and which of them may
+spelling them (`QUERY`, `DOC`, `TAG`, `PAIR`). A table (schemas/tables.py) lists field names, its key and which of them may
 be null; where one name means something else in one table, that table overrides the description (rarely the dtype,
 where stored files already differ). No table declarations, no computation, no I/O.
 
@@ -18,6 +18,7 @@ import polars as pl
 
 QUERY = "query_id"
 DOC = "doc_id"
+TAG = "run_tag"
 PAIR = [QUERY, DOC]  # a judgment's key, and a run's when documents do not repeat
 PAIRED_QUERY = ["baseline", "run", QUERY, "cutoff"]  # a paired difference's key: two runs, a query and a cutoff
 

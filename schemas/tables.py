@@ -331,7 +331,7 @@ WORKLISTS_TABLE = WORKLIST_TABLE.extended(
     nullable=("query_text",),  # only with --topics, and only for the queries it lists
 )
 
-# Comparisons of evaluations (flows/pipeline/compare.py). A statistic is null where it is undefined: no query in the
+# Comparisons of evaluations (flows/engine/compare.py). A statistic is null where it is undefined: no query in the
 # paired sample (the means, the interval, the tests), fewer than two queries or no spread (the interval, t, d_z),
 # two runs only (Tukey HSD), evaluations without intervals (unresolved, robustness and the interval bounds).
 COMPARISON_RECORDS_TABLE = Table.of_fields(

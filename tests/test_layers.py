@@ -1,7 +1,8 @@
 """The layers, checked on the source: `schemas` imports neither `transforms` nor `flows`, `transforms` does not import
 `flows`, only the pipeline (`flows/pipeline/`) imports Prefect (the CLI and every other module reach it lazily
-through it), `schemas` and `transforms` do no I/O of their own (no subprocess, environment, files or
-package metadata), and `import judged` loads nothing heavy.
+through it), the engine, the store and the reports import neither the pipeline nor the CLI nor the API (which build
+on them), `schemas` and `transforms` do no I/O of their own (no subprocess, environment, files or package
+metadata), and `import judged` loads nothing heavy.
 
 Every `import` statement counts, at module level or inside a function: a lazy import is still a dependency."""
 
@@ -24,6 +25,10 @@ PREFECT_PACKAGES = ("prefect", "prefect_dask")
 # Modules through which a layer would read the machine or the environment rather than its arguments.
 IO_MODULES = ("subprocess", "os", "platform", "importlib.metadata", "importlib.resources", "shutil", "socket",
               "tempfile", "pathlib", "tomllib")
+# What the pipeline, the command line and the API build on, which never reaches back up into them: a module here
+# importing the pipeline made the import circle that moved the comparison service to flows/engine/compare.py.
+BELOW_PIPELINE = ("flows/engine/", "flows/store/", "flows/report/")
+ABOVE = ("judged.flows.pipeline", "judged.flows.cli", "judged.flows.api")
 FORBIDDEN: dict[str, tuple[str, ...]] = {
     "schemas": ("judged.transforms", "judged.flows", *IO_MODULES),
     "transforms": ("judged.flows", *IO_MODULES),
@@ -66,6 +71,9 @@ def violations(relative_path: str, source: str) -> list[str]:
         for forbidden in FORBIDDEN.get(layer, ()):
             if _within(module, forbidden):
                 found.append(f"{relative_path}:{line} imports {module} (the {layer} layer must not)")
+        if relative_path.startswith(BELOW_PIPELINE) and any(_within(module, above) for above in ABOVE):
+            found.append(f"{relative_path}:{line} imports {module} (the pipeline, the CLI and the API build on "
+                         f"{relative_path.rsplit('/', 1)[0]}/, not the other way round)")
     return sorted(set(found))
 
 
@@ -102,6 +110,8 @@ def test_module_keeps_to_its_layer(relative_path: str) -> None:
         ("flows/cli/app.py", "def f():\n    from prefect import flow", "imports prefect"),
         ("flows/api.py", "import prefect_dask", "imports prefect_dask"),
         ("__init__.py", "from prefect.runtime import flow_run", "imports prefect.runtime"),
+        ("flows/report/x.py", "from judged.flows.pipeline.tasks import ingest_file", "imports judged.flows.pipeline"),
+        ("flows/engine/x.py", "def f():\n    from judged.flows.cli import app", "imports judged.flows.cli"),
     ],
 )
 def test_the_check_finds_each_kind_of_violation(relative_path: str, source: str, expected: str) -> None:

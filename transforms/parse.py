@@ -7,27 +7,16 @@ into an `InputError`. Reading bytes from disk is the flows' job.
 
 from __future__ import annotations
 
+from typing import Literal
+
 import polars as pl
 
 from judged.schemas.fields import PAIR
 from judged.schemas.tables import JUDGMENTS, PARQUET_JUDGMENTS_REQUIRED, PARQUET_RUN_REQUIRED, RUN
 from judged.transforms.errors import InputError
+from judged.transforms.trec_grammar import QRELS_COLUMNS, RUN_COLUMNS, RUN_Q0, Columns, field_count, is_skipped
 
-_TOKEN = r"(\S+)"
-_SEP = r"[ \t]+"
-_QRELS_LINE = rf"^[ \t]*{_TOKEN}{_SEP}{_TOKEN}{_SEP}{_TOKEN}{_SEP}{_TOKEN}[ \t\r]*$"
-# trec_eval reads six columns and ignores whatever follows them on the line.
-_RUN_LINE = rf"^[ \t]*{_TOKEN}{_SEP}{_TOKEN}{_SEP}{_TOKEN}{_SEP}{_TOKEN}{_SEP}{_TOKEN}{_SEP}{_TOKEN}(?:[ \t].*)?\r?$"
 _INTEGER = r"^[+-]?[0-9]+$"
-
-
-def _is_blank_or_comment() -> pl.Expr:
-    stripped = pl.col("line").str.strip_chars(" \t\r")
-    return (stripped == "") | stripped.str.starts_with("#")
-
-
-def _token_count() -> pl.Expr:
-    return pl.col("line").str.count_matches(r"\S+")
 
 
 # Arguments given in the wrong order are the likeliest reason for a line with the other kind's column count.
@@ -43,24 +32,32 @@ def without_order_hint(error: InputError) -> InputError:
     return InputError(error.source, problem, error.line, error.unit, error.more)
 
 
-def _looks_like(other_kind: str, columns: int) -> pl.Expr:
+def _looks_like(other_kind: str, other: Columns) -> pl.Expr:
     """`: this looks like a run; the order is QRELS RUN` when the line has the other kind's column count."""
     return (
-        pl.when(_token_count() == columns)
+        pl.when(field_count(pl.col("line")) == other.count)
         .then(pl.lit(f": this looks like {other_kind}; {SWAPPED_HINT}"))
         .otherwise(pl.lit(""))
     )
 
 
+def _columns_problem(columns: Columns, other_kind: str, other: Columns) -> pl.Expr:
+    """The problem of a line that does not hold `columns` (null when it does)."""
+    return pl.when(pl.col("_f").struct.field(columns.names[0]).is_null()).then(
+        pl.format(f"{columns.expected()}, found {{}}{{}}", field_count(pl.col("line")), _looks_like(other_kind, other))
+    )
+
+
 def parse_trec_qrels(lines: pl.LazyFrame, unresolved_token: str | None = None) -> pl.LazyFrame:
-    """`qid iter docid grade` lines -> the judgments table plus `problem`. Blank and `#` lines are skipped.
-    A grade equal to `unresolved_token` (if given) is an unresolved judgment: kept, with a null grade."""
-    fields = pl.col("line").str.extract_groups(_QRELS_LINE)
-    grade_text = pl.col("_f").struct.field("4")
+    """`qid iter docid grade` lines (transforms/trec_grammar.py) -> the judgments table plus `problem`. Blank and
+    comment lines are skipped. A grade equal to `unresolved_token` (if given) is an unresolved judgment: kept, with a
+    null grade."""
+    field = pl.col("_f").struct.field
+    grade_text = field("relevance")
     unresolved = pl.lit(False) if unresolved_token is None else grade_text == unresolved_token
     problem = (
-        pl.when(pl.col("_f").struct.field("1").is_null())
-        .then(pl.format("expected 4 columns `qid iter docid grade`, found {}{}", _token_count(), _looks_like("a run", 6)))
+        pl.when(field("query_id").is_null())
+        .then(_columns_problem(QRELS_COLUMNS, "a run", RUN_COLUMNS))
         .when(unresolved)
         .then(pl.lit(None, pl.String))
         .when(~grade_text.str.contains(_INTEGER))
@@ -69,12 +66,12 @@ def parse_trec_qrels(lines: pl.LazyFrame, unresolved_token: str | None = None) -
         .then(pl.format("grade '{}' is out of range", grade_text))
     )
     return (
-        lines.filter(~_is_blank_or_comment())
-        .with_columns(_f=fields)
+        lines.filter(~is_skipped(pl.col("line")))
+        .with_columns(_f=QRELS_COLUMNS.fields(pl.col("line")))
         .select(
-            query_id=pl.col("_f").struct.field("1"),
-            iteration=pl.col("_f").struct.field("2"),
-            doc_id=pl.col("_f").struct.field("3"),
+            query_id=field("query_id"),
+            iteration=field("iteration"),
+            doc_id=field("doc_id"),
             relevance=grade_text.cast(pl.Int32, strict=False),
             source_line=pl.col("line_number").cast(pl.Int64),
             problem=problem,
@@ -82,18 +79,19 @@ def parse_trec_qrels(lines: pl.LazyFrame, unresolved_token: str | None = None) -
     )
 
 
-def parse_trec_run(lines: pl.LazyFrame) -> pl.LazyFrame:
-    """`qid Q0 docid rank score tag [ignored ...]` lines -> the run table plus `problem`. Blank lines are skipped."""
-    fields = pl.col("line").str.extract_groups(_RUN_LINE)
-    q0 = pl.col("_f").struct.field("2")
-    rank_text = pl.col("_f").struct.field("4")
-    score_text = pl.col("_f").struct.field("5")
+def parse_trec_run(lines: pl.LazyFrame, unresolved_token: None = None) -> pl.LazyFrame:
+    """`qid Q0 docid rank score tag [ignored ...]` lines (transforms/trec_grammar.py) -> the run table plus
+    `problem`. Blank and comment lines are skipped. (A run declares no unresolved scores: `unresolved_token` is
+    `parse_trec_qrels`', in the signature both kinds share, flows/store/kinds.py.)"""
+    field = pl.col("_f").struct.field
+    q0 = field("q0")
+    rank_text = field("source_rank")
+    score_text = field("score")
     score = score_text.cast(pl.Float64, strict=False)
     problem = (
-        pl.when(pl.col("_f").struct.field("1").is_null())
-        .then(pl.format("expected 6 columns `qid Q0 docid rank score tag`, found {}{}", _token_count(),
-                        _looks_like("qrels", 4)))
-        .when(~q0.is_in(["Q0", "0"]))
+        pl.when(field("query_id").is_null())
+        .then(_columns_problem(RUN_COLUMNS, "qrels", QRELS_COLUMNS))
+        .when(~q0.is_in(RUN_Q0))
         .then(pl.format("second column must be Q0 or 0, found '{}' (columns shifted?)", q0))
         .when(~rank_text.str.contains(_INTEGER) | rank_text.cast(pl.Int64, strict=False).is_null())
         .then(pl.format("rank '{}' is not an integer", rank_text))
@@ -105,14 +103,14 @@ def parse_trec_run(lines: pl.LazyFrame) -> pl.LazyFrame:
         .then(pl.format("score '{}' is not finite (inf, -inf, or beyond float64)", score_text))
     )
     return (
-        lines.filter(pl.col("line").str.strip_chars(" \t\r") != "")
-        .with_columns(_f=fields)
+        lines.filter(~is_skipped(pl.col("line")))
+        .with_columns(_f=RUN_COLUMNS.fields(pl.col("line")))
         .select(
-            query_id=pl.col("_f").struct.field("1"),
-            doc_id=pl.col("_f").struct.field("3"),
+            query_id=field("query_id"),
+            doc_id=field("doc_id"),
             source_rank=rank_text.cast(pl.Int64, strict=False),
             score=score,
-            run_tag=pl.col("_f").struct.field("6"),
+            run_tag=field("run_tag"),
             source_line=pl.col("line_number").cast(pl.Int64),
             problem=problem,
         )
@@ -123,7 +121,7 @@ def ignored_run_columns(lines: pl.LazyFrame) -> pl.LazyFrame:
     """One row: how many run lines have more than six columns (`n_lines`), whose extra columns are ignored as
     trec_eval ignores them, and the number of the first (`first_line`, null when there is none). A document id
     holding a space is the usual cause, and then silently becomes other columns: the caller says so."""
-    extra = pl.col("line").str.count_matches(r"\S+") > 6
+    extra = ~is_skipped(pl.col("line")) & (field_count(pl.col("line")) > RUN_COLUMNS.count)
     return lines.select(n_lines=extra.sum(), first_line=pl.col("line_number").filter(extra).min().cast(pl.Int64))
 
 
@@ -154,11 +152,13 @@ NULL_GRADE = ("grade is null: a null grade is an unresolved judgment only where 
               "(unresolved_token in its sidecar <file>.meta.toml, or --unresolved-token)")
 
 
-def conform_judgments(table: pl.LazyFrame, source: str, unresolved_declared: bool = False) -> pl.LazyFrame:
-    """A Parquet judgments table (query_id, doc_id, relevance[, iteration]) -> the contract plus `problem`. A null
-    grade is an unresolved judgment (kept null) when the set declares unresolved judgments (`unresolved_declared`:
-    its metadata has an `unresolved_token`, as TREC text declares the token that `parse_trec_qrels` reads as null);
-    otherwise it is a problem, like a grade that is not a number."""
+def conform_judgments(
+    table: pl.LazyFrame, source: str, first_row: int = 1, unresolved_declared: bool = False
+) -> pl.LazyFrame:
+    """A Parquet judgments table (query_id, doc_id, relevance[, iteration]) -> the contract plus `problem`, rows
+    numbered from `first_row`. A null grade is an unresolved judgment (kept null) when the set declares unresolved
+    judgments (`unresolved_declared`: its metadata has an `unresolved_token`, as TREC text declares the token that
+    `parse_trec_qrels` reads as null); otherwise it is a problem, like a grade that is not a number."""
     schema = table.collect_schema()
     _require_columns(schema, PARQUET_JUDGMENTS_REQUIRED, source, "a run", "score")
     if not schema["relevance"].is_integer() and schema["relevance"] != pl.Null:
@@ -173,7 +173,7 @@ def conform_judgments(table: pl.LazyFrame, source: str, unresolved_declared: boo
             else pl.coalesce(_missing_id_problem(), pl.when(pl.col("relevance").is_null()).then(pl.lit(NULL_GRADE)))
         )
     )
-    return table.with_row_index("source_line", offset=1).select(
+    return table.with_row_index("source_line", offset=first_row).select(
         query_id=pl.col("query_id"),
         iteration=iteration,
         doc_id=pl.col("doc_id"),
@@ -183,10 +183,13 @@ def conform_judgments(table: pl.LazyFrame, source: str, unresolved_declared: boo
     ).cast(JUDGMENTS | {"problem": pl.String()})
 
 
-def conform_run(table: pl.LazyFrame, source: str, first_row: int = 1) -> pl.LazyFrame:
+def conform_run(
+    table: pl.LazyFrame, source: str, first_row: int = 1, unresolved_declared: Literal[False] = False
+) -> pl.LazyFrame:
     """A Parquet run table (query_id, doc_id, score[, source_rank or rank][, run_tag]) -> the contract plus `problem`.
     Rows are numbered from `first_row` (`source_line`): a stretch of a file's rows read alone keeps the file's
-    numbers."""
+    numbers. (A run declares no unresolved scores: `unresolved_declared` is `conform_judgments`', in the signature
+    both kinds share, flows/store/kinds.py.)"""
     schema = table.collect_schema()
     _require_columns(schema, PARQUET_RUN_REQUIRED, source, "qrels", "relevance")
     if not schema["score"].is_numeric():

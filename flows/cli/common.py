@@ -211,18 +211,21 @@ def given_on_command_line(context: typer.Context, *names: str) -> list[str]:
 
 
 def read_weights(path: Path) -> tuple[tuple[str, float], ...]:
-    """A query weights file: `query_id weight` lines (blank and `#` lines skipped); errors are InputErrors."""
+    """A query weights file: `query_id weight` lines, read by the TREC files' grammar (transforms/trec_grammar.py:
+    blank and comment lines skipped, fields split as there, so a query id is the same text as in them); errors are
+    InputErrors."""
     from judged.flows.store.readers import QUERY_WEIGHTS_BYTES, read_bounded_text
+    from judged.transforms.trec_grammar import BYTE_ORDER_MARK, fields_of_line
 
     try:
         text = read_bounded_text(path, "query weights file", QUERY_WEIGHTS_BYTES)
     except OSError as error:
         raise InputError(str(path), f"cannot read the query weights: {error.strerror or error}") from None
     pairs = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip() or line.lstrip().startswith("#"):
+    for number, line in enumerate(text.removeprefix(BYTE_ORDER_MARK).split("\n"), start=1):
+        parts = fields_of_line(line)
+        if not parts:
             continue
-        parts = line.split()
         try:
             if len(parts) != 2:
                 raise ValueError

@@ -22,7 +22,7 @@ from judged.schemas.spec import EvaluationSpec, NumericRange, SpecError
 from judged.transforms.errors import InputError
 
 if TYPE_CHECKING:  # the statistics load scipy: only the commands that compare import them
-    from judged.flows.pipeline.compare import ComparedEvaluation, ComparisonResult
+    from judged.flows.engine.compare import ComparedEvaluation, ComparisonResult
 
 _COMPARE_PANEL = "Comparison options"
 
@@ -96,7 +96,7 @@ def gathered(
 ) -> tuple[list[ComparedEvaluation], ComparisonResult | None]:
     """The evaluations the command line names and their comparison (None for a single evaluation); raises
     typer.Exit with a one-line error. `comparison_options`: the comparison options the command line gave."""
-    from judged.flows.pipeline.compare import (
+    from judged.flows.engine.compare import (
         IncomparableError, compare_evaluations, evaluate_files, is_comparison, load_comparison,
     )
 
@@ -124,7 +124,7 @@ def gathered(
             if len(evaluations) < 2:
                 return evaluations, None
             return evaluations, compare_evaluations(evaluations, settings, baseline)
-        from judged.flows.pipeline.compare import from_warehouse
+        from judged.flows.engine.compare import from_warehouse
         from judged.flows.pipeline.flows import compare_flow
         from judged.flows.store.warehouse import Store
 
@@ -145,7 +145,7 @@ def gathered(
                            "options out", EXIT_USAGE)
             evaluation_ids = inputs
         else:
-            from judged.flows.pipeline.compare import inputs_to_evaluate, refuse_before_evaluating
+            from judged.flows.engine.compare import inputs_to_evaluate, refuse_before_evaluating
             from judged.flows.pipeline.flows import evaluate_flow
 
             if len(inputs) < 1 + minimum_runs:

@@ -18,7 +18,9 @@ from typing import Literal
 
 import polars as pl
 
-from judged.flows.store.readers import LoadedTable, Table, whole_stretch_batches
+from judged.flows.store.kinds import input_kind
+from judged.flows.store.readers import LoadedTable, Table
+from judged.flows.store.reading_pass import whole_stretch_batches
 from judged.flows.engine.limits import DEFAULT_LIMITS, Limits
 from judged.flows.engine.versions import implementation_version
 from judged.flows.report.wording import counted
@@ -266,7 +268,7 @@ def without_duplicates(table: LoadedTable, policy: str, suspected: bool) -> tupl
     if not suspected:
         return table.scan, []
     duplicates = duplicate_pairs(table.scan).collect()
-    what = "judgment" if table.kind == "judgments" else "run row"
+    what = input_kind(table.kind).input_contract.row
     if policy == "error":
         raise_on_duplicates(duplicates, table.source, what, table.unit)
         return table.scan, []

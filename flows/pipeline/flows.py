@@ -391,7 +391,7 @@ def compare_flow(
     """Compare stored evaluations of runs on one judgment basis and store the comparison. With `rebase`, every run
     is first evaluated (or its stored evaluation reused) against the newest version of the judgment set under one
     spec (`spec_json`, or the first evaluation's)."""
-    from judged.flows.pipeline.compare import rebase_basis, refuse_before_evaluating
+    from judged.flows.engine.compare import rebase_basis, refuse_before_evaluating
 
     if rebase:
         spec = EvaluationSpec.from_canonical_json(spec_json) if spec_json else None

@@ -25,6 +25,7 @@ from judged.flows.pipeline.evaluation import EvaluationReport, evaluate_shard, f
 from judged.flows.pipeline.nightly import RUN_WAS_NEW, RUN_WAS_STORED, run_was_new
 from judged.flows.report.wording import counted
 from judged.flows.store.kinds import input_kind
+from judged.flows.store.inputs import input_judgments, input_run
 from judged.flows.store.readers import (
     LoadedTable, Metadata, Window, load_table, open_stored, proven_duplicate_free,
 )
@@ -50,7 +51,7 @@ def ingest_file(
     phases = Phases()
     with ExitStack() as staging:
         with phases.measure("read and check"):
-            if kind == "run" and staged_shards is None:
+            if input_kind(kind).ranked and staged_shards is None:  # a run: stored by position from its pass
                 read = read_run(path, staging.enter_context(staging_area(warehouse.root)), metadata, limits,
                                 allow_empty, phases)
                 table, staged_shards = read.table, read.staged_shards
@@ -85,33 +86,6 @@ def check_inputs_before_storing(
         if read.staged_shards is not None:
             staged[run] = str(read.staged_shards)
     return staged
-
-
-def input_judgments(
-    warehouse: Store, judgments: str, judgments_metadata: Metadata | None = None, allow_empty: bool = False
-) -> LoadedTable:
-    """The judgments `evaluate_flow` takes, read without storing anything: a file read and validated, else a stored
-    set's id or name (its latest version)."""
-    if Path(judgments).is_file():
-        return load_table(judgments, "judgments", judgments_metadata, allow_empty=allow_empty)
-    return warehouse.load_stored("judgments", warehouse.resolve_judgment_set(judgments))
-
-
-def input_runs(warehouse: Store, runs: list[str], allow_empty: bool = False) -> Iterator[LoadedTable]:
-    """The runs `evaluate_flow` takes, read one at a time without storing anything (`input_run`)."""
-    for run in runs:
-        yield input_run(warehouse, run, allow_empty).table
-
-
-def input_run(warehouse: Store, run: str, allow_empty: bool = False, staging: Path | None = None) -> ReadRun:
-    """A run `evaluate_flow` takes, read without storing anything: a file read and validated (with a `staging` folder, a
-    large text run's or a Parquet run's shards staged there by its reading pass: `read_run`), a stored run's folder,
-    else a run id of the warehouse."""
-    if Path(run).is_file():
-        return read_run(run, staging, allow_empty=allow_empty)
-    if Path(run).is_dir():
-        return ReadRun(open_stored(Path(run), "run").load())
-    return ReadRun(warehouse.load_stored("run", warehouse.require_run(run)))
 
 
 def _stores_something(warehouse: Store, judgments: str, runs: list[str]) -> bool:
@@ -324,13 +298,13 @@ def publish_artifacts_task(warehouse_root: str, reports: list[EvaluationReport],
                           counted(len(reports), "evaluation"))
 
 
-# -- comparisons (flows/pipeline/compare.py holds what they do; imported when used: the statistics load scipy) ----
+# -- comparisons (flows/engine/compare.py holds what they do; imported when used: the statistics load scipy) ------
 
 
 @task(name="compare-evaluations")
 def compare_task(warehouse_root: str, evaluation_ids: list[str], settings_json: str, baseline: str | None) -> str:
     """Compare stored evaluations and store the comparison (nothing new if it is stored already); its id."""
-    from judged.flows.pipeline.compare import compare_evaluations, from_warehouse, store_comparison
+    from judged.flows.engine.compare import compare_evaluations, from_warehouse, store_comparison
     from judged.schemas.comparison import ComparisonSettings
 
     store = Store(warehouse_root)

@@ -9,7 +9,7 @@ import json
 import math
 from typing import TYPE_CHECKING, Any
 
-from judged.flows.pipeline.compare import ComparisonResult
+from judged.flows.engine.compare import ComparisonResult
 from judged.flows.report.wording import pair_verdict
 from judged.schemas.comparison import measure_at
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from judged.flows.pipeline.compare import (
+from judged.flows.engine.compare import (
     NO_INTERVALS_NOTE,
     ComparedEvaluation,
     ComparisonResult,

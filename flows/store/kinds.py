@@ -35,7 +35,10 @@ from judged.schemas.tables import (
     WORKLISTS_TABLE,
     Table,
 )
-from judged.transforms.parse import conform_judgments, conform_run
+from judged.transforms.parse import (
+    conform_judgments, conform_run, parse_trec_qrels, parse_trec_run, run_problem_probe,
+)
+from judged.transforms.trec_grammar import QRELS_COLUMNS, RUN_COLUMNS, Columns
 
 
 class Layout(Enum):
@@ -130,15 +133,27 @@ class Kind:
 @dataclass(frozen=True, kw_only=True, repr=False)
 class InputKind(Kind):
     """A kind read from an input file or frame (a judgment set, a run): also its contract as the engine takes it,
-    how a frame is conformed to it, the metadata model of its record, and the column holding each row's number
-    (with the dtype a nested dict's numbers are read as)."""
+    its columns in TREC text (transforms/trec_grammar.py) and how its lines are parsed, how a frame or a Parquet
+    table is conformed to it (and looked at for problems first, where that can skip the rows), the metadata model of
+    its record, and the column holding each row's value (with the dtype a nested dict's numbers are read as)."""
 
     input_contract: Table
-    conform: Callable[[pl.LazyFrame, str], pl.LazyFrame]
+    trec_columns: Columns
+    # (lines, unresolved token) -> the contract plus `problem` (transforms/parse.py)
+    parse_text: Callable[[pl.LazyFrame, str | None], pl.LazyFrame]
+    # (table, source, first_row=, unresolved_declared=) -> the contract plus `problem`
+    conform: Callable[..., pl.LazyFrame]
+    # a Parquet table's rows with a problem, looked for on its own columns (None: only `conform`'s pass can tell)
+    problem_probe: Callable[[pl.LazyFrame], pl.LazyFrame | None] | None
     metadata_model: type[JudgmentSetMetadata] | type[RunMetadata]
     value_column: str
     value_dtype: pl.DataType
     ranked: bool  # stored in trec_eval's order (transforms/layout.py), with a duplicate-pair count
+
+    @property
+    def unresolved_values(self) -> bool:
+        """Whether a row's value may be unresolved (null: a judgment nobody settled), and is counted."""
+        return self.value_column in self.input_contract.nullable
 
 
 # The tables the code names on their own (the others it reaches through their kind's record and rows).
@@ -153,15 +168,17 @@ JUDGMENT_SET = InputKind(
     record=StoredFiles(JUDGMENT_SETS_TABLE, Layout.FILE),
     # The lineage of a version made by extending another is written before its record, and shows with it.
     parts=(StoredFiles(STORED_JUDGMENTS_TABLE, Layout.PARTS), LINEAGE_FILES),
-    input_contract=JUDGMENTS_TABLE, conform=conform_judgments, metadata_model=JudgmentSetMetadata,
-    value_column="relevance", value_dtype=pl.Int64(), ranked=False,
+    input_contract=JUDGMENTS_TABLE, trec_columns=QRELS_COLUMNS, parse_text=parse_trec_qrels, conform=conform_judgments,
+    problem_probe=None, metadata_model=JudgmentSetMetadata, value_column="relevance", value_dtype=pl.Int64(),
+    ranked=False,
 )
 RUN = InputKind(
     "run", "run", "run_id",
     record=StoredFiles(RUNS_TABLE, Layout.FILE),
     parts=(StoredFiles(RUN_ROWS_TABLE, Layout.PARTS),),
-    input_contract=RUN_TABLE, conform=conform_run, metadata_model=RunMetadata, value_column="score",
-    value_dtype=pl.Float64(), ranked=True,
+    input_contract=RUN_TABLE, trec_columns=RUN_COLUMNS, parse_text=parse_trec_run, conform=conform_run,
+    problem_probe=run_problem_probe, metadata_model=RunMetadata, value_column="score", value_dtype=pl.Float64(),
+    ranked=True,
 )
 EVALUATION = Kind(
     "evaluation", "evaluation", "evaluation_id",
@@ -169,7 +186,7 @@ EVALUATION = Kind(
     parts=(PER_QUERY_FILES, SUMMARY_FILES),
 )
 NIGHTLY = Kind("nightly", "nightly record", None, record=StoredFiles(NIGHTLY_TABLE, Layout.FILE))
-# Comparisons of evaluations (flows/pipeline/compare.py): the record makes its statistics and per-query rows visible.
+# Comparisons of evaluations (flows/engine/compare.py): the record makes its statistics and per-query rows visible.
 COMPARISON = Kind(
     "comparison", "comparison", "comparison_id",
     record=StoredFiles(COMPARISON_RECORDS_TABLE, Layout.FILE),

@@ -2,8 +2,9 @@
 
 Belongs here: everything that touches a path on the way in (opening, decompressing, hashing, turning the file's lines
 into a LazyFrame), then the parse and conform transforms and the checks that raise `InputError` naming the file;
-and reading a large scan once in batches of whole queries (`whole_stretch_batches`), which the reading pass's
-checks and the engine's scanned parts share.
+and choosing how each is read: the fast reader (Polars' CSV reader) or the exact parser for TREC text, in memory or
+scanned once by a `ReadingPass` (flows/store/reading_pass.py), whose batches a store may take as they are read
+(`open_table`, `TableReading`).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import os
 import sys
 import threading
 import tomllib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future
 from dataclasses import dataclass, replace
 from functools import cached_property
@@ -29,24 +30,21 @@ import polars as pl
 
 from judged.flows.store.hashing import file_identity, hash_in_background, is_gzipped, known_hashes
 from judged.flows.engine.limits import DEFAULT_LIMITS, Limits
-from judged.flows.store.kinds import input_kind
-from judged.schemas.fields import QUERY
+from judged.flows.store.kinds import RUN, InputKind, input_kind
+from judged.flows.store.reading_pass import (
+    DECLINING, ReadingPass, blank_in_slices, query_ids_check, row_checks, tag_of, tag_summary,
+)
+from judged.schemas.fields import QUERY, TAG
 from judged.schemas.provenance import JudgmentSetMetadata, RunMetadata, table_id
 from judged.transforms.errors import InputError
-from judged.transforms.parse import (
-    SWAPPED_HINT,
-    conform_judgments, conform_run, ignored_run_columns, in_contract, parse_trec_qrels, parse_trec_run,
-    raise_first_problem, run_problem_probe,
-)
-from judged.transforms.duplicates import stretches_may_have_duplicates
+from judged.transforms.parse import SWAPPED_HINT, ignored_run_columns, in_contract, raise_first_problem
+from judged.transforms.trec_grammar import BLANKS, BYTE_ORDER_MARK, RUN_Q0
 from judged.transforms.shards import (
     RunLayout, in_shard, query_buckets, shards_of_buckets, together, with_bucket,
 )
 
 TableKind = Literal["judgments", "run"]
 _PARQUET_MAGIC = b"PAR1"
-# A byte that never occurs in TREC text: each line lands whole in one column.
-_NO_DELIMITER = "\x1e"
 
 
 SIDECAR_SUFFIX = ".meta.toml"
@@ -165,11 +163,13 @@ class LoadedTable:
 
     @cached_property
     def counts(self) -> dict[str, int]:
-        """Rows, distinct queries and unresolved grades, streaming."""
-        if self.kind == "run" and self.query_rows is not None:
+        """Rows, distinct queries and unresolved values (grades), streaming, or from the reading pass's counts."""
+        kind = input_kind(self.kind)
+        if self.query_rows is not None and not kind.unresolved_values:
             return {"n_rows": int(self.query_rows["n_rows"].sum()), "n_unresolved": 0,
                     "n_queries": self.query_rows.height}
-        unresolved = pl.col("relevance").null_count() if self.kind == "judgments" else pl.lit(0, pl.UInt32)
+        unresolved = (pl.col(kind.value_column).null_count() if kind.unresolved_values
+                      else pl.lit(0, pl.UInt32))
         # Two queries, distinct queries by `unique()`: the streaming engine holds every query id for `n_unique()`,
         # and as much for a scan that `collect_all` shares between queries; `unique()` alone stays small.
         rows = self.scan.select(n_rows=pl.len(), n_unresolved=unresolved).collect(engine="streaming")
@@ -300,15 +300,13 @@ def sniff_format(path: Path) -> Literal["trec", "trec.gz", "parquet"]:
         return "parquet" if handle.read(4) == _PARQUET_MAGIC else "trec"
 
 
-_FAST_COLUMNS: dict[TableKind, dict[str, pl.DataType]] = {
-    "run": {
-        # q0 as an Enum of its two allowed values: any other value fails the read (then the exact parser names the
-        # line), and each row holds one byte instead of a string. The rank as Int32, half the memory (the
-        # contract's Int64 is a lazy cast): a rank beyond it fails the read, and the exact parser takes the file.
-        "query_id": pl.String(), "q0": pl.Enum(["Q0", "0"]), "doc_id": pl.String(), "source_rank": pl.Int32(),
-        "score": pl.Float64(), "run_tag": pl.String(),
-    },
-    "judgments": {"query_id": pl.String(), "iteration": pl.String(), "doc_id": pl.String(), "relevance": pl.Int32()},
+# The types the fast reader reads each column of TREC text as. q0 as an Enum of its two allowed values: any other
+# value fails the read (then the exact parser names the line), and each row holds one byte instead of a string. The
+# rank as Int32, half the memory (the contract's Int64 is a lazy cast): a rank beyond it fails the read, and the
+# exact parser takes the file.
+_FAST_TYPES: dict[str, pl.DataType] = {
+    "query_id": pl.String(), "iteration": pl.String(), "q0": pl.Enum(list(RUN_Q0)), "doc_id": pl.String(),
+    "source_rank": pl.Int32(), "score": pl.Float64(), "run_tag": pl.String(), "relevance": pl.Int32(),
 }
 
 
@@ -332,27 +330,11 @@ class ParsedTable:
     common_tag: str | None = None
     query_rows: pl.DataFrame | None = None  # `query_id` -> `n_rows`, when the reading pass counted them
     warnings: tuple[str, ...] = ()  # what the reader must not miss about the file (`ignored_columns_warning`)
-    duplicate_free: bool = False  # proven by the reading pass (`_checked_by_query`): no (query, document) pair twice
-
-
-class BatchTaker(Protocol):
-    """Who takes a scanned text run's (or a Parquet run's) batches from its reading pass, as they are checked: the store
-    writing the run's shards in the same pass (flows/store/warehouse.py, `OnePassShards`). `begin` names the tag every
-    row carries (the reader's attempt that assumes one; a Parquet run's common tag, "" when they differ); `take` gets
-    each batch of whole stretches in the contract, once it passed the checks and the look for repeats; `stop` says why
-    no more will come (a batch failed them: the reader then names the problem, or reads the file another way); `end`
-    follows the last batch of a pass that stopped nowhere."""
-
-    def begin(self, tag: str) -> None: ...
-
-    def take(self, batch: pl.DataFrame) -> None: ...
-
-    def stop(self, reason: str) -> None: ...
-
-    def end(self) -> None: ...
+    duplicate_free: bool = False  # proven by the reading pass (`ReadingPass`): no (query, document) pair twice
 
 
 _NEWLINE = ord("\n")
+_BYTE_ORDER_MARK_BYTES = BYTE_ORDER_MARK.encode()
 
 
 def line_count(path: Path, chunk_bytes: int = 16 << 20) -> int:
@@ -395,55 +377,6 @@ def streamed_text(path: Path, source_format: str, limits: Limits, window: Window
     return path.stat().st_size * (4 if source_format == "trec.gz" else 1) > limits.in_memory_text_bytes
 
 
-def _tag_summary() -> list[pl.Expr]:
-    """A run tag (null when there is none) and whether the non-null tags differ (see `_common_tag`): the smallest
-    and the largest, as two aggregates that Polars' streaming engine keeps in constant memory. (Comparing every tag
-    with the first one makes it hold the columns of every check beside it.)"""
-    tag = pl.col("run_tag")
-    return [tag.min().alias("some_tag"), (tag.min() != tag.max()).alias("tags_differ")]
-
-
-def _tag_of(tag: object, differ: object) -> str:
-    return "" if tag is None or differ else str(tag)
-
-
-def read_trec_fast(
-    path: Path, gzipped: bool, kind: TableKind, limits: Limits = DEFAULT_LIMITS, window: Window | None = None,
-    look_for_repeats: bool = False, taker: BatchTaker | None = None,
-) -> ParsedTable | None:
-    """The common case at full speed: a run's six (qrels' four) columns split by one tab or one space throughout,
-    Polars' multithreaded CSV reader (in memory, or streaming for large files). Returns None whenever the file is
-    not plainly that (extra columns, runs of blanks, comments, a bad value): the exact line parser then decides,
-    and names the line of any problem.
-
-    A run's rows nearly always carry one tag, so the tag column is first read as an Enum of the first line's tag
-    (one byte a row instead of a string); a run with another tag anywhere (or that this
-    first read turns down for any reason) is read again with plain strings. With a `window`, only its lines.
-    `look_for_repeats` and `taker`: see `load_table` (the taker takes the batches of the read that assumes one tag
-    only)."""
-    columns = _FAST_COLUMNS[kind]
-    try:
-        first_line = _first_line(path, gzipped, window)
-    except (OSError, EOFError):  # a damaged gzip stream: the exact parser names the problem
-        return None
-    separator = "\t" if "\t" in first_line else " "
-    fields = first_line.rstrip("\r\n").split(separator)
-    attempts = [columns]
-    if kind == "run" and len(fields) == len(columns) and fields[-1]:
-        attempts.insert(0, columns | {"run_tag": pl.Enum([fields[-1]])})
-    for attempt in attempts:
-        one_tag = attempt is not columns
-        if one_tag and taker is not None:
-            taker.begin(fields[-1])
-        read = _read_fast(path, gzipped, kind, separator, attempt, limits, window, look_for_repeats,
-                          taker if one_tag else None)
-        if one_tag and taker is not None and read is None:
-            taker.stop("the run is not plainly six columns with one tag")
-        if read is not None:
-            return read
-    return None
-
-
 def _read_csv_in_pieces(
     path: Path, gzipped: bool, options: dict[str, Any], piece_bytes: int, window: Window | None = None
 ) -> pl.DataFrame:
@@ -454,8 +387,13 @@ def _read_csv_in_pieces(
     with path.open("rb", buffering=0) as handle:
         fd = handle.fileno()
         start, end = (0, path.stat().st_size) if window is None else (window.start, window.end)
-        starts_ends = itertools.pairwise([start, *_piece_ends(fd, end, piece_bytes, start)])
-        pieces = [pl.read_csv(os.pread(fd, end - start, start), **options) for start, end in starts_ends]
+        pieces = []
+        for start, end in itertools.pairwise([start, *_piece_ends(fd, end, piece_bytes, start)]):
+            data = os.pread(fd, end - start, start)
+            # Polars drops a byte order mark that begins what it reads; the grammar, only the file's first.
+            if start > 0 and data.startswith(_BYTE_ORDER_MARK_BYTES):
+                raise _NotPlain("a line after the first begins with a byte order mark")
+            pieces.append(pl.read_csv(data, **options))
     return pl.concat(pieces, rechunk=False)
 
 
@@ -474,242 +412,271 @@ def _piece_ends(fd: int, size: int, piece_bytes: int, start: int = 0) -> list[in
     return ends
 
 
-def _read_fast(
-    path: Path, gzipped: bool, kind: TableKind, separator: str, columns: dict[str, pl.DataType], limits: Limits,
-    window: Window | None = None, look_for_repeats: bool = False, taker: BatchTaker | None = None,
-) -> ParsedTable | None:
-    """One attempt of `read_trec_fast`, with these column types (`taker`: of a scanned file's batches)."""
-    options = dict(
+def _csv_options(separator: str, columns: dict[str, pl.DataType]) -> dict[str, Any]:
+    """Polars' CSV reader as the fast reader runs it: no header, no quoting, no comments, the columns' types; a line
+    of fewer fields reads as nulls (`missing`), even the first of a piece (a piece of blank lines)."""
+    return dict(
         separator=separator, has_header=False, new_columns=list(columns), schema_overrides=columns,
-        quote_char=None, comment_prefix=None, raise_if_empty=False,
+        quote_char=None, comment_prefix=None, raise_if_empty=False, missing_columns="insert",
     )
-    streamed = streamed_text(path, "trec.gz" if gzipped else "trec", limits, window)
-    engine = "streaming" if streamed else "in-memory"
+
+
+def _without_blank_lines(rows: pl.LazyFrame) -> pl.LazyFrame:
+    """A blank line reads as a row of nulls: rows are numbered (`source_line`) before these are dropped, so that
+    line numbers are an editor's."""
+    return rows.filter(~pl.all_horizontal(pl.exclude("source_line").is_null()))
+
+
+def _read_fast_in_memory(
+    path: Path, gzipped: bool, kind: InputKind, separator: str, columns: dict[str, pl.DataType], limits: Limits,
+    window: Window | None = None,
+) -> ParsedTable | None:
+    """The fast reader on a file (or a window) parsed in memory, with these column types: its rows, checked by the
+    reading pass's checks (flows/store/reading_pass.py), or None when it leaves the file to the exact parser."""
     first = 1 if window is None else window.first
     try:
-        if not streamed:
-            read = _read_csv_in_pieces(path, gzipped, options, limits.text_piece_bytes, window)
-            # A blank line reads as a row of nulls: numbering rows before dropping them keeps editors' line numbers.
-            blank = pl.all_horizontal(pl.all().is_null())
-            has_blank = read.height > 0 and read.select(blank.any()).item()
-            # Line numbers made as Int64, the contract's type: a cast of a row index would be a pass over every row.
-            rows = read.lazy().with_columns(source_line=pl.int_range(first, pl.len() + first, dtype=pl.Int64))
-            if has_blank:
-                rows = rows.filter(~pl.all_horizontal(pl.exclude("source_line").is_null())).collect().lazy()
-        else:
-            rows = pl.scan_csv(path, **options).with_row_index("source_line", offset=1)  # type: ignore[arg-type]
-            rows = rows.filter(~pl.all_horizontal(pl.exclude("source_line").is_null()))
-        if len(rows.collect_schema()) != len(columns) + 1:
+        read = _read_csv_in_pieces(path, gzipped, _csv_options(separator, columns), limits.text_piece_bytes, window)
+        # Line numbers made as Int64, the contract's type: a cast of a row index would be a pass over every row.
+        rows = read.lazy().with_columns(source_line=pl.int_range(first, pl.len() + first, dtype=pl.Int64))
+        if read.height > 0 and read.select(pl.all_horizontal(pl.all().is_null()).any()).item():
+            rows = _without_blank_lines(rows).collect().lazy()
+        schema = rows.collect_schema()
+        if len(schema) != len(columns) + 1:
             return None
-        # The reader (no quoting) reads an empty field as null, so `missing` also finds doubled separators.
-        checks = [
-            pl.any_horizontal(pl.exclude("source_line").is_null().any()).alias("missing"),
-            pl.col("query_id").str.starts_with("#").any().alias("comment"),
-        ]
-        if kind == "run":
-            # NaN and non-finite scores (inf, -inf, 1e999) are left to the exact parser, which names the line.
-            checks += [(~pl.col("score").is_finite()).any().alias("nan"), *_tag_summary()]
-        query_rows, duplicate_free = None, False
-        if streamed:
-            found, query_rows, duplicate_free = _checked_by_query(rows, kind, limits.streamed_candidate_part_rows,
-                                                                  look_for_repeats, taker)
-        else:
-            found = rows.select(checks).collect(engine=engine).row(0, named=True)
-    except (pl.exceptions.PolarsError, OSError, UnicodeDecodeError):
+        # The blanks are looked for a slice at a time (`blank_in_slices`): one column joined whole could be large.
+        checks = [check for check in row_checks(schema) if check.meta.output_name() != "blank"]
+        found = rows.select(
+            *checks, query_ids_check(pl.col(QUERY).rle().struct.field("value")),
+            *(tag_summary() if TAG in columns else []),
+        ).collect(engine="in-memory").row(0, named=True) | {"blank": blank_in_slices(read)}
+    except (pl.exceptions.PolarsError, OSError, UnicodeDecodeError, _NotPlain):
         return None
-    if found["missing"] or found["comment"] or found.get("nan"):
+    if any(found[check] for check in DECLINING):
         return None
-    # Left lazy over the rows read (or the file, when streamed): line numbers are only made when a query uses them.
-    common_tag = _tag_of(found["some_tag"], found["tags_differ"]) if kind == "run" else None
-    return ParsedTable(in_contract(rows, input_kind(kind).input_contract.schema), common_tag, query_rows,
-                       duplicate_free=duplicate_free)
+    common_tag = tag_of(found["some_tag"], found["tags_differ"]) if TAG in columns else None
+    return ParsedTable(in_contract(rows, kind.input_contract.schema), common_tag)
 
 
-def whole_stretch_batches(rows: pl.LazyFrame, part_rows: int) -> Iterator[pl.DataFrame]:
-    """A scan's rows read once in batches of about `part_rows` rows, each cut after its last whole stretch of one
-    query id (the rest waits for the next batch)."""
-    held: pl.DataFrame | None = None
-    for batch in rows.collect_batches(chunk_size=part_rows, engine="streaming"):
-        if batch.height == 0:
-            continue
-        if held is not None:
-            batch = pl.concat([held, batch], rechunk=False)
-        last_start = last_stretch_start(batch[QUERY])
-        if last_start:
-            yield batch.slice(0, last_start)
-        held = batch.slice(last_start)
-    if held is not None and held.height:
-        yield held
+def _fast_scan(path: Path, separator: str, columns: dict[str, pl.DataType]) -> pl.LazyFrame | None:
+    """The fast reader's scan of a file too large to parse in memory, with these column types (None: Polars cannot
+    scan it so), for a `ReadingPass` to read once."""
+    try:
+        rows = _without_blank_lines(
+            pl.scan_csv(path, **_csv_options(separator, columns)).with_row_index("source_line", offset=1))
+        return rows if len(rows.collect_schema()) == len(columns) + 1 else None
+    except (pl.exceptions.PolarsError, OSError):
+        return None
 
 
-def last_stretch_start(query_ids: pl.Series) -> int:
-    """The offset of the last stretch of one query id in `query_ids` (0: one stretch throughout). It is looked for
-    from the end, in windows that double: a stretch is one query's rows, short beside a batch, so this compares a
-    few thousand ids where `transforms.ranking.stretch_starts` compares every one (most of a batch's cost beside its
-    candidates)."""
-    last, window = query_ids[-1], 1 << 12
-    while True:
-        start = max(query_ids.len() - window, 0)
-        others = (query_ids.slice(start) != last).arg_true()
-        if others.len():
-            return start + int(others[-1]) + 1
-        if start == 0:
-            return 0
-        window *= 2
+def _parsed_by_pass(reading: ReadingPass) -> ParsedTable | None:
+    """The table a scanned file's pass read (once the pass is finished), or None when the fast reader leaves the file
+    to the exact parser: its checks failed, or a value could not be read as its column types."""
+    reading.finish()
+    if not reading.plain:
+        return None
+    return ParsedTable(in_contract(reading.rows, reading.kind.input_contract.schema), reading.common_tag,
+                       reading.counts, duplicate_free=reading.duplicate_free)
 
 
-# The rows a scanned run's reading pass looks at first, to see whether its queries are scattered (`_checked_by_query`).
-_PEEK_ROWS = 10_000
+class _NotPlain(Exception):
+    """A piece of a file the fast reader leaves to the exact parser, found before it is parsed."""
 
 
-def _checked_by_query(
-    rows: pl.LazyFrame, kind: TableKind, batch_rows: int, look_for_repeats: bool = False,
-    taker: BatchTaker | None = None, validated: bool = False,
-) -> tuple[dict[str, Any], pl.DataFrame | None, bool]:
-    """`_read_fast`'s checks of a scanned file, made in the same pass that counts each query's rows, read a batch of
-    about `batch_rows` rows of whole stretches of one query id at a time (`whole_stretch_batches`): (the checks,
-    `query_id` -> `n_rows`, `first_line`, `last_line`, and whether no (query, document) pair occurs twice, proven
-    with `look_for_repeats` when each query's rows lie in one stretch and no batch may repeat a document within a
-    query; without it, False). The store takes its counts, the query ids and whether each query's lines lie together
-    from these, and the checks before storing and the store's duplicate count take the proof, instead of parsing a
-    large file again to find them. Beside a batch, this holds one row per query and batch (a query in several
-    stretches of a batch counted once). A file whose first `_PEEK_ROWS` rows already hold a query in two stretches (a
-    shuffled run) is checked and counted by one streaming group-by by query instead, no batch made. A `taker` (with
-    `look_for_repeats`) gets each batch that passed the checks and the look, in the contract, until one fails them.
-    `validated`: the rows were checked before, by their own parser (a Parquet run: `conform_run`), so none of the fast
-    reader's checks is made (the first value is empty), and the pass ends at its first rows or at the first batch the
-    look for repeats turns down, without counts (None): the run is then read another way, and a shuffled run is not
-    read whole to find it out."""
-    tag = pl.col("run_tag")
-    checks = [
-        pl.any_horizontal(pl.exclude("source_line").is_null().any()).alias("missing"),
-        pl.col("query_id").str.starts_with("#").any().alias("comment"),
-        *([(~pl.col("score").is_finite()).any().alias("nan"), tag.min().alias("tag_min"), tag.max().alias("tag_max")]
-          if kind == "run" else []),
-    ]
-    per_query = [
-        pl.col("len").sum().alias("n_rows"), pl.col("first_line").min(), pl.col("last_line").max(),
-        pl.len().alias("stretches"),
-    ]
-    empty = rows.clear().collect()
-    found = [empty.select(checks)]
-    counted = [empty.select(QUERY, len=pl.lit(0, pl.UInt32), first_line="source_line", last_line="source_line")
-               .group_by(QUERY).agg(per_query)]
-    duplicate_free = look_for_repeats
-    # A run whose first rows hold a query in two stretches (a shuffled run) can be neither proven free of repeats
-    # nor cut by position: its checks and counts are then one streaming group-by by query, with no batch made.
-    first_stretches = rows.head(_PEEK_ROWS).collect(engine="streaming")[QUERY].rle().struct.field("value")
-    scattered = first_stretches.n_unique() < first_stretches.len()
-    if scattered:
-        duplicate_free = False
-        if taker is not None:
-            taker.stop("a query's rows in two stretches")
-        if validated:
-            return {}, None, False
-        by_query = rows.group_by(QUERY).agg(
-            n_rows=pl.len(), first_line=pl.col("source_line").min(), last_line=pl.col("source_line").max(),
-            *[check for check in checks if check.meta.output_name() != "comment"],  # per query; the id is the key
-        ).collect(engine="streaming")
-        # A row of checks per query, reduced with the others at the end.
-        found.append(by_query.select(
-            (pl.col("missing") | pl.col(QUERY).is_null()).alias("missing"),
-            pl.col(QUERY).str.starts_with("#").alias("comment"),
-            *(["nan", "tag_min", "tag_max"] if kind == "run" else []),
-        ))
-        counted.append(by_query.select(QUERY, "n_rows", "first_line", "last_line"))
-    for batch in () if scattered else whole_stretch_batches(rows, batch_rows):
-        if not validated:
-            found.append(batch.select(checks))
-        stretches = batch[QUERY].rle().struct.unnest().rename({"value": QUERY})
-        ends = stretches["len"].cum_sum()
-        stretches = stretches.with_columns(first_line=batch["source_line"].gather(ends - stretches["len"]),
-                                           last_line=batch["source_line"].gather(ends - 1))
-        counted.append(stretches.group_by(QUERY).agg(per_query))
-        if duplicate_free:  # the batch is in memory: the in-memory engine groups it faster than the streaming one
-            duplicate_free = (counted[-1].height == stretches.height  # each query one stretch
-                              and not stretches_may_have_duplicates(batch.lazy()).collect(engine="in-memory").item())
-        if validated and not duplicate_free:
-            if taker is not None:
-                taker.stop("a query's rows in two stretches, or a document it may hold twice")
-            return {}, None, False
-        if taker is not None:
-            if not duplicate_free:
-                taker.stop("a query's rows in two stretches, or a document it may hold twice")
-            elif not validated and found[-1].select(pl.any_horizontal(pl.exclude("tag_min", "tag_max"))).item():
-                taker.stop("a line the fast reader leaves to the exact parser")
+class _Parsing:
+    """The parse of one input file (or of a `window` of a run file) as `load_table` parses it, in two steps: first
+    the reading pass whose batches a store may take as they are read (`reading_pass`), then the validated table in
+    its contract (`parsed`; InputError on the first problem).
+
+    Text goes to the fast reader first (`fast`: Polars' CSV reader, in memory, or, for a file too large, scanned once
+    by a `ReadingPass`), which returns exactly the exact parser's rows or leaves the file to it; the exact parser
+    (transforms/parse.py) names the first bad line. Both follow one grammar (transforms/trec_grammar.py,
+    docs/trec-format.md). A judgment set that declares an unresolved token goes to the exact parser at once. A
+    Parquet table stays a lazy scan, validated on its own columns (`InputKind.problem_probe`) or in one streaming
+    pass that numbers the rows, which names the first problem. `look_for_repeats` (the checks before storing): a
+    scanned file's pass also looks for repeated (query, document) pairs, and proves the table free of them when it
+    holds none (`ParsedTable.duplicate_free`), so neither the checks nor the store look again."""
+
+    def __init__(
+        self, path: Path, kind: InputKind, source_format: str, metadata: Metadata, limits: Limits,
+        window: Window | None = None, look_for_repeats: bool = False,
+    ) -> None:
+        self.path, self.kind, self.source_format, self.metadata = path, kind, source_format, metadata
+        self.limits, self.window, self.look_for_repeats = limits, window, look_for_repeats
+        self.unresolved_token: str | None = getattr(metadata, "unresolved_token", None)
+        self.gzipped = source_format == "trec.gz"
+        self._store_pass: ReadingPass | None = None
+        self._parquet: tuple[pl.LazyFrame, str | None] | None = None  # validated rows, and their tag when wanted
+
+    @property
+    def _tag_wanted(self) -> bool:
+        """Whether the table's common tag is looked for: a run whose metadata declares none."""
+        return isinstance(self.metadata, RunMetadata) and not self.metadata.tag
+
+    @cached_property
+    def _attempts(self) -> tuple[str, list[tuple[dict[str, pl.DataType], str | None]]] | None:
+        """The separator the fast reader splits on (the first line's: a tab if it has one, else a space) and its
+        attempts, each the column types and the tag they take as a run's only one (None: any tags). A run's rows
+        nearly always carry one tag, so its tag column is first read as an Enum of the first line's tag (one byte a
+        row instead of a string); a run with another tag anywhere, or that this first read turns down for any
+        reason, is read again with plain strings. None when the fast reader does not take the input: Parquet, an
+        unresolved token declared, or a first line that cannot be read (a damaged gzip stream: the exact parser
+        names the problem)."""
+        if self.source_format == "parquet" or self.unresolved_token is not None:
+            return None
+        try:
+            first_line = _first_line(self.path, self.gzipped, self.window)
+        except (OSError, EOFError):
+            return None
+        separator = "\t" if "\t" in first_line else " "
+        fields = first_line.rstrip("\r\n").split(separator)
+        columns = {name: _FAST_TYPES[name] for name in self.kind.trec_columns.names}
+        attempts: list[tuple[dict[str, pl.DataType], str | None]] = [(columns, None)]
+        tag = fields[-1]
+        if TAG in columns and len(fields) == len(columns) and tag and not any(blank in tag for blank in BLANKS):
+            attempts.insert(0, (columns | {TAG: pl.Enum([tag])}, tag))
+        return separator, attempts
+
+    @property
+    def _scanned(self) -> bool:
+        return self.source_format != "parquet" and streamed_text(self.path, self.source_format, self.limits,
+                                                                  self.window)
+
+    def _pass(self, rows: pl.LazyFrame, tag: str | None, validated: bool = False) -> ReadingPass:
+        return ReadingPass(rows, self.kind, self.limits.streamed_candidate_part_rows,
+                           self.look_for_repeats or validated, tag, validated)
+
+    def reading_pass(self) -> ReadingPass | None:
+        """The pass whose batches a store may take as they are read, before `parsed` finishes it: a scanned text
+        run's first read (which takes its first line's tag as the only one, from which the rows' run id is made), or
+        a Parquet run's, after the checks of its columns (InputError when they fail). None for any other input: text
+        held in memory or left to the exact parser, a window, a kind not stored by position (judgments), or a
+        parse that does not look for repeats."""
+        if self._store_pass is not None or not (self.kind.ranked and self.window is None and self.look_for_repeats):
+            return self._store_pass
+        if self.source_format == "parquet":
+            rows, tag = self._validated_parquet()
+            if self._tag_wanted and tag is None:
+                tag = _common_tag(rows)
+                self._parquet = (rows, tag)
+            self._store_pass = self._pass(rows, tag or "", validated=True)
+        elif self._attempts is not None and self._scanned:
+            separator, [(columns, tag), *_] = self._attempts
+            if tag is not None and (rows := _fast_scan(self.path, separator, columns)) is not None:
+                self._store_pass = self._pass(rows, tag)
+        return self._store_pass
+
+    def fast(self) -> ParsedTable | None:
+        """The fast reader's table, or None when it leaves the input to the exact parser."""
+        if self._attempts is None:
+            return None
+        separator, attempts = self._attempts
+        for number, (columns, tag) in enumerate(attempts):
+            if not self._scanned:
+                read = _read_fast_in_memory(self.path, self.gzipped, self.kind, separator, columns, self.limits,
+                                            self.window)
+            elif number == 0 and self._store_pass is not None:
+                read = _parsed_by_pass(self._store_pass)
             else:
-                taker.take(_taken(batch, kind))
-    if taker is not None:
-        taker.end()
-    queries = pl.concat(counted, how="diagonal").group_by(QUERY).agg(
-        pl.col("n_rows").sum(), pl.col("first_line").min(), pl.col("last_line").max(), pl.col("stretches").sum())
-    checked = {} if validated else pl.concat(found).select(
-        pl.col("missing").any(), pl.col("comment").any(),
-        *([pl.col("nan").any(), pl.col("tag_min").min().alias("some_tag"),
-           (pl.col("tag_min").min() != pl.col("tag_max").max()).alias("tags_differ")] if kind == "run" else []),
-    ).row(0, named=True)
-    duplicate_free = duplicate_free and bool((queries["stretches"] == 1).all())
-    return checked, queries.select(QUERY, "n_rows", "first_line", "last_line"), duplicate_free
+                rows = _fast_scan(self.path, separator, columns)
+                read = None if rows is None else _parsed_by_pass(self._pass(rows, tag))
+            if read is not None:
+                return read
+        return None
+
+    def parsed(self) -> ParsedTable:
+        """The validated table in its contract; InputError on the first problem."""
+        if self.source_format == "parquet":
+            rows, common_tag = self._validated_parquet()
+            if self._store_pass is None:
+                return ParsedTable(rows, common_tag)
+            reading = self._store_pass.finish()
+            return ParsedTable(rows, common_tag, reading.counts, duplicate_free=reading.duplicate_free)
+        fast = self.fast()
+        if fast is not None:
+            return fast
+        lines = read_lines(self.path, self.gzipped, self.window)
+        parsed = self.kind.parse_text(lines, self.unresolved_token).collect()
+        raise_first_problem(parsed.select("source_line", "problem"), str(self.path), "line")
+        warning = ignored_columns_warning(self.path, lines) if self.kind.trec_columns.extra_ignored else None
+        return ParsedTable(in_contract(parsed.lazy(), self.kind.input_contract.schema),
+                           warnings=() if warning is None else (warning,))
+
+    def _validated_parquet(self) -> tuple[pl.LazyFrame, str | None]:
+        """A Parquet table's rows in the contract, validated (InputError on the first problem), and, for a run
+        whose metadata wants one, the tag every row carries when its own column tells it (`_parquet_common_tag`)."""
+        if self._parquet is not None:
+            return self._parquet
+        path = str(self.path)
+        try:
+            scanned = pl.scan_parquet(self.path)
+            if self.window is not None:
+                scanned = scanned.slice(self.window.start, self.window.end - self.window.start)
+            conformed = self.kind.conform(scanned, path, first_row=1 if self.window is None else self.window.first,
+                                          unresolved_declared=self.unresolved_token is not None)
+            probe = self.kind.problem_probe(scanned) if self.kind.problem_probe is not None else None
+            if probe is None or probe.collect(engine="streaming").height:  # numbered, to name the first problem
+                problems = (
+                    conformed.filter(pl.col("problem").is_not_null()).select("source_line", "problem")
+                    .collect(engine="streaming")
+                )
+                raise_first_problem(problems, path, "row")
+            common_tag = _parquet_common_tag(scanned) if self._tag_wanted else None
+        except pl.exceptions.PolarsError as error:
+            raise InputError(path, f"cannot be read as Parquet: {str(error).splitlines()[0]}") from None
+        self._parquet = (in_contract(conformed, self.kind.input_contract.schema), common_tag)
+        return self._parquet
 
 
-def _taken(batch: pl.DataFrame, kind: TableKind) -> pl.DataFrame:
-    """A batch that passed the checks, in the contract, as a `BatchTaker` takes it. A run's tag that is one value
-    throughout the batch (nearly always) becomes a constant column: Polars then neither converts it row by row nor
-    gathers it when a shard is put in stored order, and writes the same file."""
-    rows = batch.lazy()
-    if kind == "run":
-        tag = batch["run_tag"]
-        if tag.null_count() == 0 and (value := tag.min()) == tag.max():
-            rows = rows.with_columns(run_tag=pl.lit(value, pl.String))
-    return in_contract(rows, input_kind(kind).input_contract.schema).collect(engine="in-memory")
+def read_trec_fast(
+    path: Path, gzipped: bool, kind: TableKind, limits: Limits = DEFAULT_LIMITS, window: Window | None = None,
+) -> ParsedTable | None:
+    """The fast reader alone on a TREC text file (or a window of it): exactly the rows the exact parser gives it, or
+    None when it leaves the file to that parser (`_Parsing.fast`)."""
+    kind_of = input_kind(kind)
+    return _Parsing(path, kind_of, "trec.gz" if gzipped else "trec", kind_of.metadata_model(), limits, window).fast()
 
 
 def read_lines(path: Path, gzipped: bool, window: Window | None = None) -> pl.LazyFrame:
     """The file's lines (or its `window`'s) as (`line_number`, `line`), blank lines included so numbers match an
-    editor's."""
-    import pyarrow as pa  # only here: the exact parser's reader (an import every command would otherwise pay)
-    import pyarrow.csv as pa_csv
-
-    read_options = pa_csv.ReadOptions(column_names=["line"], block_size=16 << 20)
-    parse_options = pa_csv.ParseOptions(
-        delimiter=_NO_DELIMITER, quote_char=False, escape_char=False, ignore_empty_lines=False
-    )
-    convert_options = pa_csv.ConvertOptions(column_types={"line": pa.string()}, strings_can_be_null=False)
+    editor's. A line ends at a line feed alone (transforms/trec_grammar.py: a carriage return is a blank, which a
+    CRLF line ends with), and a byte order mark at the start of the file is dropped."""
+    first = 1 if window is None else window.first
     try:
         if window is None:
-            with pa.input_stream(str(path), compression="gzip" if gzipped else None) as stream:
-                table = pa_csv.read_csv(stream, read_options, parse_options, convert_options)
+            source: Path | bytes = path  # Polars decompresses a gzip stream, which it knows by its first bytes
         else:
             with path.open("rb", buffering=0) as handle:
-                data = os.pread(handle.fileno(), window.end - window.start, window.start)
-            table = pa_csv.read_csv(pa.BufferReader(data), read_options, parse_options, convert_options)
-    except pa.ArrowInvalid as error:
-        if "Empty CSV file" in str(error):  # no bytes at all: an empty table, like a file of blank lines
-            return pl.LazyFrame(schema={"line_number": pl.UInt32, "line": pl.String})
-        if "invalid UTF8" in str(error):
-            line = first_invalid_utf8_line(path, gzipped, window)
-            raise InputError(str(path), "is not UTF-8 text (a byte sequence that is not UTF-8)", line) from None
+                source = os.pread(handle.fileno(), window.end - window.start, window.start)
+        lines = pl.read_lines(source, name="line", row_index_name="line_number", row_index_offset=first)
+    except pl.exceptions.ComputeError as error:
+        if "utf8" in str(error).lower():
+            raise InputError(str(path), "is not UTF-8 text (a byte sequence that is not UTF-8)",
+                             first_invalid_utf8_line(path, gzipped, window)) from None
         raise InputError(str(path), f"cannot be read as text: {str(error).splitlines()[0]}") from None
     except (OSError, EOFError) as error:
         raise InputError(str(path), f"cannot be read as text: {str(error).splitlines()[0]}") from None
-    first = 1 if window is None else window.first
-    return pl.from_arrow(table).lazy().with_row_index("line_number", offset=first)  # type: ignore[union-attr]
+    if (window is None or window.start == 0) and lines.height and lines.item(0, "line").startswith(BYTE_ORDER_MARK):
+        lines = lines.with_columns(pl.col("line").str.strip_prefix(BYTE_ORDER_MARK))
+    return lines.lazy()
 
 
 def first_invalid_utf8_line(path: Path, gzipped: bool, window: Window | None = None) -> int | None:
     """The number of the first line of the file (or its `window`) that is not valid UTF-8 (None if every line
-    is)."""
+    is, or if a damaged gzip stream ends the search)."""
     opener = gzip.open if gzipped else open
-    with opener(path, "rb") as handle:  # type: ignore[operator]
-        lines: Iterable[bytes] = handle
-        if window is not None:
-            handle.seek(window.start)
-            lines = io.BytesIO(handle.read(window.end - window.start))
-        for number, line in enumerate(lines, start=1 if window is None else window.first):
-            try:
-                line.decode("utf-8")
-            except UnicodeDecodeError:
-                return number
+    try:
+        with opener(path, "rb") as handle:  # type: ignore[operator]
+            lines: Iterable[bytes] = handle
+            if window is not None:
+                handle.seek(window.start)
+                lines = io.BytesIO(handle.read(window.end - window.start))
+            for number, line in enumerate(lines, start=1 if window is None else window.first):
+                try:
+                    line.decode("utf-8")
+                except UnicodeDecodeError:
+                    return number
+    except (OSError, EOFError):
+        return None
     return None
 
 
@@ -759,21 +726,27 @@ def load_table(
     print_warnings: bool = True,
     allow_empty_option: str | None = None,
     look_for_repeats: bool = False,
-    taker: BatchTaker | None = None,
 ) -> LoadedTable:
-    """Read, parse and validate judgments or a run; any problem raises InputError naming the file and line.
-    Without `metadata`, the sidecar `<file>.meta.toml` is read when present. `hashes` is the file's
-    `content_hashes` already under way (flows.hashing); otherwise they are computed beside the parsing. `limits`
-    says which text is parsed in memory, and in what pieces. A table without rows is refused unless `allow_empty`
-    (see `require_rows`; `allow_empty_option` is how the refusal names the switch, `--allow-empty` by default).
-    The table's `warnings` are printed on stderr as well (once per file and process) unless `print_warnings` is
-    false (the Python API, whose results carry them). `look_for_repeats` (the checks before storing): a text file
-    large enough to be scanned is also looked at for repeated (query, document) pairs in its reading pass, and
-    proven free of them when it holds none (`duplicate_free`), so neither the checks nor the store look again. A
-    `taker` (with `look_for_repeats`, a scanned text run or a Parquet run) gets the reading pass's batches as they
-    pass the checks (`BatchTaker`); the file is then read even when this process read it before."""
+    """Read, parse and validate judgments or a run; any problem raises InputError naming the file and line: the
+    table `open_table` opens, read whole (`TableReading.table`)."""
+    return open_table(path, kind, metadata, hashes, limits, look_for_repeats).table(
+        allow_empty, print_warnings, allow_empty_option)
+
+
+def open_table(
+    path: str | Path, kind: TableKind, metadata: Metadata | None = None, hashes: Future[tuple[str, str]] | None = None,
+    limits: Limits = DEFAULT_LIMITS, look_for_repeats: bool = False,
+) -> TableReading:
+    """Judgments or a run about to be read (`TableReading`): the file checked, its metadata read, nothing parsed
+    yet. Without `metadata`, the sidecar `<file>.meta.toml` is read when present. `hashes` is the file's
+    `content_hashes` already under way (flows.hashing); otherwise they are computed beside the parsing, and a
+    scanned run this process read already, unchanged since, is taken as it was read (`kept_scan`). `limits` says
+    which text is parsed in memory, and in what pieces. `look_for_repeats` (the checks before storing): a file large
+    enough to be scanned is also looked at for repeated (query, document) pairs in its reading pass, and proven free
+    of them when it holds none (`duplicate_free`), so neither the checks nor the store look again."""
     path = Path(path)
-    require_regular_file(path, "judgments file" if kind == "judgments" else "run file")
+    table_kind = input_kind(kind)
+    require_regular_file(path, f"{table_kind.name} file")
     if metadata is None:
         try:
             metadata = read_sidecar(path, kind)
@@ -782,47 +755,84 @@ def load_table(
             # to say, not how the sidecar differs from this kind's.
             raise (_swapped_arguments(path, kind, limits) or sidecar_error) from None
     source_format = sniff_format(path)
-    key = _scan_key(path, kind, metadata, limits, allow_empty)
-    scanned = _kept(key) if hashes is None and taker is None else None
-    if scanned is not None:
-        return scanned
+    key = _scan_key(path, kind, metadata, limits)
+    kept = _kept(key) if hashes is None else None
     if hashes is None:
-        hashes = hash_in_background([path])[path]
-    parsed = _parse(path, kind, source_format, metadata, limits, look_for_repeats=look_for_repeats, taker=taker)
-    if print_warnings:
-        print_once(path, parsed.warnings)
-    if not allow_empty:  # a Parquet file's own rows (its footer says), not the checked scan over them
-        require_rows(pl.scan_parquet(path) if source_format == "parquet" else parsed.rows, path, kind, source_format,
-                     allow_empty_option or ALLOW_EMPTY_OPTION)
-    if isinstance(metadata, RunMetadata) and not metadata.tag:
-        tag = parsed.common_tag if parsed.common_tag is not None else _common_tag(parsed.rows)
-        metadata = metadata.model_copy(update={"tag": tag})
-    table = LoadedTable(
-        kind=kind,
-        scan=parsed.rows,
-        source=str(path),
-        hashes=hashes,
-        source_format=source_format,
-        metadata=metadata,
-        in_memory=source_format != "parquet" and not streamed_text(path, source_format, limits),
-        query_rows=parsed.query_rows if kind == "run" else None,
-        warnings=parsed.warnings,
-        duplicate_free=parsed.duplicate_free,
-    )
-    if kind == "run" and not table.in_memory:
-        with _SCANNED_TABLES_LOCK:  # a flow's tasks run in threads
-            _SCANNED_TABLES[key] = table
-            while len(_SCANNED_TABLES) > _SCANNED_TABLES_KEPT:
-                del _SCANNED_TABLES[next(iter(_SCANNED_TABLES))]
-    return table
+        hashes = kept.hashes if kept is not None else hash_in_background([path])[path]
+    parsing = _Parsing(path, table_kind, source_format, metadata, limits, look_for_repeats=look_for_repeats)
+    return TableReading(path, table_kind, metadata, hashes, limits, source_format, key, parsing, kept)
+
+
+@dataclass(frozen=True, eq=False)
+class TableReading:
+    """A file being read as judgments or a run (`open_table`): the reading pass whose batches a store may take as
+    they are read (`reading_pass`: a scanned text run or a Parquet run; the store of flows/store/warehouse.py,
+    `OnePassShards`), then the table itself (`table`), as `load_table` returns it, which finishes that pass."""
+
+    path: Path
+    kind: InputKind
+    metadata: Metadata
+    hashes: Future[tuple[str, str]]
+    limits: Limits
+    source_format: Literal["trec", "trec.gz", "parquet"]
+    key: tuple[object, ...]
+    parsing: _Parsing
+    kept: LoadedTable | None = None  # a scanned run this process read already, unchanged since: not read again
+
+    def reading_pass(self) -> ReadingPass | None:
+        """See `_Parsing.reading_pass` (None for a kept table). InputError when a Parquet run's columns fail their
+        checks."""
+        return None if self.kept is not None else self.parsing.reading_pass()
+
+    def table(
+        self, allow_empty: bool = False, print_warnings: bool = True, allow_empty_option: str | None = None
+    ) -> LoadedTable:
+        """The validated table; InputError naming the file and line of the first problem. A table without rows is
+        refused unless `allow_empty` (see `require_rows`; `allow_empty_option` is how the refusal names the switch,
+        `--allow-empty` by default). The table's `warnings` are printed on stderr as well (once per file and
+        process) unless `print_warnings` is false (the Python API, whose results carry them)."""
+        path, kind, metadata, source_format = self.path, self.kind, self.metadata, self.source_format
+        option = allow_empty_option or ALLOW_EMPTY_OPTION
+        if self.kept is not None:
+            if not allow_empty:
+                require_rows(self.kept.scan, path, kind.name, source_format, option)
+            return self.kept
+        parsed = self.parsing.parsed()
+        if print_warnings:
+            print_once(path, parsed.warnings)
+        if not allow_empty:  # a Parquet file's own rows (its footer says), not the checked scan over them
+            require_rows(pl.scan_parquet(path) if source_format == "parquet" else parsed.rows, path, kind.name,
+                         source_format, option)
+        if isinstance(metadata, RunMetadata) and not metadata.tag:
+            tag = parsed.common_tag if parsed.common_tag is not None else _common_tag(parsed.rows)
+            metadata = metadata.model_copy(update={"tag": tag})
+        table = LoadedTable(
+            kind=kind.name,  # type: ignore[arg-type]
+            scan=parsed.rows,
+            source=str(path),
+            hashes=self.hashes,
+            source_format=source_format,
+            metadata=metadata,
+            in_memory=source_format != "parquet" and not streamed_text(path, source_format, self.limits),
+            # what the position layout of a ranked kind (a run) takes instead of reading the rows again
+            query_rows=parsed.query_rows if kind.ranked else None,
+            warnings=parsed.warnings,
+            duplicate_free=parsed.duplicate_free,
+        )
+        if kind.ranked and not table.in_memory:  # a judgment set's rows are taken into memory whole
+            with _SCANNED_TABLES_LOCK:  # a flow's tasks run in threads
+                _SCANNED_TABLES[self.key] = table
+                while len(_SCANNED_TABLES) > _SCANNED_TABLES_KEPT:
+                    del _SCANNED_TABLES[next(iter(_SCANNED_TABLES))]
+        return table
 
 
 def _swapped_arguments(path: Path, kind: TableKind, limits: Limits) -> InputError | None:
     """The error of parsing the file as `kind` without its sidecar, when it says the file looks like the other kind
     (SWAPPED_HINT); otherwise None."""
-    model = input_kind(kind).metadata_model
+    table_kind = input_kind(kind)
     try:
-        parsed = _parse(path, kind, sniff_format(path), model(), limits)
+        parsed = _Parsing(path, table_kind, sniff_format(path), table_kind.metadata_model(), limits).parsed()
         require_rows(parsed.rows, path, kind, sniff_format(path))
     except InputError as error:
         return error if SWAPPED_HINT in str(error) else None
@@ -838,18 +848,16 @@ _SCANNED_TABLES_KEPT = 2
 _SCANNED_TABLES_LOCK = threading.Lock()
 
 
-def _scan_key(
-    path: Path, kind: TableKind, metadata: Metadata, limits: Limits, allow_empty: bool
-) -> tuple[object, ...]:
-    return (file_identity(path), kind, metadata.model_dump_json(), limits, allow_empty)
+def _scan_key(path: Path, kind: TableKind, metadata: Metadata, limits: Limits) -> tuple[object, ...]:
+    return (file_identity(path), kind, metadata.model_dump_json(), limits)
 
 
 def kept_scan(
-    path: Path, kind: TableKind, metadata: Metadata, limits: Limits = DEFAULT_LIMITS, allow_empty: bool = False
+    path: Path, kind: TableKind, metadata: Metadata, limits: Limits = DEFAULT_LIMITS
 ) -> LoadedTable | None:
-    """The table `load_table` read from this file (unchanged since) with these arguments, when this process keeps
-    it (a scanned run), else None."""
-    return _kept(_scan_key(path, kind, metadata, limits, allow_empty))
+    """The table `load_table` read from this file (unchanged since) with this metadata and these limits, when this
+    process keeps it (a scanned run), else None."""
+    return _kept(_scan_key(path, kind, metadata, limits))
 
 
 def _kept(key: tuple[object, ...]) -> LoadedTable | None:
@@ -921,7 +929,7 @@ def require_rows(
 
 def _common_tag(run: pl.LazyFrame) -> str:
     """The run tag every row carries, or "" when they differ."""
-    return _tag_of(*run.select(_tag_summary()).collect(engine="streaming").row(0))
+    return tag_of(*run.select(tag_summary()).collect(engine="streaming").row(0))
 
 
 def _parquet_common_tag(run: pl.LazyFrame) -> str | None:
@@ -935,75 +943,14 @@ def _parquet_common_tag(run: pl.LazyFrame) -> str | None:
     if first is None:
         return ""
     differ = run.filter(tags != first).head(1).collect().height > 0  # nulls are no tag: `!=` leaves them out
-    return _tag_of(first, differ)
-
-
-def _parse(
-    path: Path, kind: TableKind, source_format: str, metadata: Metadata, limits: Limits, window: Window | None = None,
-    look_for_repeats: bool = False, taker: BatchTaker | None = None,
-) -> ParsedTable:
-    """The validated table in its contract; InputError on the first problem. A Parquet input stays a lazy scan,
-    validated on its own columns (a run: `run_problem_probe`) or in one streaming pass that numbers the rows, which
-    names the first problem; text is parsed in memory. With a `window` (a run's), only its lines or rows, numbered
-    as in the whole file. A Parquet run with `look_for_repeats` and a `taker` is then read once more, in batches
-    of whole queries that are looked at for repeats, counted and given to the taker (`_checked_by_query`), as the
-    reading pass of a scanned text run gives them."""
-    unresolved_token = getattr(metadata, "unresolved_token", None)
-    if source_format != "parquet" and unresolved_token is None:
-        fast = read_trec_fast(path, source_format == "trec.gz", kind, limits, window, look_for_repeats, taker)
-        if fast is not None:
-            return fast
-    if source_format == "parquet":
-        contract = input_kind(kind).input_contract.schema
-        try:
-            scanned = pl.scan_parquet(path)
-            if window is not None:
-                scanned = scanned.slice(window.start, window.end - window.start)
-            first_row = 1 if window is None else window.first
-            conformed = (
-                conform_judgments(scanned, str(path), unresolved_declared=unresolved_token is not None)
-                if kind == "judgments" else conform_run(scanned, str(path), first_row)
-            )
-            probe = run_problem_probe(scanned) if kind == "run" else None
-            if probe is None or probe.collect(engine="streaming").height:  # numbered, to name the first problem
-                problems = (
-                    conformed.filter(pl.col("problem").is_not_null()).select("source_line", "problem")
-                    .collect(engine="streaming")
-                )
-                raise_first_problem(problems, str(path), "row")
-            tag_wanted = isinstance(metadata, RunMetadata) and not metadata.tag
-            common_tag = _parquet_common_tag(scanned) if tag_wanted else None
-            rows = in_contract(conformed, contract)
-            query_rows, duplicate_free = None, False
-            if taker is not None and look_for_repeats and kind == "run" and window is None:
-                if tag_wanted and common_tag is None:
-                    common_tag = _common_tag(rows)
-                taker.begin(common_tag or "")
-                _, query_rows, duplicate_free = _checked_by_query(
-                    rows, kind, limits.streamed_candidate_part_rows, True, taker, validated=True)
-        except pl.exceptions.PolarsError as error:
-            raise InputError(str(path), f"cannot be read as Parquet: {str(error).splitlines()[0]}") from None
-        return ParsedTable(rows, common_tag, query_rows, duplicate_free=duplicate_free)
-    lines = read_lines(path, gzipped=source_format == "trec.gz", window=window)
-    unresolved = metadata.unresolved_token if isinstance(metadata, JudgmentSetMetadata) else None
-    parsed = (parse_trec_qrels(lines, unresolved) if kind == "judgments" else parse_trec_run(lines)).collect()
-    raise_first_problem(parsed.select("source_line", "problem"), str(path), "line")
-    warning = ignored_columns_warning(path, lines) if kind == "run" else None
-    return ParsedTable(in_contract(parsed.lazy(), input_kind(kind).input_contract.schema),
-                       warnings=() if warning is None else (warning,))
+    return tag_of(first, differ)
 
 
 def parse_window(path: Path, source_format: str, metadata: RunMetadata, limits: Limits, window: Window) -> ParsedTable:
     """The rows of one window of a run file (a piece of a scaled-out ingest: flows/store/scaled.py), parsed and
     checked by the parser and the checks of `load_table`, numbered as in the whole file; an InputError names the
     first problem in the window (and counts the window's others: `InputError.more`)."""
-    return _parse(path, "run", source_format, metadata, limits, window)
-
-
-def tag_of_extremes(smallest: str | None, largest: str | None) -> str:
-    """The tag every row of a run carries, from the smallest and the largest of its tags (null: none), "" when they
-    differ: as `load_table` finds a run's common tag, for a run whose pieces were read apart."""
-    return _tag_of(smallest, smallest != largest)
+    return _Parsing(path, RUN, source_format, metadata, limits, window).parsed()
 
 
 @dataclass(frozen=True, eq=False)
@@ -1087,7 +1034,7 @@ class StoredTable:
         free of duplicate pairs at ingest: then a top-k spec reads only each query's head (see `load`)."""
         parts = self.parts() if parts is None else parts
         return (
-            self.kind == "run" and bool(parts) and stored_duplicate_pairs(parts, self._counted_pairs) == 0
+            input_kind(self.kind).ranked and bool(parts) and stored_duplicate_pairs(parts, self._counted_pairs) == 0
             and {"position", "query_rows"} <= set(pl.read_parquet_schema(parts[0]))
         )
 
@@ -1129,7 +1076,7 @@ class StoredTable:
         rows = pl.scan_parquet(wanted) if wanted else pl.LazyFrame(schema=stored_contract)
         if keep is not None:
             rows = rows.filter(keep)
-        counted = stored_duplicate_pairs(wanted, self._counted_pairs) if self.kind == "run" else None
+        counted = stored_duplicate_pairs(wanted, self._counted_pairs) if input_kind(self.kind).ranked else None
         duplicate_free = counted == 0
         ranked = in_contract(rows, contract, "position", "query_rows") if self.ranked(wanted) else None
         return LoadedTable(

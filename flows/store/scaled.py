@@ -20,7 +20,6 @@ ingested locally instead.
 from __future__ import annotations
 
 import os
-import re
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -34,15 +33,15 @@ import pyarrow.parquet as pq
 
 from judged.flows.engine.limits import Limits
 from judged.flows.store.kinds import RUN
-from judged.flows.store.readers import Window, parse_window, sniff_format, tag_of_extremes
+from judged.flows.store.readers import Window, parse_window, sniff_format
+from judged.flows.store.reading_pass import tag_of_extremes
 from judged.flows.store.warehouse import position_plan, write_position_parts
 from judged.schemas.fields import QUERY
 from judged.schemas.provenance import RunMetadata, table_id
 from judged.transforms.errors import InputError
 from judged.transforms.shards import together
+from judged.transforms.trec_grammar import first_field
 
-# A line's query id as the run parser reads it: the first run of non-blanks after leading blanks (none: blank).
-_QUERY_TOKEN = re.compile(rb"[ \t]*(\S+)")
 _SCAN_BYTES = 1 << 16
 
 
@@ -80,11 +79,6 @@ def cut_pieces(path: Path, limits: Limits) -> Pieces | Local:
     return Pieces(source_format, windows)
 
 
-def _query_of(line: bytes) -> bytes | None:
-    match = _QUERY_TOKEN.match(line)
-    return match.group(1) if match else None
-
-
 def _line_start(handle: BinaryIO, offset: int) -> int:
     """Where the line holding the byte at `offset` begins."""
     end = offset
@@ -99,13 +93,14 @@ def _line_start(handle: BinaryIO, offset: int) -> int:
 
 
 def _next_query_start(handle: BinaryIO, target: int) -> int:
-    """The first line beginning at or after byte `target` (> 0) whose query id differs from that of the non-blank
-    line before it; the file's size when there is none. A blank line never begins a piece."""
+    """The first line beginning at or after byte `target` (> 0) whose query id differs from that of the line before
+    it that the grammar reads (transforms/trec_grammar.py); the file's size when there is none. A blank or comment
+    line never begins a piece."""
     position = _line_start(handle, target - 1)
     handle.seek(position)
     previous = None
     while line := handle.readline():
-        query = _query_of(line)
+        query = first_field(line)
         if query is not None:
             if previous is not None and query != previous and position >= target:
                 return position

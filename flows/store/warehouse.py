@@ -55,8 +55,9 @@ from judged.flows.store.hashing import hash_in_background
 from judged.flows.store.pending_footer import fill_pending_value, pending_value
 from judged.flows.store.readers import (
     DUPLICATE_PAIRS_KEY, PART_QUERIES_KEY, LoadedTable, Metadata, StoredTable, kept_scan, line_count, load_table,
-    parquet_rows, read_sidecar, sniff_format, stored_duplicate_pairs, streamed_text,
+    open_table, parquet_rows, read_sidecar, sniff_format, stored_duplicate_pairs, streamed_text,
 )
+from judged.flows.store.reading_pass import ReadingPass
 from judged.flows.engine.limits import DEFAULT_LIMITS, Limits
 from judged.flows.engine.phases import Phases
 from judged.flows.engine.versions import implementation_version
@@ -341,13 +342,13 @@ def cut_rows(rows: pl.LazyFrame, sizes: list[int], batch_rows: int) -> Iterator[
 
 class OnePassShards:
     """A scanned text run's (or a Parquet run's) shards by position, cut and written from the batches of the pass that
-    reads and checks it (the reader's `BatchTaker`; `read_run`), into a staging folder of parts (`folder`): the same
+    reads and checks it (`write`, a `ReadingPass`; `read_run`), into a staging folder of parts (`folder`): the same
     shards, rows and files `write_position_parts` writes from a second pass (each part by `write_position_part`), but
     each part's `judged.record` left pending (`flows/store/pending_footer.py`), since the record holds what only the end
     of the file says, and the parts named by shard alone until the shard count is known (`StagedShards.publish`). The
     shards are cut for the run's lines as counted before it is read (`expected_rows`, a line count beside the read, or a
     Parquet file's rows): `Store.store_table` keeps them only when they are the shards `position_blocks` cuts from the
-    pass's own counts. The rows' run id waits for the file's hash (`run_id`, from the tag the reader names). Shards are
+    pass's own counts. The rows' run id waits for the file's hash (`run_id`, from the tag the pass assumes). Shards are
     written `limits.shard_writers` at a time (`ShardWriters`); a failed write stops the taking, and the run is then
     stored as before. Leaving the block waits for the writes under way."""
 
@@ -359,7 +360,7 @@ class OnePassShards:
         self._expected_rows, self._run_id = expected_rows, run_id
         self.placeholder = pending_value()
         self.run_id: str | None = None  # the rows' run id, once the first part is written
-        self.stopped: str | None = None  # why no more batches are taken
+        self.stopped: str | None = None  # why not every batch was taken (the pass's reason, or a failed write)
         self.ended = False
         self._tag = ""
         self._targets: pl.Series | None = None
@@ -386,11 +387,27 @@ class OnePassShards:
         """`query_id`, `n_rows`, `shard` of each block written, as `position_blocks` gives them."""
         return pl.concat(self._blocks) if self._blocks else pl.DataFrame(schema=BLOCKS_SCHEMA)
 
-    def begin(self, tag: str) -> None:
-        self._tag = tag
+    def write(self, reading: ReadingPass) -> None:
+        """Take the pass's batches as it reads them (`ReadingPass.batches`), writing each shard once its rows are in,
+        until the pass stops giving them or a write fails; then the last shard, unless either stopped. The pass is
+        left for its reader to finish."""
+        self._tag = reading.tag or ""
+        for batch in reading.batches():
+            self._take(batch)
+            if self.stopped is not None:
+                break
+        if reading.stopped is not None:
+            self._stop(reading.stopped)
+        if self.stopped is None:
+            try:
+                self._write_held()
+                self._writers.finish()
+            except Exception as error:  # noqa: BLE001 - the run is then stored as before, which names any real fault
+                self._stop(f"a shard could not be written: {error}")
+        self.ended = True
 
-    def take(self, batch: pl.DataFrame) -> None:
-        if self.stopped is not None or not batch.height:
+    def _take(self, batch: pl.DataFrame) -> None:
+        if not batch.height:
             return
         try:
             if self._targets is None:
@@ -409,22 +426,13 @@ class OnePassShards:
                 self._held.append(batch.slice(offset, rows))
                 offset += rows
             self._rows_taken += batch.height
-        except Exception as error:  # noqa: BLE001 - the run is then stored as before, which names any real fault
-            self.stop(f"a shard could not be written: {error}")
+        except Exception as error:  # noqa: BLE001 - as in `write`
+            self._stop(f"a shard could not be written: {error}")
 
-    def stop(self, reason: str) -> None:
+    def _stop(self, reason: str) -> None:
         if self.stopped is None:
             self.stopped = reason
         self._held = []
-
-    def end(self) -> None:
-        if self.stopped is None:
-            try:
-                self._write_held()
-                self._writers.finish()
-            except Exception as error:  # noqa: BLE001 - as in `take`
-                self.stop(f"a shard could not be written: {error}")
-        self.ended = True
 
     def _write_held(self) -> None:
         if not self._held:
@@ -519,7 +527,7 @@ def read_run(
     or a Parquet run, has its shards by position written from the batches its reading pass checks
     (`OnePassShards`), into a new folder there (`StagedShards`), returned for the run's store (`Store.store_table`)
     to publish instead of reading the file a second time (a Parquet run's pass follows the checks of its columns:
-    `readers._parse`). Nothing is staged when the pass stops short (a line the fast reader leaves to the exact
+    `TableReading.reading_pass`). Nothing is staged when the pass stops short (a line the fast reader leaves to the exact
     parser, a query in two stretches, a document a query may hold twice, several tags in a text run), nor for a
     file this process has read already (its kept scan is returned, and its store reads the file again): then, as on
     any error, what was written is removed, and the table or the error is the one `load_table` gives."""
@@ -537,7 +545,7 @@ def read_run(
         declared = read_sidecar(path, "run") if metadata is None else metadata
     except InputError:  # `load_table` names the sidecar's problem, or the swapped arguments
         return without_staging()
-    if not isinstance(declared, RunMetadata) or kept_scan(path, "run", declared, limits, allow_empty) is not None:
+    if not isinstance(declared, RunMetadata) or kept_scan(path, "run", declared, limits) is not None:
         return without_staging()  # metadata of another kind is `load_table`'s to refuse
     folder = staging / uuid.uuid4().hex
     parts = folder / _STAGED_RUN_PARTS
@@ -554,8 +562,10 @@ def read_run(
             return derive_table_id(RUN.name, hashes.result()[1], tagged)
 
         with OnePassShards(parts, RUN, expected_rows, run_id, limits, phases or Phases()) as shards:
-            table = load_table(path, "run", declared, hashes, limits, allow_empty, look_for_repeats=True,
-                               taker=shards)
+            reading = open_table(path, RUN.name, declared, hashes, limits, look_for_repeats=True)
+            if (reading_pass := reading.reading_pass()) is not None:
+                shards.write(reading_pass)
+            table = reading.table(allow_empty)
         if shards.complete and table.duplicate_free and shards.run_id == table.table_id:
             StagedShards(folder, table.table_id, shards.placeholder, shards.blocks).write()
             return ReadRun(table, folder)

@@ -14,7 +14,7 @@ from prefect import flow
 from typer.testing import CliRunner
 
 from judged.flows.cli.app import app
-from judged.flows.pipeline.compare import rebase_basis
+from judged.flows.engine.compare import rebase_basis
 from judged.flows.pipeline.evaluation import EvaluationReport
 from judged.flows.pipeline.flows import evaluate_flow, evaluate_runs, ingest_judgments, ingest_run, nightly
 from judged.flows.store.sql import run_query

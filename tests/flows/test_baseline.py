@@ -1,4 +1,4 @@
-"""Which run a comparison takes as baseline when none is named, and why (flows/pipeline/compare.py
+"""Which run a comparison takes as baseline when none is named, and why (flows/engine/compare.py
 `choose_baseline`): the first run listed by the user; for the nightly's runs, in no order of the user's, the previous
 stored comparison's baseline when it is among them, else the first in name order. No Prefect needed."""
 
@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from judged.flows.cli.app import app
-from judged.flows.pipeline.compare import IncomparableError, choose_baseline
+from judged.flows.engine.compare import IncomparableError, choose_baseline
 from judged.flows.store.kinds import COMPARISON
 from judged.flows.store.warehouse import Store
 

@@ -1,4 +1,4 @@
-"""`judged compare` without a warehouse (flows/pipeline/compare.py, flows/cli/compare.py) on the bundled TREC DL 2020 sample:
+"""`judged compare` without a warehouse (flows/engine/compare.py, flows/cli/compare.py) on the bundled TREC DL 2020 sample:
 every field of the JSON output, the numbers against independent computations (scipy on the per-query values that
 `judged evaluate` prints, NIST's published p_bm25 NDCG@10, ranx's t-test), the table, seeds and refusals."""
 
@@ -16,7 +16,7 @@ from scipy import stats
 from typer.testing import CliRunner, Result
 
 from judged.flows.cli.app import app
-from judged.flows.pipeline.compare import (
+from judged.flows.engine.compare import (
     ComparedEvaluation,
     IncomparableError,
     compare,

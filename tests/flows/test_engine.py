@@ -17,7 +17,7 @@ from judged.flows.engine.limits import Limits
 from judged.schemas.spec import PRESETS, EvaluationSpec, build_spec
 from judged.transforms.errors import InputError
 from judged.transforms.ranking import candidate_rows, stretch_starts
-from judged.flows.store.readers import last_stretch_start
+from judged.flows.store.reading_pass import last_stretch_start
 
 SPECS = {
     "trec_eval@10": PRESETS["trec_eval"].with_options(cutoffs=(10,)),

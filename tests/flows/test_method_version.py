@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from judged.flows.api import Warehouse
 from judged.flows.cli.app import app
-from judged.flows.pipeline.compare import ComparedEvaluation, IncomparableError, compare_evaluations, from_result
+from judged.flows.engine.compare import ComparedEvaluation, IncomparableError, compare_evaluations, from_result
 from judged.flows.pipeline.evaluation import evaluate_shard, finish_evaluation, parts_staging, stored_plan
 from judged.flows.pipeline.tasks import ingest_file
 from judged.flows.store.warehouse import Store, now_utc

@@ -16,6 +16,7 @@ import pytest
 
 import judged.flows.engine.evaluate as evaluate_module
 import judged.flows.store.readers as readers_module
+import judged.flows.store.reading_pass as reading_pass_module
 import judged.flows.store.warehouse as warehouse_module
 from judged.flows.engine.limits import Limits
 from judged.flows.pipeline.flows import evaluate_flow, nightly
@@ -64,14 +65,14 @@ def second_passes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 def run_parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """A list that grows by a run file's name each time a run file is parsed (judgments are not counted)."""
     parses: list[str] = []
-    parse = readers_module._parse
+    parse = readers_module._Parsing.parsed
 
-    def counted(path: Path, kind: str, *args: object, **kwargs: object) -> object:
-        if kind == "run":
-            parses.append(Path(path).name)
-        return parse(path, kind, *args, **kwargs)  # type: ignore[arg-type]
+    def counted(parsing: readers_module._Parsing) -> object:
+        if parsing.kind is RUN:
+            parses.append(parsing.path.name)
+        return parse(parsing)
 
-    monkeypatch.setattr(readers_module, "_parse", counted)
+    monkeypatch.setattr(readers_module._Parsing, "parsed", counted)
     return parses
 
 
@@ -143,7 +144,7 @@ def test_line_count_counts_lines_across_chunks(tmp_path: Path, text: bytes, chun
 
 
 @pytest.mark.parametrize("variant", ["in_order", "shuffled"])  # shuffled: the rest after its first batch read at once
-@pytest.mark.parametrize("bad", ["9 Q0 D1 x 1.5 tag", "9 Q0 D1 3 nan tag", "# a comment", "9 Q0 D1 3"])
+@pytest.mark.parametrize("bad", ["9 Q0 D1 x 1.5 tag", "9 Q0 D1 3 nan tag", "9 X0 D1 3 1.5 tag", "9 Q0 D1 3"])
 def test_a_bad_line_late_in_the_file_leaves_nothing_and_the_same_message(
     tmp_path: Path, bad: str, variant: str
 ) -> None:
@@ -335,14 +336,14 @@ def test_a_shuffled_parquet_runs_pass_ends_at_its_first_rows(tmp_path: Path, mon
     made, not at the file's end (the store then reads the run its own way)."""
     run = parquet_variant(tmp_path, "shuffled")
     batches: list[int] = []
-    batched = readers_module.whole_stretch_batches
+    batched = reading_pass_module.whole_stretch_batches
 
     def counted(*args: object) -> object:
         for batch in batched(*args):  # type: ignore[arg-type]
             batches.append(batch.height)
             yield batch
 
-    monkeypatch.setattr(readers_module, "whole_stretch_batches", counted)
+    monkeypatch.setattr(reading_pass_module, "whole_stretch_batches", counted)
     with staging_area(Store(tmp_path / "w").ensure().root) as staging:
         read = read_run(run, staging, limits=PARQUET_PASS)
     assert read.staged_shards is None and not read.table.duplicate_free

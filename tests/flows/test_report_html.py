@@ -8,7 +8,7 @@ import re
 import polars as pl
 import pytest
 
-from judged.flows.pipeline.compare import ComparedEvaluation, ComparisonResult
+from judged.flows.engine.compare import ComparedEvaluation, ComparisonResult
 from judged.flows.report import html as report
 from judged.schemas.comparison import ComparisonSettings
 

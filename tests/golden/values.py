@@ -108,7 +108,7 @@ def dl_case(run: str) -> Callable[[Path | None], Case]:
 
 
 def dl_comparison(shared: Path | None) -> Case:
-    from judged.flows.pipeline.compare import compare
+    from judged.flows.engine.compare import compare
     from judged.schemas.comparison import ComparisonSettings
     from judged.schemas.spec import build_spec
 

@@ -64,7 +64,7 @@ def kills_per_writer() -> int:
 
 # What the writers import, imported once by the fork server: a child forked from it starts with them loaded.
 CHILD_IMPORTS = ["tests.reliability.faults", "typer.testing", "judged.flows.cli.app", "judged.flows.pipeline.flows",
-                 "judged.flows.pipeline.compare"]
+                 "judged.flows.engine.compare"]
 
 
 @dataclass

@@ -214,13 +214,31 @@ def test_run_blank_lines_are_skipped_and_line_numbers_kept() -> None:
     assert frame["problem"].null_count() == 2
 
 
-def test_run_comment_line_is_not_skipped_but_reported() -> None:
-    # Unlike qrels, a run has no comment syntax (trec_eval has none either): a `#` line is a malformed row, never
-    # silently dropped.
-    frame = run("q1 Q0 d1 1 2.0 t\n# comment\n")
-    assert frame.filter(pl.col("problem").is_not_null()).select("source_line", "problem").rows() == [
-        (2, "expected 6 columns `qid Q0 docid rank score tag`, found 2")
-    ]
+def test_run_comment_lines_are_skipped_as_in_qrels() -> None:
+    # One grammar for both kinds, trec_eval 10's for runs: a line whose first field begins with `#` is a comment,
+    # indented or not, whatever follows; a `#` further on belongs to its field.
+    frame = run("# comment\nq1 Q0 d1 1 2.0 t\n  # indented\n#q1 Q0 d2 2 1.5 t\nq1 Q0 d#3 3 1.0 t#\n")
+    assert frame.select("doc_id", "run_tag", "source_line").rows() == [("d1", "t", 2), ("d#3", "t#", 5)]
+    assert frame["problem"].null_count() == 2
+
+
+@pytest.mark.parametrize(
+    ("text", "fields"),
+    [
+        ("q1\t0\td1 \t1", ("q1", "0", "d1", 1)),  # a blank beside a tab is part of the separator (issue 36)
+        ("q1 \t0\x0b\x0cd1\r\t1\r", ("q1", "0", "d1", 1)),  # every C isspace byte but the line feed is a blank
+        ("q1\t0\td1\u00a0\t1", ("q1", "0", "d1\u00a0", 1)),  # non-ASCII white space belongs to its field
+        ("q\u00e9\u4e00 0 d\u3000x 1", ("q\u00e9\u4e00", "0", "d\u3000x", 1)),  # ideographic space too
+    ],
+)
+def test_blanks_are_the_ascii_white_space_of_trec_eval(text: str, fields: tuple[object, ...]) -> None:
+    row = only_row(qrels(text + "\n"))
+    assert (row["query_id"], row["iteration"], row["doc_id"], row["relevance"], row["problem"]) == (*fields, None)
+
+
+def test_a_carriage_return_inside_a_line_separates_fields() -> None:
+    # trec_eval reads a lone CR as white space: `d1\rx` is two fields, so the line has five.
+    assert only_row(qrels("q1 0 d1\rx 1\n"))["problem"] == "expected 4 columns `qid iter docid grade`, found 5"
 
 
 def test_run_identifiers_stay_strings_with_leading_zeros() -> None:

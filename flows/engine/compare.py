@@ -18,8 +18,9 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from judged.flows.engine.evaluate import EvaluationResult, grade_scale, ranked_rows, whole_judgment_rows
-from judged.flows.store.readers import Table
+from judged.flows.engine.evaluate import EvaluationResult, evaluate, grade_scale, ranked_rows, whole_judgment_rows
+from judged.flows.store.inputs import input_judgments, input_runs
+from judged.flows.store.readers import Table, load_table, open_stored
 from judged.flows.report.wording import distinct_names
 from judged.flows.store.kinds import COMPARISON, COMPARISON_PER_QUERY_FILES, COMPARISONS_FILES, JUDGMENT_SET, RUN
 from judged.flows.store.warehouse import SINGLE_PART, Store, now_utc, write_parquet_atomically
@@ -263,8 +264,6 @@ def inputs_to_evaluate(warehouse: Store, judgments: str, runs: Sequence[str]) ->
     """The names and ids of the runs `evaluate_flow` would evaluate into `warehouse` from these inputs (files, stored
     runs' folders, ids), and the judgment set's id, as `refuse_before_evaluating` takes them; nothing is stored. A
     run stored already keeps its stored name."""
-    from judged.flows.pipeline.tasks import input_judgments, input_runs
-
     judgment_set_id = input_judgments(warehouse, judgments).table_id
     names, run_ids = [], []
     for run in input_runs(warehouse, list(runs)):
@@ -466,9 +465,6 @@ def evaluate_files(
     qrels: str | Path, runs: Sequence[str | Path], spec: EvaluationSpec, hashes: dict | None = None
 ) -> list[ComparedEvaluation]:
     """Each run (a file, or a stored run's folder) evaluated directly against the judgments under the spec."""
-    from judged.flows.engine.evaluate import evaluate
-    from judged.flows.store.readers import load_table, open_stored
-
     hashes = hashes or {}
     judgments = load_table(Path(qrels), JUDGMENT_SET.name, hashes=hashes.get(Path(qrels)))
     label = judgments_label(getattr(judgments.metadata, "name", ""), getattr(judgments.metadata, "version", ""))
