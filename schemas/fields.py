@@ -219,9 +219,24 @@ FIELDS: dict[str, Field] = _registry(
     Field("mean_difference_max", pl.Float64(), "the largest aggregate difference over one such grading"),
     Field("decided", pl.Boolean(), "the aggregate difference interval excludes 0: no grading of the unjudged "
                                    "documents reverses the order"),
-    Field("unjudged_documents", pl.Int64(), "unjudged documents in the two runs' lists, summed over the paired "
-                                            "sample's queries (nDCG: null where no grading is shared)"),
-    Field("open_queries", pl.Int64(), "queries whose difference the unjudged documents can still move"),
+    Field("unjudged_documents", pl.Int64(), "unjudged documents the measure at this cutoff reads in either run "
+                                            "(each run's first k), summed over the paired sample's queries; null "
+                                            "where no grading is shared"),
+    Field("open_queries", pl.Int64(), "queries whose difference the unjudged documents (or disputed grades) can "
+                                      "still move"),
+    Field("n_unjudged", pl.Int64(), "unjudged documents the measure at this cutoff reads in either run, counted "
+                                    "once; null where no grading is shared"),
+    Field("n_disputed", pl.Int64(), "judged documents the measure at this cutoff reads in either run whose grade is "
+                                    "a set (assessors disagree, under the assessor model set or range)"),
+    Field("disputed_documents", pl.Int64(), "disputed judgments read in the queries whose difference is still "
+                                            "open; null without disputes"),
+    Field("disputed_queries", pl.Int64(), "queries whose difference is still open and read a disputed judgment; "
+                                          "null without disputes"),
+    Field("assessor_worlds", pl.Int64(), "single-assessor worlds: one per assessor of the judgment set (that "
+                                         "assessor's grades where they graded, the others' median elsewhere); "
+                                         "null with one assessor"),
+    Field("assessor_worlds_agree", pl.Int64(), "of those worlds, how many keep the pair's direction whatever the "
+                                               "unjudged documents are"),
     Field("decided_direction", pl.Enum(list(DECIDED_DIRECTIONS)), "which is better whatever the unjudged documents "
                                                                   "are: run or baseline; null when undecided"),
     # -- judging: versions that grow and worklists

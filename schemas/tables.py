@@ -350,24 +350,28 @@ COMPARISONS_TABLE = Table.of_fields(
      "mean_difference", "ci_low", "ci_high", "t_statistic", "p_t", "p_randomization", "randomization", "p_adjusted",
      "correction", "p_tukey_hsd", "effect_size", "effect_size_kind", "wins", "ties", "losses", "unresolved", "seed",
      "permutations", "bootstrap_resamples", "confidence_level", "tie_tolerance", "mean_difference_min",
-     "mean_difference_max", "decided", "decided_direction", "unjudged_documents", "open_queries"),
+     "mean_difference_max", "decided", "decided_direction", "unjudged_documents", "open_queries",
+     "disputed_documents", "disputed_queries", "assessor_worlds", "assessor_worlds_agree"),
     ("comparison_id", "run", "measure", "cutoff"),
     "paired statistics against the baseline",
     nullable=("cutoff", "baseline_mean", "run_mean", "mean_difference", "ci_low", "ci_high", "t_statistic", "p_t",
               "p_randomization", "randomization", "p_adjusted", "p_tukey_hsd", "effect_size", "unresolved",
               "mean_difference_min", "mean_difference_max", "decided", "decided_direction", "unjudged_documents",
-              "open_queries"),
+              "open_queries", "disputed_documents", "disputed_queries", "assessor_worlds", "assessor_worlds_agree"),
     overrides={"n_queries": Override("queries in the paired sample")},
 )
 
 COMPARISON_PER_QUERY_TABLE = Table.of_fields(
     "comparison_per_query", "query of a pair of runs, measure and cutoff of a comparison",
     (*_PAIR_KEYS, QUERY, "baseline_value", "run_value", "difference", "baseline_value_min", "baseline_value_max",
-     "run_value_min", "run_value_max", "difference_min", "difference_max", "difference_kind", "robustness"),
+     "run_value_min", "run_value_max", "difference_min", "difference_max", "difference_kind", "robustness",
+     "n_unjudged", "n_disputed"),
     ("comparison_id", "run", "measure", "cutoff", QUERY),
-    "each query's values, difference and whether missing judgments could flip its sign",
-    nullable=("cutoff", "baseline_value_min", "baseline_value_max", "run_value_min", "run_value_max",
-              "difference_min", "difference_max", "difference_kind", "robustness"),
+    "each query's values, difference and whether missing judgments could flip its sign; a query without a "
+    "relevant judgment has null values and the interval over the worlds that give it one",
+    nullable=("cutoff", "baseline_value", "run_value", "difference", "baseline_value_min", "baseline_value_max",
+              "run_value_min", "run_value_max", "difference_min", "difference_max", "difference_kind", "robustness",
+              "n_unjudged", "n_disputed"),
 )
 
 # -- the catalog's views ------------------------------------------------------------------------------------------

@@ -71,6 +71,28 @@ def query_universe(run: pl.LazyFrame, judgments: pl.LazyFrame) -> pl.LazyFrame:
     )
 
 
+def valued_queries(judgments: pl.LazyFrame, spec: EvaluationSpec) -> pl.LazyFrame:
+    """Per judged query and measure family of the spec: `valued`, whether the measure has a value whatever the
+    unjudged documents are: it is defined without relevant judgments (RR, P, Judged, RBP), or the spec scores that
+    case 0 (`no_relevant='zero'`), or the query has a judged relevant document for it (nDCG: a positive gain; AP,
+    R, R-Prec: a grade of at least `rel`; under a set assessor model, every grade of its set)."""
+    from judged.transforms.measures.ndcg import gain_of
+
+    judged = judgments.filter(pl.col("relevance").is_not_null())
+    has_sets = "grade_set" in judged.collect_schema().names()
+    lowest = pl.coalesce(pl.col("grade_set").list.min(), pl.col("relevance")) if has_sets else pl.col("relevance")
+    frames = []
+    for measure in dict((m.family, m) for m in spec.measure_list()).values():
+        if spec.no_relevant == "zero" or not measure.undefined_without_relevant:
+            relevant = pl.lit(True)
+        elif measure.name == "nDCG":
+            relevant = gain_of(spec, lowest) > 0
+        else:
+            relevant = lowest >= measure.rel  # type: ignore[attr-defined]
+        frames.append(judged.group_by(QUERY).agg(valued=relevant.any()).with_columns(measure=pl.lit(measure.family)))
+    return pl.concat(frames).select(QUERY, "measure", "valued")
+
+
 def relevant_judged(judgments: pl.LazyFrame, rel: int) -> pl.LazyFrame:
     """R per query: the judged documents with a grade of at least `rel` (trec_eval's `num_rel` under `-l rel`),
     retrieved or not. Queries without one are absent."""

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from judged.flows.engine.evaluate import EvaluationResult, evaluate, grade_scale, ranked_rows, whole_judgment_rows
+from judged.flows.engine.evaluate import EvaluationResult, evaluate, grade_scale, run_candidates, whole_judgment_rows
 from judged.flows.store.inputs import input_judgments, input_runs
 from judged.flows.store.readers import Table, load_table, open_stored
 from judged.flows.report.wording import distinct_names
@@ -29,7 +29,10 @@ from judged.flows.engine.versions import implementation_commit, implementation_v
 from judged.schemas.provenance import METHOD_VERSION, canonical_json, evaluation_id, is_older_method
 from judged.schemas.spec import EvaluationSpec
 from judged.transforms.binary_intervals import binary_difference_intervals, interval_measures
-from judged.transforms.paired_intervals import decided_direction, difference_intervals, with_difference_intervals
+from judged.transforms.judging import ranked_and_judged, valued_queries
+from judged.transforms.paired_intervals import (
+    decided_direction, difference_intervals, documents_read_by_pair, with_difference_intervals,
+)
 from judged.transforms.summary import aggregate_interval
 from judged.transforms.compare import (
     adjusted_p_values,
@@ -286,8 +289,17 @@ def compare_evaluations(
     base_index = names.index(base_name)
     frames = [(name, with_measure(e.per_query.lazy(), e.spec)) for name, e in zip(names, evaluations, strict=True)]
     paired = paired_per_query(frames, base_name, settings.query_set)
-    intervals, families = paired_difference_rows(evaluations, names, base_name)
-    paired = with_robustness(with_difference_intervals(paired, intervals, families), settings.tie_tolerance).collect()
+    worlds = PairedWorlds.of(evaluations, names, base_name)
+    intervals, families, ranked = None, [], None
+    if worlds is not None:
+        ranked, judgment_rows = worlds.ranked(worlds.spec)
+        intervals, families = worlds.intervals(ranked, judgment_rows, worlds.spec)
+    paired = with_robustness(with_difference_intervals(paired, intervals, families), settings.tie_tolerance)
+    if worlds is not None and ranked is not None:
+        paired = worlds.with_documents_read(paired, ranked)
+    else:
+        paired = paired.with_columns(n_disputed=pl.lit(None, pl.Int64))
+    paired = paired.collect()
     has_intervals = paired["robustness"].null_count() < paired.height
     tukey = _tukey_p_values(frames, base_name, settings) if len(frames) > 2 else {}
     keys = frames[base_index][1].select("measure", "cutoff").unique().sort("cutoff", "measure", nulls_last=True)
@@ -307,6 +319,8 @@ def compare_evaluations(
                 **_pair_statistics(group, settings, has_intervals, first_spec),
                 "p_tukey_hsd": tukey.get((name, measure, cutoff)),
             })
+    if worlds is not None and worlds.assessors:
+        rows = worlds.with_assessor_worlds(rows, paired, first_spec)
     adjusted = adjusted_p_values([row["p_randomization"] for row in rows], settings.correction)
     identifier = comparison_id(
         [e.evaluation_id for e in evaluations], ids[base_name], settings, implementation_version()
@@ -334,37 +348,141 @@ def compare_evaluations(
     return ComparisonResult(identifier, base_name, settings, tuple(evaluations), pairs, per_query, notes)
 
 
-def paired_difference_rows(
-    evaluations: Sequence[ComparedEvaluation], names: Sequence[str], base_name: str
-) -> tuple[pl.LazyFrame | None, list[str]]:
-    """The paired difference intervals of the baseline against each other run, one world for both runs, and the
-    measure families they cover: nDCG's (`difference_intervals`, under `ideal='judged'`, where both runs share one
-    ideal) and every other measure's with an interval (`binary_difference_intervals`), from the runs' ranked lists
-    and the one judgment set. None where an evaluation's inputs are not at hand: the per-run intervals then bound
-    the difference, as they do nDCG's under `ideal='retrieved'`."""
-    spec = evaluations[0].spec
-    if any(e.inputs is None for e in evaluations):
-        return None, []
-    judgments = evaluations[0].inputs[1]
-    ranked = pl.concat([
-        ranked_rows(e.inputs[0], judgments, spec).with_columns(run=pl.lit(name))
-        for name, e in zip(names, evaluations, strict=True)
-    ], how="diagonal_relaxed")
-    pairs = pl.LazyFrame({"baseline": base_name, "run": [name for name in names if name != base_name]})
-    judgment_rows, scale = whole_judgment_rows(judgments, spec), grade_scale(judgments)
-    frames, families = [], []
-    ndcg_cutoffs = tuple(m.cutoff for m in spec.measure_list() if m.name == "nDCG")
-    if spec.ideal == "judged" and ndcg_cutoffs:
-        ndcg_spec = spec.model_copy(update={"cutoffs": ndcg_cutoffs})
-        frames.append(difference_intervals(ranked, judgment_rows, ndcg_spec, pairs, scale))
-        families.append("nDCG")
-    others = interval_measures(spec)
-    if others:
-        frames.append(binary_difference_intervals(ranked, judgment_rows, spec, others, pairs, scale))
-        families += [m.family for m in others]
-    if not frames:
-        return None, []
-    return pl.concat(frames, how="vertical_relaxed"), families
+@dataclass(frozen=True)
+class PairedWorlds:
+    """What a comparison's paired intervals read: every run's candidate rows, ranked once, to which each world of
+    grades attaches its own judgments (the spec's assessor model's, and each single assessor's), the judgment set
+    and the pairs (the baseline against each other run)."""
+
+    spec: EvaluationSpec
+    judgments: Table
+    candidates: dict[str, pl.DataFrame]
+    pairs: pl.LazyFrame
+    scale: tuple[int, ...]
+    assessors: tuple[str, ...]  # the set's assessors, when it records several
+
+    @classmethod
+    def of(cls, evaluations: Sequence[ComparedEvaluation], names: Sequence[str], base_name: str) -> PairedWorlds | None:
+        """None where an evaluation's inputs are not at hand: the per-run intervals then bound the differences."""
+        if any(e.inputs is None for e in evaluations):
+            return None
+        spec, judgments = evaluations[0].spec, evaluations[0].inputs[1]
+        candidates = {name: run_candidates(e.inputs[0], judgments, spec)
+                      for name, e in zip(names, evaluations, strict=True)}
+        pairs = pl.LazyFrame({"baseline": base_name, "run": [name for name in names if name != base_name]})
+        rows = judgments.load().scan
+        assessors: tuple[str, ...] = ()
+        if "assessor" in rows.collect_schema().names():
+            found = rows.select(pl.col("assessor").drop_nulls().unique().sort()).collect()["assessor"].to_list()
+            assessors = tuple(found) if len(found) > 1 else ()
+        return cls(spec, judgments, candidates, pairs, grade_scale(judgments), assessors)
+
+    def ranked(self, spec: EvaluationSpec) -> tuple[pl.LazyFrame, pl.LazyFrame]:
+        """Every run's ranked-and-judged rows (with a `run` column) and the judgment rows, under `spec`'s grades."""
+        judgment_rows = whole_judgment_rows(self.judgments, spec)
+        ranked = pl.concat([
+            ranked_and_judged(candidates.lazy(), judgment_rows, spec).with_columns(run=pl.lit(name))
+            for name, candidates in self.candidates.items()
+        ], how="diagonal_relaxed")
+        return ranked, judgment_rows
+
+    def intervals(
+        self, ranked: pl.LazyFrame, judgment_rows: pl.LazyFrame, spec: EvaluationSpec, every_query: bool = False
+    ) -> tuple[pl.LazyFrame | None, list[str]]:
+        """The paired difference intervals of the rows `ranked` under `spec` (one world of grades for both runs)
+        and the measure families they cover: nDCG's (`difference_intervals`, under `ideal='judged'`, where both runs
+        share one ideal) and every other measure's with an interval (`binary_difference_intervals`).
+        `every_query`: also the queries where nothing is open. Under `ideal='retrieved'` the per-run intervals
+        bound nDCG's difference (`with_difference_intervals`)."""
+        frames, families = [], []
+        ndcg_cutoffs = tuple(m.cutoff for m in spec.measure_list() if m.name == "nDCG")
+        if spec.ideal == "judged" and ndcg_cutoffs:
+            ndcg_spec = spec.model_copy(update={"cutoffs": ndcg_cutoffs})
+            if every_query:
+                frames.append(_every_query_ndcg(ranked, judgment_rows, ndcg_spec, self.pairs, self.scale))
+            else:
+                frames.append(difference_intervals(ranked, judgment_rows, ndcg_spec, self.pairs, self.scale))
+            families.append("nDCG")
+        others = interval_measures(spec)
+        if others:
+            frames.append(binary_difference_intervals(ranked, judgment_rows, spec, others, self.pairs, self.scale,
+                                                      every_query=every_query))
+            families += [m.family for m in others]
+        if not frames:
+            return None, []
+        return pl.concat(frames, how="vertical_relaxed"), families
+
+    def with_documents_read(self, paired: pl.LazyFrame, ranked: pl.LazyFrame) -> pl.LazyFrame:
+        """The paired per-query rows with what the measure at each row's cutoff reads of the two lists `ranked`
+        (each list's first k; `transforms.paired_intervals.documents_read_by_pair`): `n_unjudged` where a world is
+        shared, and the disputed judgments it may depend on (`disputed_docs`, and their count `n_disputed`)."""
+        cutoffs = sorted({m.cutoff for m in self.spec.measure_list()}, key=lambda k: (k is None, k or 0))
+        read = documents_read_by_pair(ranked, self.pairs, cutoffs).rename({"n_unjudged": "_read_unjudged"})
+        return paired.join(read, on=["baseline", "run", "query_id", "cutoff"], how="left", nulls_equal=True,
+                           maintain_order="left").with_columns(
+            n_unjudged=pl.when(pl.col("n_unjudged").is_not_null()).then(pl.col("_read_unjudged").fill_null(0)),
+            disputed_docs=pl.col("disputed_docs").fill_null(pl.lit([], pl.List(pl.String))),
+        ).with_columns(n_disputed=pl.col("disputed_docs").list.len().cast(pl.Int64)).drop("_read_unjudged")
+
+    def with_assessor_worlds(
+        self, rows: list[dict[str, object]], paired: pl.DataFrame, spec: EvaluationSpec
+    ) -> list[dict[str, object]]:
+        """Each pair row with `assessor_worlds` (one world per assessor: that assessor's grades wherever they
+        graded, the others' median elsewhere, the unjudged documents free) and `assessor_worlds_agree`: in how
+        many of them the pair's aggregate difference interval lies on the side of its direction (the decided one,
+        else the sign of the mean difference). A pair decided under `set` or `range` agrees in every world."""
+        sample = paired.select("run", "measure", "cutoff", "query_id")
+        agree: dict[tuple[object, ...], int] = {}
+        for name in self.assessors:
+            world = self.spec.with_options(assessor_model=f"single:{name}")
+            ranked, judgment_rows = self.ranked(world)
+            intervals, _ = self.intervals(ranked, judgment_rows, world, every_query=True)
+            if intervals is None:
+                continue
+            valued = valued_queries(judgment_rows, world).collect()
+            in_world = (
+                sample.join(intervals.collect().select("run", "measure", "cutoff", "query_id", "difference_min",
+                                                        "difference_max"),
+                            on=["run", "measure", "cutoff", "query_id"], how="left", nulls_equal=True)
+                .join(valued, on=["query_id", "measure"], how="left")
+                .with_columns(_counted=pl.when(pl.col("valued").fill_null(False)).then(0.0),
+                              weight=_query_weights(sample, spec))
+            )
+            may_join = pl.col("_counted").is_null() & pl.col("difference_min").is_not_null()
+            low, high = aggregate_interval("difference_min", "difference_max", "_counted", pl.col("weight"), may_join)
+            for run, measure, cutoff, lowest, highest in in_world.group_by("run", "measure", "cutoff").agg(
+                low=low, high=high
+            ).iter_rows():
+                direction = decided_direction(lowest, highest)
+                agree[(name, run, measure, cutoff)] = direction
+        for row in rows:
+            direction = row["decided_direction"] or (
+                None if row["mean_difference"] is None or row["mean_difference"] == 0
+                else "run" if row["mean_difference"] > 0 else "baseline")
+            found = [agree.get((name, row["run"], row["measure"], row["cutoff"])) for name in self.assessors]
+            row["assessor_worlds"] = len(self.assessors)
+            row["assessor_worlds_agree"] = sum(1 for d in found if d is not None and d == direction)
+        return rows
+
+
+def _every_query_ndcg(
+    ranked: pl.LazyFrame, judgment_rows: pl.LazyFrame, spec: EvaluationSpec, pairs: pl.LazyFrame,
+    scale: Sequence[int],
+) -> pl.LazyFrame:
+    """nDCG's paired intervals of every query of the pairs, those where nothing is open included."""
+    from judged.transforms.paired_intervals import (
+        DIFFERENCE_INPUTS, DIFFERENCE_STRUCT, PAIR_KEYS, differences_of_worlds, pair_worlds,
+    )
+
+    zero = spec.no_relevant == "zero"
+    return (
+        pair_worlds(ranked, judgment_rows, spec, pairs, scale, every_query=True)
+        .with_columns(difference=pl.struct(DIFFERENCE_INPUTS).map_batches(
+            lambda batch: differences_of_worlds(batch, zero), return_dtype=DIFFERENCE_STRUCT))
+        .unnest("difference")
+        .select(*PAIR_KEYS, pl.lit("nDCG").alias("measure"), "difference_min", "difference_max",
+                "difference_kind", n_unjudged=pl.lit(None, pl.Int64))
+    )
 
 
 def _query_weights(group: pl.DataFrame, spec: EvaluationSpec) -> pl.Series:
@@ -418,7 +536,20 @@ def _pair_statistics(
         "unjudged_documents": None if everywhere["n_unjudged"].null_count() else int(everywhere["n_unjudged"].sum()),
         "open_queries": None if low is None else int(
             (everywhere["difference_max"] > everywhere["difference_min"]).sum()),
+        **_disputed_counts(everywhere),
     }
+
+
+def _disputed_counts(sample: pl.DataFrame) -> dict[str, int | None]:
+    """Of a pair's queries whose difference is still open (its interval not one point): the disputed judgments
+    (judged documents whose grade is a set) the measure reads there, and the queries holding one; null without
+    them."""
+    if "disputed_docs" not in sample.columns or not sample["disputed_docs"].list.len().sum():
+        return {"disputed_documents": None, "disputed_queries": None}
+    opened = sample.filter(pl.col("difference_max") > pl.col("difference_min"))
+    counts = opened.select(pl.col("disputed_docs").list.len())
+    return {"disputed_documents": int(counts.sum().item() or 0),
+            "disputed_queries": int((counts.to_series() > 0).sum())}
 
 
 def _tukey_p_values(

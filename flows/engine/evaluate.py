@@ -453,14 +453,21 @@ def ranked_rows(run: Table, judgments: Table, spec: EvaluationSpec) -> pl.LazyFr
     """The run's ranked-and-judged candidate rows (`transforms.judging.ranked_and_judged`: each query's first rows
     the spec reads, with `n_retrieved`), every part of its plan read whole, held in memory: what the paired
     difference intervals of a comparison read (transforms/paired_intervals.py)."""
+    return ranked_and_judged(run_candidates(run, judgments, spec).lazy(), whole_judgment_rows(judgments, spec), spec)
+
+
+def run_candidates(run: Table, judgments: Table, spec: EvaluationSpec) -> pl.DataFrame:
+    """The run's candidate rows (`transforms.ranking.candidate_rows`) of every part of its plan, checked against the
+    spec as an evaluation checks them, held in memory: one ranking, to which each world of grades attaches its own
+    judgments (`ranked_and_judged`)."""
     planned = plan(run, judgments, spec)
     frames = []
     for part in planned.parts:
         part_run, part_judgments = planned.inputs(part)
         rows = judgment_rows_of_part(part_judgments, spec)
         candidates, _ = checked_candidates(part_run, part_judgments, rows, spec, "streaming")
-        frames.append(ranked_and_judged(candidates.lazy(), rows, spec).collect())
-    return pl.concat(frames).lazy()
+        frames.append(candidates)
+    return pl.concat(frames)
 
 
 def judgment_rows_of_part(judgments: LoadedTable, spec: EvaluationSpec) -> pl.LazyFrame:

@@ -192,7 +192,38 @@ def test_stored_comparison_tables_are_null_exactly_where_declared(tmp_path: Path
                           (COMPARISON_PER_QUERY_TABLE, "comparison_per_query")):
         (path,) = [p for p in (tmp_path / folder).rglob("*.parquet") if result.comparison_id in (p.stem, p.parent.name)]
         stored = table.validate(pl.read_parquet(path))
-        assert tuple(c for c in stored.columns if stored[c].null_count()) == table.nullable, table.name
+        # A query's values are null only where it has no relevant judgment (next test), which needs intervals.
+        only_when_undefined = {"baseline_value", "run_value", "difference"}
+        expected = tuple(c for c in table.nullable if c not in only_when_undefined)
+        assert tuple(c for c in stored.columns if stored[c].null_count()) == expected, table.name
+
+
+def test_a_query_without_relevant_judgments_joins_the_pair_in_the_worlds_that_give_it_a_value(tmp_path: Path) -> None:
+    """q2 is judged but has no relevant document: a puts unjudged u at rank 1, b puts it at 2 behind judged-0 x. Its
+    nDCG@2 is undefined now (no_relevant null), but defined as soon as u is relevant, and then b - a is
+    1/log2(3) - 1 = -0.369 whatever u's grade. The pair's mean interval over every world lets q2 join: without it
+    the pair would be decided (q1: b wins by a fixed margin), with it the interval reaches 0."""
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("q1 0 r 1\nq1 0 s 0\nq2 0 x 0\n")
+    run_a, run_b = tmp_path / "a.txt", tmp_path / "b.txt"
+    run_a.write_text("q1 Q0 s 1 2 a\nq1 Q0 r 2 1 a\nq2 Q0 u 1 2 a\nq2 Q0 x 2 1 a\n")
+    run_b.write_text("q1 Q0 r 1 2 b\nq1 Q0 s 2 1 b\nq2 Q0 x 1 2 b\nq2 Q0 u 2 1 b\n")
+    result = compare(qrels, [run_a, run_b], build_spec("judged", cutoffs=(2,)),
+                     ComparisonSettings(permutations=100, bootstrap_resamples=100))
+    rows = {r["query_id"]: r for r in result.per_query.iter_rows(named=True)}
+    # q1: a = (1/log2(3)) / 1, b = 1: b - a = 1 - 0.631 = 0.369, exact (nothing unjudged).
+    assert rows["q1"]["difference"] == pytest.approx(1 - 1 / np.log2(3))
+    # q2: undefined now; with u relevant, a = 1, b = (1/log2(3)) / 1: b - a = -0.369 in that world.
+    assert rows["q2"]["difference"] is None and rows["q2"]["baseline_value"] is None
+    assert rows["q2"]["difference_min"] == pytest.approx(1 / np.log2(3) - 1)
+    assert rows["q2"]["difference_max"] == pytest.approx(1 / np.log2(3) - 1)
+    pair = result.pairs.row(0, named=True)
+    assert pair["n_queries"] == 1 and pair["mean_difference"] == pytest.approx(1 - 1 / np.log2(3))
+    # Over every world the mean is q1's 0.369 alone, or (0.369 - 0.369) / 2 = 0 with q2 joining: not decided.
+    assert pair["mean_difference_min"] == pytest.approx(0.0, abs=1e-12)
+    assert pair["mean_difference_max"] == pytest.approx(1 - 1 / np.log2(3))
+    assert pair["decided"] is False
+    assert store_comparison(Store(tmp_path / "w"), result)
 
 
 @pytest.mark.parametrize(
