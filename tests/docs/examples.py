@@ -74,7 +74,8 @@ SHELL_BLOCKS = {
 # Commands whose default work takes seconds of CPU: their examples, and those after them on a page, are slow.
 SLOW_COMMANDS = {"compare": "a comparison draws 10,000 permutations and 10,000 resamples",
                  "report": "a report compares its runs (10,000 permutations and resamples) and draws its plots"}
-# Commands that store into a warehouse through a Prefect flow, or read one: they need the session's server.
+# Commands that store into or read a warehouse: a warehouse exists once a command stored into it through a Prefect
+# flow, so these, and every example after them on a page, run with the session's server.
 WAREHOUSE_COMMANDS = {"ingest-judgments", "ingest-run", "nightly", "demo", "worklist", "sql", "show"}
 # As test_cli runs the CLI: no colour, no forced terminal.
 ENV: dict[str, str | None] = {"COLUMNS": "200", "NO_COLOR": "1", "FORCE_COLOR": None, "PY_COLORS": None,

@@ -50,6 +50,34 @@ def test_relative_links_stay_in_the_repository_and_resolve(document: Path) -> No
         assert path.exists(), f"{document.name} links {target}, which does not exist"
 
 
+def anchors(document: Path) -> set[str]:
+    """The anchors GitHub gives the page's headings: lower case, punctuation but `-` and `_` dropped, spaces as `-`
+    (a repeated heading's later anchors end in -1, -2, ...)."""
+    text = re.sub(r"```.*?```", "", document.read_text(), flags=re.S)
+    found: set[str] = set()
+    for heading in re.findall(r"^#{1,6}\s+(.+?)\s*$", text, flags=re.M):
+        slug = re.sub(r"[^\w\- ]", "", heading.lower()).replace(" ", "-")
+        found.add(slug if slug not in found else f"{slug}-{sum(a.startswith(slug) for a in found)}")
+    return found
+
+
+@pytest.mark.parametrize("document", DOCUMENTS, ids=lambda path: str(path.relative_to(REPO)))
+def test_anchors_name_a_heading_of_their_page(document: Path) -> None:
+    for target in links(document):
+        if re.match(r"[a-z][a-z0-9+.-]*:", target) or "#" not in target:
+            continue
+        path, fragment = target.split("#", 1)
+        page = (document.parent / path).resolve() if path else document
+        if page.suffix == ".md":
+            assert fragment in anchors(page), f"{document.name} links {target}: no such heading in {page.name}"
+
+
+def test_anchors_follow_github() -> None:
+    page = REPO / "docs" / "measures.md"
+    assert {"trec_evals-names", "the-measures"} <= anchors(page)
+    assert "judged-server-start" in anchors(REPO / "docs" / "cli.md")
+
+
 def test_readme_links_every_page_of_docs() -> None:
     linked = {target.split("#")[0] for target in links(REPO / "README.md")}
     pages = {str(path.relative_to(REPO)) for path in REPO.glob("docs/*.md")}
