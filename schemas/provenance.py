@@ -1,5 +1,5 @@
 """Identity and provenance: the metadata judgment sets and runs carry, how identifiers are derived, and the record
-every evaluation stores (SPEC section 3).
+every evaluation stores (docs/method.md, "Identity and provenance").
 
 Belongs here: pure descriptions and derivations. What looks outside (installed versions, the git commit) is read
 by `judged.flows.engine.versions` and passed in.

@@ -1,5 +1,5 @@
-"""The evaluation spec: the measures and every declared option of the ranking, the judgments and NDCG (SPEC
-section 2) as one frozen, typed model.
+"""The evaluation spec: the measures and every declared option of the ranking, the judgments and NDCG
+(docs/method.md, "The options") as one frozen, typed model.
 
 Belongs here: the `EvaluationSpec` model, its presets, its canonical JSON form, hash and label, and the parsing of
 option values given as text (CLI; measure names are parsed by `schemas/measures.py`). Nothing here computes a score: `transforms/` reads a spec and obeys it.

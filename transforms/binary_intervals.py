@@ -1,5 +1,5 @@
 """Intervals of the measures other than nDCG (P@k, R@k, RR, R-Prec, AP, RBP) over unjudged documents, per run
-(SPEC section 6) and for the difference of two runs seen in one world (SPEC section 7).
+and for the difference of two runs seen in one world (docs/method.md, "Intervals of every measure").
 
 Belongs here: the smallest and largest value of each of these measures, and of the difference of two runs' values,
 when every unjudged document either list retrieved (to its depth) receives some grade of the judgment set's scale,

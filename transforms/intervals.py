@@ -1,4 +1,4 @@
-"""Exact nDCG intervals over unjudged documents (SPEC section 6): the smallest and largest value a query's nDCG@k
+"""Exact nDCG intervals over unjudged documents (docs/method.md): the smallest and largest value a query's nDCG@k
 can take when every unjudged document the run retrieved (to its depth) receives some grade of the scale.
 
 Belongs here: the pure computation of `value_min` and `value_max` from ranked-and-judged rows (one row per

@@ -1,4 +1,4 @@
-"""Paired difference intervals over unjudged documents (SPEC section 7): the smallest and largest value of
+"""Paired difference intervals over unjudged documents (docs/method.md): the smallest and largest value of
 nDCG@k(run) - nDCG@k(baseline) over every assignment of grades to the unjudged documents either run retrieved,
 both runs seeing the same assignment.
 

@@ -1,11 +1,9 @@
-"""The README's Python examples, run as written (in order, one namespace, from a folder holding the repository's
-data/ and the warehouse the README's `judged evaluate ... --warehouse warehouse` command writes), and
-`judged.Warehouse` against `judged.evaluate`: a result the flow stored reads back with the id, numbers and spec the
-API computes from the same files."""
+"""`judged.Warehouse` against `judged.evaluate`: a result the flow stored reads back with the id, numbers and spec
+the API computes from the same files, and bad ids are one-line input errors. (The Python examples of
+docs/python-api.md run in tests/docs.)"""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import polars as pl
@@ -14,41 +12,22 @@ from typer.testing import CliRunner
 
 import judged
 from judged.flows.cli.app import app
-from tests.conftest import REPO
-
-README = (REPO / "README.md").read_text()
-PYTHON_BLOCKS = re.findall(r"```python\n(.*?)```", README, flags=re.S)
-# The command the README gives for the warehouse its last example reads.
-WAREHOUSE_COMMAND = re.search(r"`judged (evaluate [^`]*--warehouse warehouse)`", README, flags=re.S)
+from tests.conftest import SAMPLE
 
 
 @pytest.fixture(scope="module")
 def workspace(prefect_harness: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("readme-api")
-    (root / "data").symlink_to(REPO / "data")
-    assert WAREHOUSE_COMMAND is not None
-    arguments = WAREHOUSE_COMMAND.group(1).split()
-    result = CliRunner().invoke(app, [*arguments[:-1], str(root / arguments[-1])], catch_exceptions=False)
+    root = tmp_path_factory.mktemp("api-warehouse")
+    result = CliRunner().invoke(app, ["evaluate", str(SAMPLE / "qrels.dl20-passage.txt"),
+                                      str(SAMPLE / "runs" / "input.p_bm25.gz"), "--preset", "trec_eval",
+                                      "--cutoffs", "10,100", "--warehouse", str(root / "warehouse")],
+                                catch_exceptions=False)
     assert result.exit_code == 0, result.output
     return root
 
 
-def test_readme_has_the_three_api_examples() -> None:
-    assert len(PYTHON_BLOCKS) == 3
-    assert "judged.evaluate(" in PYTHON_BLOCKS[0] and "judged.Warehouse(" in PYTHON_BLOCKS[2]
-
-
-def test_readme_python_examples_run(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.chdir(workspace)
-    namespace: dict[str, object] = {}
-    for block in PYTHON_BLOCKS:
-        exec(compile(block, "README.md", "exec"), namespace)  # noqa: S102 - the README's own examples
-    assert namespace["stored"].provenance.flow_run_id  # type: ignore[attr-defined]
-
-
 def test_stored_results_match_the_api(workspace: Path) -> None:
-    sample = REPO / "data" / "trec-dl-2020-sample"
-    computed = judged.evaluate(sample / "qrels.dl20-passage.txt", sample / "runs" / "input.p_bm25.gz",
+    computed = judged.evaluate(SAMPLE / "qrels.dl20-passage.txt", SAMPLE / "runs" / "input.p_bm25.gz",
                                preset="trec_eval", cutoffs=(10, 100))
     warehouse = judged.Warehouse(workspace / "warehouse")
     evaluations = warehouse.evaluations()

@@ -1,6 +1,6 @@
 """`judged compare --warehouse` end to end on the bundled TREC DL 2020 sample: the comparison stored with its
-provenance and queryable (the `comparisons` and `comparison_per_query` views, the README's comparison queries), the
-refusal of evaluations on different judgment versions naming both, and `--rebase`.
+provenance and queryable (the `comparisons` and `comparison_per_query` views, the comparison queries of
+docs/warehouse.md), the refusal of evaluations on different judgment versions naming both, and `--rebase`.
 
 Uses the session's temporary Prefect server (`prefect_harness`).
 """
@@ -20,7 +20,8 @@ from tests.conftest import REPO, SAMPLE
 QRELS = SAMPLE / "qrels.dl20-passage.txt"
 RUNS = [SAMPLE / "runs" / f"input.{name}.gz" for name in ("p_bm25", "pash_r3", "DoRA_Large")]
 FAST = ["--permutations", "1000", "--resamples", "1000"]
-README_QUERIES = re.findall(r"```sql comparison\n(.*?)```", (REPO / "README.md").read_text(), flags=re.S)
+ANALYST_QUERIES = re.findall(r"```sql comparison\n(.*?)```", (REPO / "docs" / "warehouse.md").read_text(),
+                             flags=re.S)
 
 
 def judged(*args: object) -> Result:
@@ -97,13 +98,13 @@ def test_options_with_a_stored_comparison_are_refused(stored: dict) -> None:
                              "instead)\n")
 
 
-def test_readme_comparison_queries(stored: dict) -> None:
-    assert len(README_QUERIES) == 2
-    better = sql(stored["warehouse"], README_QUERIES[0])
+def test_the_docs_comparison_queries(stored: dict) -> None:
+    assert len(ANALYST_QUERIES) == 2
+    better = sql(stored["warehouse"], ANALYST_QUERIES[0])
     # pash_r3 beats p_bm25 at NDCG@10 by about 0.32 (DL 2020, trec_eval -c): far below 0.05 after Holm
     assert [row["run"] for row in better] == ["pash_r3"]
     assert better[0]["effect_size"] > 0.8 and better[0]["p_adjusted"] < 0.05
-    lost = sql(stored["warehouse"], README_QUERIES[1])
+    lost = sql(stored["warehouse"], ANALYST_QUERIES[1])
     assert lost and all(row["difference"] < -0.2 for row in lost)
     assert {row["run"] for row in lost} <= {"pash_r3", "DoRA_Large"}
 

@@ -244,8 +244,9 @@ def free_port() -> int:
 
 @pytest.fixture
 def server_outside_judged(new_user: tuple[Path, dict[str, str]], tmp_path: Path) -> Iterator[tuple[subprocess.Popen, str]]:
-    """`prefect server start` on the new user's Prefect home, as the README's first night once had users start it
-    (after the quick start had started judged's): its process and API URL; stopped at the end, by its group."""
+    """`prefect server start` on the new user's Prefect home, as the first night (docs/operations.md) once had users
+    start it (after the quick start had started judged's): its process and API URL; stopped at the end, by its
+    group."""
     import urllib.request
 
     home, env = new_user

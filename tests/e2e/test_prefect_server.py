@@ -1,9 +1,9 @@
-"""The README's first night, step by step from an empty folder, after the quick start left judged's local Prefect
-server running (a user's first start: a new Prefect home, its database created): the judgments ingested, `judged
-serve` registering the deployment with its cron schedule on that server (not a second one: issue 38) and creating
-the inbox, a run file dropped into the inbox, one run triggered with `prefect deployment run` against `judged server
-url`, the night found in the warehouse, its report where serve's terminal says, the run's logs in the Prefect API,
-and serve stopped by SIGTERM within 5 s. The test stops every process it started."""
+"""The first night of docs/operations.md, step by step from an empty folder, after the quick start left judged's
+local Prefect server running (a user's first start: a new Prefect home, its database created): the judgments
+ingested, `judged serve` registering the deployment with its cron schedule on that server (not a second one: issue
+38) and creating the inbox, a run file dropped into the inbox, one run triggered with `prefect deployment run`
+against `judged server url`, the night found in the warehouse, its report where serve's terminal says, the run's
+logs in the Prefect API, and serve stopped by SIGTERM within 5 s. The test stops every process it started."""
 
 from __future__ import annotations
 
@@ -68,18 +68,18 @@ def user(tmp_path: Path) -> Iterator[tuple[Path, dict[str, str]]]:
                 pass
 
 
-def readme_first_night() -> list[str]:
-    """The README's first-night commands, as written (one per line, comments dropped)."""
-    readme = (REPO / "README.md").read_text()
-    section = readme[readme.index("**A first night, from an empty folder.**"):]
+def first_night() -> list[str]:
+    """The first-night commands of docs/operations.md, as written (one per line, comments dropped)."""
+    page = (REPO / "docs" / "operations.md").read_text()
+    section = page[page.index("**A first night, from an empty folder.**"):]
     block = re.search(r"```bash\n(.*?)```", section, flags=re.S)
     assert block is not None
     return [line.split("  #")[0].strip() for line in block.group(1).splitlines() if line.strip()]
 
 
-def test_readme_first_night_on_the_local_server(user: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
+def test_first_night_on_the_local_server(user: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
     home, env = user
-    steps = readme_first_night()
+    steps = first_night()
     folder = tmp_path / "night"
     folder.mkdir()  # the empty folder
     env |= {"CLONE": str(REPO), "PATH": f"{BIN}{os.pathsep}{env.get('PATH', '')}"}

@@ -1,5 +1,5 @@
-"""The README's quick start job (`judged demo`: the nightly flow over the bundled sample) and its five analyst
-queries, run as written."""
+"""The README's quick start job (`judged demo`: the nightly flow over the bundled sample) and the five analyst
+queries of docs/warehouse.md, run as written."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from judged.flows.store.warehouse import CATALOG_STORAGE_VERSION
 from tests.conftest import REPO, once_per_run
 
 runner = CliRunner()
-README_QUERIES = re.findall(r"```sql\n(.*?)```", (REPO / "README.md").read_text(), flags=re.S)
+ANALYST_QUERIES = re.findall(r"```sql\n(.*?)```", (REPO / "docs" / "warehouse.md").read_text(), flags=re.S)
 
 
 @pytest.fixture(scope="module")
@@ -50,30 +50,30 @@ def test_demo_prints_summaries_and_the_next_command(demo_warehouse: tuple[Path, 
     assert Path(report).parent == (demo_warehouse[0] / "reports").absolute()
 
 
-def test_readme_has_five_analyst_queries() -> None:
-    assert len(README_QUERIES) == 5
+def test_the_docs_have_five_analyst_queries() -> None:
+    assert len(ANALYST_QUERIES) == 5
 
 
 def test_mean_ndcg_per_run(demo_warehouse: tuple[Path, str]) -> None:
-    rows = sql_rows(demo_warehouse[0], README_QUERIES[0])
+    rows = sql_rows(demo_warehouse[0], ANALYST_QUERIES[0])
     assert [(r["run_name"], r["ndcg_10"]) for r in rows] == [("pash_r3", 0.8031), ("p_bm25", 0.4796), ("DoRA_Large", 0.0414)]
 
 
 def test_per_query_differences(demo_warehouse: tuple[Path, str]) -> None:
-    rows = sql_rows(demo_warehouse[0], README_QUERIES[1])
+    rows = sql_rows(demo_warehouse[0], ANALYST_QUERIES[1])
     assert len(rows) == 10
     assert all(r["difference"] == pytest.approx(r["pash_r3"] - r["p_bm25"], abs=2e-4) for r in rows)
     assert rows == sorted(rows, key=lambda r: -r["difference"])
 
 
 def test_unjudged_in_top_10(demo_warehouse: tuple[Path, str]) -> None:
-    rows = sql_rows(demo_warehouse[0], README_QUERIES[2])
+    rows = sql_rows(demo_warehouse[0], ANALYST_QUERIES[2])
     assert len(rows) == 10 and rows[0]["run"] == "DoRA_Large"
     assert all(r["unjudged_in_top_10"] == len(r["documents"]) for r in rows)
 
 
 def test_coverage_by_judgment_version(demo_warehouse: tuple[Path, str]) -> None:
-    rows = sql_rows(demo_warehouse[0], README_QUERIES[3])
+    rows = sql_rows(demo_warehouse[0], ANALYST_QUERIES[3])
     assert len(rows) == 9  # 3 runs x 3 cutoffs
     assert {(r["name"], r["version"]) for r in rows} == {("trec-dl-2020-passage", "nist-final")}
     dora_10 = next(r for r in rows if r["run_name"] == "DoRA_Large" and r["cutoff"] == 10)
@@ -81,7 +81,7 @@ def test_coverage_by_judgment_version(demo_warehouse: tuple[Path, str]) -> None:
 
 
 def test_provenance_of_one_result(demo_warehouse: tuple[Path, str]) -> None:
-    (row,) = sql_rows(demo_warehouse[0], README_QUERIES[4])
+    (row,) = sql_rows(demo_warehouse[0], ANALYST_QUERIES[4])
     assert len(row["run_sha256"]) == 64 and len(row["qrels_sha256"]) == 64
     assert row["judgments_version"] == "nist-final"
     assert row["flow_run_id"]
@@ -124,13 +124,13 @@ def oldest_duckdb(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempP
     return folder / "bin" / "python"
 
 
-def test_catalog_opens_in_duckdb_1_0_with_the_readme_queries(
+def test_catalog_opens_in_duckdb_1_0_with_the_analyst_queries(
     demo_warehouse: tuple[Path, str], oldest_duckdb: Path
 ) -> None:
     assert CATALOG_STORAGE_VERSION == f"v{OLDEST_CLIENT}"
     catalog = demo_warehouse[0] / "catalog.duckdb"
     done = subprocess.run(
-        [str(oldest_duckdb), "-c", _RUN_IN_OLD_CLIENT, str(catalog)], input=json.dumps(README_QUERIES),
+        [str(oldest_duckdb), "-c", _RUN_IN_OLD_CLIENT, str(catalog)], input=json.dumps(ANALYST_QUERIES),
         capture_output=True, text=True, timeout=300, cwd=demo_warehouse[0],  # the views' paths are relative to it
     )
     assert done.returncode == 0, done.stderr
@@ -138,5 +138,5 @@ def test_catalog_opens_in_duckdb_1_0_with_the_readme_queries(
     assert answer["version"] == OLDEST_CLIENT
     # Same answers as DuckDB 2 through `judged sql`: the mean NDCG@10 per run, and each query's number of rows.
     assert [(row[0], row[2]) for row in answer["rows"][0]] == [("pash_r3", 0.8031), ("p_bm25", 0.4796), ("DoRA_Large", 0.0414)]
-    assert [len(rows) for rows in answer["rows"]] == [len(sql_rows(demo_warehouse[0], q)) for q in README_QUERIES]
+    assert [len(rows) for rows in answer["rows"]] == [len(sql_rows(demo_warehouse[0], q)) for q in ANALYST_QUERIES]
     assert [len(rows) for rows in answer["rows"]] == [3, 10, 10, 9, 1]

@@ -132,5 +132,5 @@ def test_chromium_renders_the_report_without_errors(report_file: Path, tmp_path:
     assert not_white.mean() > 0.05  # tables, axes, bars: far from a blank page
     red, green, blue = pixels[..., 0], pixels[..., 1], pixels[..., 2]
     assert np.count_nonzero((green > red + 0.1) & (green > blue)) > 1000  # the difference plot's green bars
-    if os.environ.get("JUDGED_REPORT_SCREENSHOT"):  # refreshes the README's screenshot (docs/report.png)
+    if os.environ.get("JUDGED_REPORT_SCREENSHOT"):  # refreshes the screenshot in docs/comparing.md (docs/report.png)
         shutil.copy(png, os.environ["JUDGED_REPORT_SCREENSHOT"])

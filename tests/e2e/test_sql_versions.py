@@ -1,8 +1,8 @@
-"""The README's analyst queries on a warehouse with two judgment versions and two nights, as the judging loop leaves
-it: the quick start's night on NIST's judgments, a worklist answered and ingested as version v2 (`ingest-judgments
---extends`), and a second night of the same runs, evaluated and compared against v2. Each query answers once per run,
-query or document, on the newest version, and says which version it is on; the catalog opens in DuckDB 1.0.0 too.
-Uses the session's temporary Prefect server (`prefect_harness`)."""
+"""The analyst queries of docs/warehouse.md on a warehouse with two judgment versions and two nights, as the judging
+loop leaves it: the quick start's night on NIST's judgments, a worklist answered and ingested as version v2
+(`ingest-judgments --extends`), and a second night of the same runs, evaluated and compared against v2. Each query
+answers once per run, query or document, on the newest version, and says which version it is on; the catalog opens
+in DuckDB 1.0.0 too. Uses the session's temporary Prefect server (`prefect_harness`)."""
 
 from __future__ import annotations
 
@@ -19,9 +19,9 @@ from judged.flows.cli.app import app
 from tests.conftest import REPO, SAMPLE
 from tests.e2e.test_quickstart import _RUN_IN_OLD_CLIENT, OLDEST_CLIENT, oldest_duckdb  # noqa: F401 - a fixture
 
-README = (REPO / "README.md").read_text()
-QUERIES = re.findall(r"```sql\n(.*?)```", README, flags=re.S)
-COMPARISON_QUERIES = re.findall(r"```sql comparison\n(.*?)```", README, flags=re.S)
+PAGE = (REPO / "docs" / "warehouse.md").read_text()
+QUERIES = re.findall(r"```sql\n(.*?)```", PAGE, flags=re.S)
+COMPARISON_QUERIES = re.findall(r"```sql comparison\n(.*?)```", PAGE, flags=re.S)
 RUNS = ("DoRA_Large", "p_bm25", "pash_r3")
 runner = CliRunner()
 

@@ -26,7 +26,7 @@ from tests.conftest import REPO
 NOT_SOURCE = (".venv", ".git", "build", "dist", "*.egg-info", "__pycache__", ".pytest_cache", ".hypothesis",
               "warehouse", "demo")
 LAYERS = ("schemas", "transforms", "flows", "data")
-# The seed fixture (data/seed) under the trec_eval preset, as the README prints it: DCG@3 = 3 + 0 + 2/log2(4) = 4,
+# The seed fixture (data/seed) under the trec_eval preset, as docs/method.md prints it: DCG@3 = 3 + 0 + 2/log2(4) = 4,
 # IDCG@3 = 3 + 2/log2(3) + 0.
 SEED_TREC_LINES = [
     "ndcg_cut_1\tq1\t1.0",

@@ -1,4 +1,4 @@
-"""Table contracts declared once (schemas.tables): the Polars and Arrow schemas, the validation and the README's table
+"""Table contracts declared once (schemas.tables): the Polars and Arrow schemas, the validation and the table
 of views all come from the declarations, and the validation lists every mismatch rather than the first."""
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ def test_a_declaration_names_its_key_among_its_columns() -> None:
         Table("t", "thing", {"id": Column(pl.String(), "its id", nullable=True)}, ("id",))
 
 
-def test_readme_table_of_views_is_the_declarations() -> None:
-    readme = (REPO / "README.md").read_text()
-    assert views_markdown() in readme
-    assert readme.count("| view | one row per |") == 1
+def test_the_docs_table_of_views_is_the_declarations() -> None:
+    page = (REPO / "docs" / "warehouse.md").read_text()
+    assert views_markdown() in page
+    assert page.count("| view | one row per |") == 1

@@ -1,4 +1,4 @@
-"""nDCG@k under a declared spec (SPEC section 2): gains, DCG and ideal DCG at every requested cutoff in one pass.
+"""nDCG@k under a declared spec (docs/method.md): gains, DCG and ideal DCG at every requested cutoff in one pass.
 
 For one query, with the evaluated list in the declared order and cut at k,
 `DCG@k = sum_{i=1..min(k,n)} gain(grade_i) / log2(i + 1)` and `nDCG@k = DCG@k / IDCG@k`, where IDCG@k is the DCG@k
