@@ -374,6 +374,16 @@ COMPARISON_PER_QUERY_TABLE = Table.of_fields(
               "n_unjudged", "n_disputed"),
 )
 
+PAIRED_DIFFERENCE_TABLE = Table.of_fields(
+    "paired_difference", "pair of runs, query, measure and cutoff",
+    ("baseline", "run", QUERY, "cutoff", "measure", "difference_min", "difference_max", "difference_kind",
+     "n_unjudged"),
+    ("baseline", "run", QUERY, "measure", "cutoff"),
+    "a pair's difference interval over one grading of the open documents for both runs (transforms/"
+    "paired_intervals.py, binary_intervals.py), before the comparison joins it to its paired rows",
+    nullable=("cutoff", "difference_min", "difference_max", "difference_kind", "n_unjudged"),
+)
+
 # -- the catalog's views ------------------------------------------------------------------------------------------
 
 # A result an analyst joins names its judgment set's version, so that results on two versions of one judgment set
@@ -436,6 +446,7 @@ NIGHTLY = NIGHTLY_TABLE.schema
 JUDGMENT_LINEAGE = JUDGMENT_LINEAGE_TABLE.schema
 WORKLISTS = WORKLISTS_TABLE.schema
 COMPARISON_RECORDS = COMPARISON_RECORDS_TABLE.schema
+PAIRED_DIFFERENCE = PAIRED_DIFFERENCE_TABLE.schema
 COMPARISONS = COMPARISONS_TABLE.schema
 COMPARISON_PER_QUERY = COMPARISON_PER_QUERY_TABLE.schema
 
@@ -459,7 +470,7 @@ def comment_statements(views: dict[str, Table] = VIEWS) -> str:
 
 
 def views_markdown(views: dict[str, Table] = VIEWS) -> str:
-    """The README's table of views: each view, what one row is, its key and its columns."""
+    """docs/warehouse.md's table of views: each view, what one row is, its key and its columns."""
     lines = ["| view | one row per | key | columns |", "|---|---|---|---|"]
     for name, table in views.items():
         columns = ", ".join(f"`{c}`" for c in table.columns)

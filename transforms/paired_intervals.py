@@ -43,6 +43,7 @@ import numpy as np
 import polars as pl
 
 from judged.schemas.fields import PAIRED_QUERY, QUERY
+from judged.schemas.tables import PAIRED_DIFFERENCE
 from judged.schemas.spec import EvaluationSpec
 from judged.transforms.intervals import (
     INTERVAL_KIND, assignable_grades, discount_prefix, disputed_universe, enumerated_ends_batch, ideal_only_sets,
@@ -305,10 +306,7 @@ def difference_intervals(
     )
 
 
-DIFFERENCE_ROWS = {
-    "baseline": pl.String, "run": pl.String, QUERY: pl.String, "cutoff": pl.Int32, "measure": pl.String,
-    "difference_min": pl.Float64, "difference_max": pl.Float64, "difference_kind": INTERVAL_KIND, "n_unjudged": pl.Int64,
-}
+DIFFERENCE_ROWS = PAIRED_DIFFERENCE
 """The rows of paired difference intervals `with_difference_intervals` takes: nDCG's (`difference_intervals`, with
 `measure` "nDCG") and the other measures' (`transforms.binary_intervals.binary_difference_intervals`)."""
 
