@@ -235,7 +235,7 @@ def load_input(
     except pl.exceptions.PolarsError as error:  # a column whose values cannot take the contract's type
         raise InputError(source, f"cannot be read as a {kind.noun}: {_first_line(error)}") from None
     raise_first_problem(checked.select("source_line", "problem"), source, "row")
-    table = in_contract(checked.lazy(), kind.input_contract.schema).collect()
+    table = in_contract(checked.lazy(), kind.input_contract).collect()
     if not allow_empty:
         require_rows(table.lazy(), source, kind.name, "python", ALLOW_EMPTY_ARGUMENT)  # type: ignore[arg-type]
     # The content's identity: its rows in the contract, as CSV (the same rows give the same id).

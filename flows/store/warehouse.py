@@ -1009,7 +1009,7 @@ class Store:
                 "name": meta.name,
                 "version": meta.version,
                 "task": meta.task,
-                "assessors": meta.assessors,
+                "assessors": meta.assessors.description,
                 "pooling": meta.pooling,
                 "grade_scale": [{"grade": g, "meaning": m} for g, m in meta.grade_scale],
                 "unresolved_token": meta.unresolved_token,
