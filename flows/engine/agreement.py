@@ -43,6 +43,8 @@ class SetAgreement:
     """A judgment set's assessors and how far they agree."""
 
     judgment_set_id: str
+    name: str  # the set's name and version label, as its metadata declares them ("" when it does not)
+    version: str
     relevant_from: int  # the lowest grade counted relevant in `kappa_relevant`
     assessors: pl.DataFrame
     """One row per assessor the set names (schemas.tables.ASSESSOR_COUNTS_TABLE): kind, judgments, unresolved,
@@ -53,6 +55,12 @@ class SetAgreement:
     alpha: float | None
     """Krippendorff's alpha (ordinal) over every assessor; None where undefined (fewer than two assessors, no pair
     graded twice, or one grade only)."""
+
+    @property
+    def label(self) -> str:
+        """How reports name the set: `name@version` (or what of it is declared) and its id."""
+        named = "@".join(part for part in (self.name, self.version) if part)
+        return f"{named} ({self.judgment_set_id})" if named else self.judgment_set_id
 
     def stored(self) -> tuple[pl.DataFrame, pl.DataFrame]:
         """The rows the warehouse stores beside the set: its assessors and its agreement (`STORED_ASSESSORS`,
@@ -75,6 +83,8 @@ def agreement_of(table: Table, rel: int | None = None) -> SetAgreement:
         rows = rows.with_columns(assessor=pl.lit(None, pl.String))
     return SetAgreement(
         judgment_set_id=table.deferred_id()(),
+        name=metadata.name,
+        version=metadata.version,
         relevant_from=threshold,
         assessors=assessor_counts(rows.lazy(), metadata.assessor_kinds).collect(),
         pairs=agreement_by_pair(rows, threshold),
