@@ -73,11 +73,12 @@ class SetAgreement:
         return assessors, pairs
 
 
-def agreement_of(table: Table, rel: int | None = None) -> SetAgreement:
-    """The agreement of the set's assessors at its threshold (`relevance_threshold`), from its rows: each assessor
-    grades a pair once (refused otherwise before here: flows/store/assessor_files.py `check_assessors`)."""
+def agreement_of(table: Table, rel: int | None = None, rel_option: str = "--rel") -> SetAgreement:
+    """The agreement of the set's assessors at its threshold (`relevance_threshold`; `rel_option` names `rel` in
+    its errors), from its rows: each assessor grades a pair once (refused otherwise before here:
+    flows/store/assessor_files.py `check_assessors`)."""
     metadata = cast(JudgmentSetMetadata, table.metadata)
-    threshold = relevance_threshold(metadata, rel)
+    threshold = relevance_threshold(metadata, rel, rel_option)
     rows = table.load().frame
     if "assessor" not in rows.columns:  # a set that names no assessor: one, unnamed
         rows = rows.with_columns(assessor=pl.lit(None, pl.String))

@@ -113,6 +113,7 @@ def load_judgments(
     allow_empty: bool = False,
     print_warnings: bool = True,
     allow_empty_option: str | None = None,
+    assessor_option: str = ASSESSOR_OPTION,
 ) -> LoadedTable:
     """A judgment set read from `paths`, validated, and checked as a set that names its assessors is
     (`check_assessors`). One file and no `assessors`: the file as `load_table` reads it (a Parquet table may name
@@ -123,23 +124,24 @@ def load_judgments(
 
     Without `metadata`, the files' sidecars are read (merged: `merged_sidecars`). `kinds` ({name: kind}, the
     command line's `--assessor-kind`) are added to the kinds the metadata declares, and replace them where both
-    name one assessor."""
+    name one assessor. Errors name the names' option as `assessor_option` (the Python API's `assessors`)."""
+    option = assessor_option
     files = [Path(path) for path in paths]
     if not files:
         raise UsageError("judgments", "no judgments file given")
     if len(files) > 1 and not assessors:
-        raise UsageError(ASSESSOR_OPTION, f"{len(files)} judgments files are one set only when each names its "
-                                          f"assessor: give {ASSESSOR_OPTION} NAME once per file, in their order")
+        raise UsageError(option, f"{len(files)} judgments files are one set only when each names its assessor: "
+                                 f"give {option} one name per file, in their order")
     if assessors and len(assessors) != len(files):
-        raise UsageError(ASSESSOR_OPTION, f"{len(files)} judgments file(s) and {len(assessors)} {ASSESSOR_OPTION} "
-                                          f"name(s): give one per file, in the order of the files")
+        raise UsageError(option, f"{len(files)} judgments file(s) and {len(assessors)} {option} name(s): give one "
+                                 "per file, in the order of the files")
     for name in assessors:
         if problem := assessor_name_problem(name):
-            raise UsageError(f"{ASSESSOR_OPTION} {name!r}", problem)
+            raise UsageError(f"{option} {name!r}", problem)
     repeated = sorted({name for name in assessors if list(assessors).count(name) > 1})
     if repeated:
-        raise UsageError(f"{ASSESSOR_OPTION} {repeated[0]}", "is given for two files: one file per assessor "
-                                                              "(put one assessor's judgments in one file)")
+        raise UsageError(f"{option} {repeated[0]}", "is given for two files: one file per assessor (put one "
+                                                    "assessor's judgments in one file)")
     if metadata is None:
         metadata = cast(JudgmentSetMetadata, read_sidecar(files[0], JUDGMENT_SET.name)) if len(files) == 1 \
             else merged_sidecars(files)
@@ -148,21 +150,21 @@ def load_judgments(
     if not assessors:
         table = load_table(files[0], JUDGMENT_SET.name, metadata, **read)  # type: ignore[arg-type]
     else:
-        table = _named_files(files, list(assessors), metadata, read)
-    table = _with_kinds(table, kinds or {})
+        table = _named_files(files, list(assessors), metadata, read, option)
+    table = with_kinds(table, kinds or {})
     check_assessors(table)
     return table
 
 
 def _named_files(
-    files: list[Path], names: list[str], metadata: JudgmentSetMetadata, read: dict[str, Any]
+    files: list[Path], names: list[str], metadata: JudgmentSetMetadata, read: dict[str, Any], option: str
 ) -> LoadedTable:
     tables = []
     for path, name in zip(files, names, strict=True):
         if path.is_file() and sniff_format(path) == "parquet":
-            raise UsageError(f"{ASSESSOR_OPTION} {name}", f"{path} is a Parquet table, which names its assessors in "
-                                                         f"an `assessor` column: {ASSESSOR_OPTION} names the "
-                                                         "assessor of a TREC qrels file")
+            raise UsageError(f"{option} {name}", f"{path} is a Parquet table, which names its assessors in an "
+                                                 f"`assessor` column: {option} names the assessor of a TREC qrels "
+                                                 "file")
         table = load_table(path, JUDGMENT_SET.name, metadata, **read)
         # One file is one assessor's: a pair it grades twice is refused here, naming the file and its lines.
         _refuse_repeats(table.scan.with_columns(assessor=pl.lit(name, pl.String)), str(path), table.unit)
@@ -192,7 +194,8 @@ def _digest(named: list[list[str]]) -> str:
     return hashlib.sha256(canonical_json({"assessor_files": named}).encode()).hexdigest()
 
 
-def _with_kinds(table: LoadedTable, kinds: Mapping[str, str]) -> LoadedTable:
+def with_kinds(table: LoadedTable, kinds: Mapping[str, str]) -> LoadedTable:
+    """The table with these assessors' kinds added to (or replacing) those its metadata declares."""
     if not kinds:
         return table
     metadata = cast(JudgmentSetMetadata, table.metadata)
