@@ -75,7 +75,7 @@ AssessorOption = Annotated[list[str] | None, typer.Option(
 AssessorKindOption = Annotated[list[str] | None, typer.Option(
     "--assessor-kind", metavar="NAME=KIND",
     help="An assessor's kind: human, model:<name> (a model that judged) or adjudicator. Repeatable; replaces the "
-         "kind the sidecar's [assessors] kinds give the same assessor.")]
+         "kind the sidecar's assessors table gives the same assessor.")]
 
 
 def require_readable_warehouse(warehouse: Path) -> None:
