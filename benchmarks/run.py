@@ -88,9 +88,9 @@ def _judged() -> list[str]:
     return [str(script)] if script.is_file() else [sys.executable, "-m", "judged.flows.cli"]
 
 
-def _judged_args(qrels: Path, run: Path, *extra: str) -> list[str]:
+def _judged_args(qrels: Path, run: Path, *extra: str, output: str = "trec") -> list[str]:
     return [*_judged(), "evaluate", str(qrels), str(run), *extra, "--preset", "trec_eval", "--cutoffs",
-            str(CUTOFF), "--format", "trec"]
+            str(CUTOFF), "--format", output]
 
 
 def _module(name: str) -> Callable[[Inputs], str | None]:
@@ -164,6 +164,13 @@ TOOLS: dict[str, Tool] = {
             "judged-text",
             "judged evaluate, direct path, TREC text run",
             lambda i, scratch: _judged_args(i.qrels, i.run_text),  # type: ignore[arg-type]
+            _text_run,
+        ),
+        Tool(
+            "judged-text-json",
+            "judged evaluate, direct path, TREC text run, --format json: every per-query value with its interval "
+            "and counts",
+            lambda i, scratch: _judged_args(i.qrels, i.run_text, output="json"),  # type: ignore[arg-type]
             _text_run,
         ),
         Tool(
@@ -264,7 +271,8 @@ TOOLS: dict[str, Tool] = {
 XL_TOOLS = ("judged-stored", "judged-flow", "judged-ingest")
 # Tools whose commands run Prefect flows (and so may start the local Prefect server, stopped at the end).
 FLOW_TOOLS = ("judged-ingest", "judged-ingest-parquet", "judged-flow", "judged-flow-text", "judged-seed-flow")
-JUDGED_TOOLS = ("judged-text", "judged-parquet", "judged-stored", "judged-flow", "judged-flow-text")
+JUDGED_TOOLS = ("judged-text", "judged-text-json", "judged-parquet", "judged-stored", "judged-flow",
+                "judged-flow-text")
 INGEST_TOOLS = ("judged-ingest", "judged-ingest-parquet")
 REFERENCE_TOOLS = ("trec_eval", "pytrec_eval", "ir_measures", "ranx-text", "ranx-parquet")
 
@@ -382,9 +390,16 @@ def _kill_tree(pid: int) -> None:
 
 
 def read_values(path: Path) -> dict[str, float]:
-    """`measure query value` lines (any whitespace) of ndcg_cut_10, skipping the `all` lines."""
+    """`measure query value` lines (any whitespace) of ndcg_cut_10, skipping the `all` lines; or, from judged's
+    `--format json`, the per-query nDCG@10 values."""
     values: dict[str, float] = {}
     with path.open() as handle:
+        if handle.read(1) == "{":
+            handle.seek(0)
+            rows = json.load(handle)["evaluations"][0]["per_query"]
+            return {row["query_id"]: row["value"] for row in rows
+                    if row["measure"] == "nDCG" and row["cutoff"] == CUTOFF and row["value"] is not None}
+        handle.seek(0)
         for line in handle:
             parts = line.split()
             if len(parts) == 3 and parts[0] == MEASURE and parts[1] != "all":

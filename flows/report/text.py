@@ -115,6 +115,7 @@ def interval_lines(
 
 def as_json(results: Sequence[EvaluationResult]) -> str:
     evaluations = []
+    rows_of: dict[str, str] = {}
     for result in results:
         spec = result.spec
         declared = _declared(result)
@@ -130,9 +131,9 @@ def as_json(results: Sequence[EvaluationResult]) -> str:
             }
             for row in result.summary.iter_rows(named=True)
         ]
-        per_query = [
-            {key: _clean(value) for key, value in row.items()} for row in result.per_query.iter_rows(named=True)
-        ]
+        # A NUL cannot occur unescaped in json.dumps's output: the placeholder is found only where it was put.
+        placeholder = f"\x00per_query of evaluation {len(evaluations)}\x00"
+        rows_of[placeholder] = _rows_json(result.per_query)
         evaluations.append(
             {
                 "run": result.run_name,
@@ -143,10 +144,25 @@ def as_json(results: Sequence[EvaluationResult]) -> str:
                 "warnings": list(result.warnings),
                 "interval_world": INTERVAL_WORLD,
                 "summary": summary,
-                "per_query": per_query,
+                "per_query": placeholder,
             }
         )
-    return json.dumps({"evaluations": evaluations}, indent=1)
+    document = json.dumps({"evaluations": evaluations}, indent=1)
+    for placeholder, rows in rows_of.items():
+        document = document.replace(json.dumps(placeholder), rows, 1)
+    return document
+
+
+def _rows_json(frame: pl.DataFrame) -> str:
+    """A table's rows as a JSON array, one object per line, written by Polars (NaN as null, as `_clean` does).
+
+    json.dumps with indent encodes in Python, a dict per row, which at thousands of queries costs more than the
+    evaluation (benchmarks/README, the direct path with JSON output). `as_json` puts a placeholder string where the
+    rows go and splices them in."""
+    import polars as pl  # loaded already by the evaluation; this module stays light for the commands that print less
+
+    lines = frame.with_columns(pl.col(pl.Float32, pl.Float64).fill_nan(None)).write_ndjson().splitlines()
+    return "[\n" + ",\n".join(lines) + "\n]" if lines else "[]"
 
 
 def as_trec(results: Sequence[EvaluationResult]) -> str:

@@ -13,7 +13,7 @@ from benchmarks import store_floor
 from benchmarks.generate import generate
 from benchmarks.run import HEADER, format_report, run_benchmark
 
-REQUIRED_TOOLS = ["judged-text", "judged-parquet", "judged-stored", "pytrec_eval"]
+REQUIRED_TOOLS = ["judged-text", "judged-text-json", "judged-parquet", "judged-stored", "pytrec_eval"]
 
 
 def _run_rows(directory: Path) -> pl.DataFrame:
