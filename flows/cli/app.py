@@ -32,7 +32,6 @@ from judged.flows.cli.common import (
     fail,
     failure,
     orchestrated,
-    read_weights,
     require_prefect_api,
     require_readable_warehouse,
     with_spec_options,

@@ -7,7 +7,6 @@ Belongs here: thin tasks that log what they did. Tasks pass paths, identifiers a
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import replace
 from datetime import datetime
@@ -28,7 +27,7 @@ from judged.flows.store.assessor_files import load_judgments
 from judged.flows.store.kinds import input_kind
 from judged.flows.store.inputs import input_judgments, input_run
 from judged.flows.store.readers import (
-    LoadedTable, Metadata, Window, load_table, open_stored, proven_duplicate_free,
+    Metadata, Window, load_table, open_stored, proven_duplicate_free,
 )
 from judged.flows.store.scaled import ShardGroup, Survey, survey_piece, write_shard_group
 from judged.flows.store.warehouse import ReadRun, Store, StoreReport, read_run, staging_area
