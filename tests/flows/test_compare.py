@@ -65,24 +65,28 @@ def per_query_values() -> dict[str, dict[tuple[str, int], float]]:
 def test_json_has_one_object_per_pair_measure_and_cutoff() -> None:
     output = compared_json()
     rows = output["comparisons"]
-    assert [(r["run"], r["cutoff"]) for r in rows] == [
-        ("pash_r3", 10), ("pash_r3", 100), ("DoRA_Large", 10), ("DoRA_Large", 100)
+    # Three runs: every pair (the default up to 12 runs), the baseline's pairs first, each pair's first run its
+    # reference.
+    assert [(r["baseline"], r["run"], r["cutoff"]) for r in rows] == [
+        ("p_bm25", "pash_r3", 10), ("p_bm25", "pash_r3", 100), ("p_bm25", "DoRA_Large", 10),
+        ("p_bm25", "DoRA_Large", 100), ("pash_r3", "DoRA_Large", 10), ("pash_r3", "DoRA_Large", 100),
     ]
+    assert "pairs: all 3 pairs of the 3 runs" in " ".join(output["notes"])
     for row in rows:
         assert FIELDS <= set(row)
-        assert row["baseline"] == "p_bm25" and row["correction"] == "holm" and row["effect_size_kind"] == "d_z"
+        assert row["correction"] == "holm" and row["effect_size_kind"] == "d_z"
         assert row["n_queries"] == 54 and row["wins"] + row["ties"] + row["losses"] == 54
         assert row["ci_low"] < row["mean_difference"] < row["ci_high"]
         assert row["unresolved"] is not None  # the per-query intervals (value_min/value_max) say which signs are open
         assert row["p_tukey_hsd"] is not None  # three runs
-    assert len(output["per_query"]) == 2 * 2 * 54
+    assert len(output["per_query"]) == 3 * 2 * 54
 
 
 def test_numbers_against_independent_computations() -> None:
     rows = compared_json()["comparisons"]
     values = per_query_values()
     for row in rows:
-        base, run = values["p_bm25"], values[row["run"]]
+        base, run = values[row["baseline"]], values[row["run"]]
         queries = sorted(q for q in base if q[1] == row["cutoff"] and q in run)
         a = np.array([base[q] for q in queries])
         b = np.array([run[q] for q in queries])
