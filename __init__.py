@@ -3,8 +3,8 @@
 The installed package `judged` is this file; its subpackages are the repository's folders `schemas/` (table
 contracts, the spec, provenance), `transforms/` (pure LazyFrame functions) and `flows/` (I/O, Prefect flows, the
 CLI). Importing `judged` loads nothing heavy: the command line starts from `judged.flows.cli` and must stay quick,
-so the Python API (`judged.evaluate`, `judged.compare`, `judged.worklist`, `judged.Warehouse`, in
-`judged.flows.api`) is loaded on first use.
+so the Python API (`judged.evaluate`, `judged.compare`, `judged.worklist`, `judged.agreement`,
+`judged.ingest_judgments`, `judged.Warehouse`, in `judged.flows.api`) is loaded on first use.
 
 The API refuses what the command line refuses, with the same messages: `judged.evaluate(qrels, run, ...,
 allow_empty=False)` raises on an input without rows unless `allow_empty=True` (the CLI's `--allow-empty`) and on a
@@ -18,7 +18,9 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from judged.flows.api import Comparison, Evaluation, Warehouse, compare, evaluate, worklist
+    from judged.flows.api import (
+        Agreement, Comparison, Evaluation, Warehouse, agreement, compare, evaluate, ingest_judgments, worklist,
+    )
     from judged.schemas.spec import EvaluationSpec, SpecError
     from judged.transforms.errors import InputError
 
@@ -27,6 +29,9 @@ _LAZY = {
     "evaluate": "judged.flows.api",
     "compare": "judged.flows.api",
     "worklist": "judged.flows.api",
+    "agreement": "judged.flows.api",
+    "ingest_judgments": "judged.flows.api",
+    "Agreement": "judged.flows.api",
     "Comparison": "judged.flows.api",
     "Evaluation": "judged.flows.api",
     "Warehouse": "judged.flows.api",

@@ -1,4 +1,5 @@
-"""The Python API: `judged.evaluate` for notebooks and scripts, and `judged.Warehouse` to read stored results.
+"""The Python API: `judged.evaluate` for notebooks and scripts, `judged.agreement` for how far a judgment set's
+assessors agree, `judged.ingest_judgments` to store a judgment set, and `judged.Warehouse` to read stored results.
 
 Belongs here: turning what a Python user holds (paths, Polars or pandas DataFrames, pyarrow Tables, pytrec_eval-style
 nested dicts) into the engine's validated tables, calling the engine (the direct path: no Prefect), and handing back
@@ -23,9 +24,13 @@ from typing import Any
 import polars as pl
 import pyarrow as pa
 
+from judged.flows.engine.agreement import SetAgreement
 from judged.flows.engine.evaluate import EvaluationResult
 from judged.flows.engine.evaluate import evaluate as evaluate_tables
 from judged.flows.store.hashing import known_hashes
+from judged.flows.store.assessor_files import (
+    assessor_names, check_assessors, kinds_of, load_judgments, merged_sidecars, with_kinds,
+)
 from judged.flows.store.kinds import JUDGMENT_SET, RUN, InputKind
 from judged.flows.store.readers import LoadedTable, StoredTable, load_table, open_stored, require_rows
 from judged.flows.engine.versions import implementation_commit, implementation_version, library_versions
@@ -235,7 +240,9 @@ def load_input(
     except pl.exceptions.PolarsError as error:  # a column whose values cannot take the contract's type
         raise InputError(source, f"cannot be read as a {kind.noun}: {_first_line(error)}") from None
     raise_first_problem(checked.select("source_line", "problem"), source, "row")
-    table = in_contract(checked.lazy(), kind.input_contract.schema).collect()
+    table = in_contract(checked.lazy(), kind.input_contract).collect()
+    if "assessor" in table.columns and table["assessor"].null_count() == table.height:
+        table = table.drop("assessor")  # a column of nulls names no assessor: the rows read as without it
     if not allow_empty:
         require_rows(table.lazy(), source, kind.name, "python", ALLOW_EMPTY_ARGUMENT)  # type: ignore[arg-type]
     # The content's identity: its rows in the contract, as CSV (the same rows give the same id).
@@ -319,6 +326,141 @@ def _from_nested(value: Mapping[Any, Any], kind: InputKind, source: str) -> pl.D
     )
 
 
+# -- several assessors --------------------------------------------------------------------------------------------
+
+Agreement = SetAgreement
+
+
+def _judgment_table(
+    judgments: Any, assessors: Any, assessor_kinds: Any, metadata: Any, allow_empty: bool
+) -> LoadedTable:
+    """Judgments that may name their assessors, as the engine's table: a path or a list of paths (TREC files, each
+    one assessor's when `assessors` names them in order; a Parquet table with an `assessor` column), or a frame
+    (its `assessor` column names them); `assessor_kinds` ({name: kind}) declares their kinds, `metadata` (a dict
+    of JudgmentSetMetadata's fields, or one) the set's metadata over its files' sidecars. A bad option or argument
+    is a SpecError, bad input an InputError."""
+    if not isinstance(allow_empty, bool):
+        raise SpecError(f"allow_empty must be True or False, not {allow_empty!r}")
+    if assessors is not None and (isinstance(assessors, str) or not isinstance(assessors, list | tuple)
+                                  or not all(isinstance(name, str) for name in assessors)):
+        raise SpecError(f"assessors must be a list of names, one per file, not {assessors!r}")
+    kinds = kinds_of(assessor_kinds, "assessor_kinds")
+    try:
+        if isinstance(judgments, str | os.PathLike) or (
+            isinstance(judgments, list | tuple) and all(isinstance(path, str | os.PathLike) for path in judgments)
+        ):
+            paths = [Path(judgments)] if isinstance(judgments, str | os.PathLike) else [Path(p) for p in judgments]
+            declared = _declared_metadata(metadata, paths)
+            return load_judgments(paths, list(assessors or ()), declared, kinds, print_warnings=False,
+                                  allow_empty=allow_empty, allow_empty_option=ALLOW_EMPTY_ARGUMENT,
+                                  assessor_option="assessors")
+        if assessors:
+            raise SpecError("assessors names the assessor of each file; the rows of a frame name theirs in an "
+                            "`assessor` column")
+        table = load_input(judgments, JUDGMENT_SET, "qrels", allow_empty=allow_empty)
+        table = replace(table, metadata=_declared_metadata(metadata, []))
+        table = with_kinds(table, kinds)
+        check_assessors(table)
+        return table
+    except UsageError as error:
+        raise SpecError(str(error)) from None
+
+
+def _declared_metadata(metadata: Any, paths: list[Path]) -> JudgmentSetMetadata:
+    """The set's metadata: its files' sidecars (merged), with the fields `metadata` gives over them."""
+    from pydantic import ValidationError
+
+    base = merged_sidecars(paths) if paths else JudgmentSetMetadata()
+    if metadata is None:
+        return base
+    if isinstance(metadata, JudgmentSetMetadata):
+        given = metadata.model_dump(exclude_defaults=True)
+    elif isinstance(metadata, Mapping):
+        given = dict(metadata)
+    else:
+        raise SpecError(f"metadata must be a dict of the judgment set's fields or a JudgmentSetMetadata, not "
+                        f"{type(metadata).__name__}")
+    merged = base.model_dump()
+    if "assessors" in given:  # a description (text) or {description, kinds}: kinds add to the sidecars'
+        described = JudgmentSetMetadata.model_validate({"assessors": given.pop("assessors")}).assessors
+        merged["assessors"] = {"description": described.description or base.assessors.description,
+                               "kinds": {**base.assessor_kinds, **dict(described.kinds)}}
+    try:
+        return JudgmentSetMetadata.model_validate({**merged, **given})
+    except ValidationError as error:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in error.errors())
+        raise SpecError(f"metadata: {problems}") from None
+
+
+def agreement(
+    judgments: Any,
+    assessors: list[str] | tuple[str, ...] | None = None,
+    assessor_kinds: Mapping[str, str] | None = None,
+    rel: int | None = None,
+    warehouse: str | os.PathLike[str] | None = None,
+) -> Agreement:
+    """How far a judgment set's assessors agree: `judged agreement` in this process.
+
+    `judgments` is TREC qrels files (a list of paths, each one assessor's, named in order by `assessors`), a
+    Parquet table or a frame with an `assessor` column (Polars, pandas, pyarrow); or, with `warehouse`, a stored
+    judgment set's NAME (its newest version), NAME@VERSION or id. `assessor_kinds` ({name: kind}: human,
+    model:<name>, adjudicator) declares the assessors' kinds. `rel` is the lowest grade counted relevant where the
+    set declares no `relevant_from` (default 1).
+
+    Returns an `Agreement`: `assessors` (one row per assessor: kind, judgments, unresolved, queries), `pairs` (one
+    row per pair of assessors: shared pairs, exact agreement, Cohen's kappa, linearly weighted kappa, kappa on
+    relevant-or-not), `alpha` (Krippendorff's, ordinal, over all of them), `relevant_from` and the set's id."""
+    from judged.flows.engine.agreement import agreement_of
+
+    if rel is not None and (isinstance(rel, bool) or not isinstance(rel, int)):
+        raise SpecError(f"rel must be a grade (an integer of at least 1), not {rel!r}")
+    try:
+        if warehouse is not None:
+            if not isinstance(judgments, str) or assessors or assessor_kinds:
+                raise SpecError("with warehouse=, judgments is a stored set's NAME, NAME@VERSION or id (its "
+                                "assessors are stored with it)")
+            from judged.flows.pipeline.judging import resolve_parent
+
+            store = Warehouse(warehouse)._store
+            table: LoadedTable | StoredTable = store.stored(JUDGMENT_SET, resolve_parent(store, judgments))
+            rows, source = table.load().scan, f"judgment set {judgments}"
+        else:
+            table = _judgment_table(judgments, assessors, assessor_kinds, None, False)
+            rows, source = table.scan, table.source
+        if not assessor_names(rows):
+            raise InputError(source, "names no assessor (its grades are one unnamed assessor's): nothing to compare")
+        return agreement_of(table, rel, "rel")
+    except UsageError as error:
+        raise SpecError(str(error)) from None
+
+
+def ingest_judgments(
+    judgments: Any,
+    warehouse: str | os.PathLike[str],
+    assessors: list[str] | tuple[str, ...] | None = None,
+    assessor_kinds: Mapping[str, str] | None = None,
+    metadata: Mapping[str, Any] | JudgmentSetMetadata | None = None,
+    allow_empty: bool = False,
+) -> str:
+    """Store a judgment set in a warehouse, content-addressed, and return its id: `judged ingest-judgments` in
+    this process (no Prefect flow; the same files, rows and id).
+
+    `judgments` is a path (TREC qrels, .gz or Parquet), a list of TREC files each one assessor's (named in order by
+    `assessors`), or a frame (Polars, pandas, pyarrow: `query_id`, `doc_id`, `relevance`, optionally `iteration` and
+    `assessor`). `assessor_kinds` ({name: kind}) declares the assessors' kinds; `metadata` (a dict of
+    JudgmentSetMetadata's fields: name, version, task, assessors, pooling, grade_scale, unresolved_token,
+    relevant_from, source) is the set's metadata, over what the files' sidecars declare. A set whose rows name
+    their assessors is stored with who they are and how far they agree (the views `assessors` and
+    `assessor_agreement`). Storing the same set again writes nothing and returns the same id."""
+    if not isinstance(warehouse, str | os.PathLike):
+        raise SpecError(f"warehouse must be a folder's path, not a {type(warehouse).__name__}")
+    table = _judgment_table(judgments, assessors, assessor_kinds, metadata, allow_empty)
+    store = Store(warehouse)
+    report = store.store_table(table)
+    store.refresh_catalog()
+    return report.id
+
+
 # -- stored results -----------------------------------------------------------------------------------------------
 
 
@@ -356,6 +498,28 @@ class Warehouse:
     def runs(self) -> pl.DataFrame:
         """One row per stored run: system, configuration, tag, hashes, counts."""
         return self._query("SELECT * FROM runs ORDER BY ingested_at, run_id")
+
+    def assessors(self, judgment_set: str | None = None) -> pl.DataFrame:
+        """One row per named assessor of every stored judgment set (or of one: its id or name, any version): kind,
+        judgments, unresolved, queries. A set that names no assessor has no row."""
+        where, parameters = self._set(judgment_set)
+        return self._query(f"SELECT * FROM assessors {where} ORDER BY judgment_set_id, assessor", parameters)
+
+    def assessor_agreement(self, judgment_set: str | None = None) -> pl.DataFrame:
+        """One row per pair of assessors of every stored judgment set (or of one): shared pairs, agreement,
+        Cohen's kappa plain, weighted and on relevant-or-not at `relevant_from`, and the set's Krippendorff's
+        alpha."""
+        where, parameters = self._set(judgment_set)
+        return self._query(
+            f"SELECT * FROM assessor_agreement {where} ORDER BY judgment_set_id, assessor_a, assessor_b", parameters)
+
+    def _set(self, judgment_set: str | None) -> tuple[str, list[Any]]:
+        if judgment_set is None:
+            return "", []
+        if not isinstance(judgment_set, str):
+            raise InputError(str(self.root), f"a judgment set is named by its id or name, not {judgment_set!r}")
+        return ("WHERE judgment_set_id IN (SELECT judgment_set_id FROM judgment_sets WHERE judgment_set_id = ? "
+                "OR name = ?)", [judgment_set, judgment_set])
 
     def evaluations(self) -> pl.DataFrame:
         """One row per stored evaluation: ids, run name, spec and label, versions, times, warnings, provenance."""

@@ -79,6 +79,8 @@ FIELDS: dict[str, Field] = _registry(
     Field("score", pl.Float64(), "the system's score"),
     Field("run_tag", pl.String(), "the run tag column as written"),
     Field("source_line", pl.Int64(), "line in the text file, or row in the Parquet file (1-based)"),
+    Field("assessor", pl.String(), "who gave the grade, as the judgments name them; null in a set that names no "
+                                   "assessor (one assessor, unnamed)"),
     # -- how stored rows are laid out
     Field("bucket", pl.Int32(), "the query's bucket, crc32 of its id mod 1024 (tables stored by bucket split by it)"),
     Field("position", pl.Int32(), "1-based position in trec_eval's order (score desc, then doc_id desc)"),
@@ -257,4 +259,20 @@ FIELDS: dict[str, Field] = _registry(
     Field("n_evaluations", pl.Int64(), "how many evaluated runs retrieved it in their top k"),
     Field("query_text", pl.String(), "the query's text, from --topics"),
     Field("budget", pl.Int64(), "pairs asked for"),
+    # -- several assessors: who they are and how far they agree (transforms/assessors.py)
+    Field("assessor_kind", pl.String(), "the assessor's declared kind: human, model:<name> or adjudicator; null "
+                                        "when the set does not declare it"),
+    Field("n_judgments", pl.Int64(), "the assessor's judgments with a grade (unresolved ones not counted)"),
+    Field("assessor_a", pl.String(), "the first assessor of the pair (names in byte order: a < b)"),
+    Field("assessor_b", pl.String(), "the second assessor of the pair"),
+    Field("shared_pairs", pl.Int64(), "(query, document) pairs both assessors graded"),
+    Field("agreement", pl.Float64(), "share of the shared pairs given the same grade; null without shared pairs"),
+    Field("kappa", pl.Float64(), "Cohen's kappa on the grades over the shared pairs; null where undefined (no "
+                                 "shared pair, or one grade only on both sides)"),
+    Field("weighted_kappa", pl.Float64(), "Cohen's kappa, linearly weighted by the distance between the grades"),
+    Field("kappa_relevant", pl.Float64(), "Cohen's kappa on relevant or not (grade >= relevant_from)"),
+    Field("relevant_from", pl.Int32(), "the lowest grade counted relevant: the set's declared threshold, else "
+                                       "trec_eval's -l default 1"),
+    Field("alpha", pl.Float64(), "Krippendorff's alpha (ordinal) over every assessor of the set and every pair two "
+                                 "of them graded; the same on each row of a set; null where undefined"),
 )

@@ -12,7 +12,9 @@ import json
 import posixpath
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import (
+    BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, field_serializer, field_validator, model_serializer,
+)
 
 ID_LENGTH = 32
 
@@ -36,19 +38,91 @@ def derive_id(kind: str, payload: Any) -> str:
     return hashlib.sha256(f"{kind}\n{canonical_json(payload)}".encode()).hexdigest()[:ID_LENGTH]
 
 
+# The kinds of assessor a judgment set's metadata may declare: `human`, `adjudicator` (who settled the others'
+# disagreements), or `model:<name>` (a model that judged, e.g. model:gpt-4o-2024-08-06).
+ASSESSOR_KINDS = ("human", "model:<name>", "adjudicator")
+MODEL_KIND_PREFIX = "model:"
+
+
+def assessor_kind_problem(kind: object) -> str | None:
+    """Why `kind` is not an assessor kind (None: it is one): `human`, `adjudicator`, or `model:<name>` with a name
+    of at least one character and no blank."""
+    if kind in ("human", "adjudicator"):
+        return None
+    if isinstance(kind, str) and kind.startswith(MODEL_KIND_PREFIX):
+        model = kind.removeprefix(MODEL_KIND_PREFIX)
+        if model and not any(character.isspace() for character in model):
+            return None
+        return f"kind {kind!r} names no model: write model:<name>, the name without blanks (model:gpt-4o)"
+    return f"kind {kind!r} is none of {', '.join(ASSESSOR_KINDS)}"
+
+
+def assessor_name_problem(name: object) -> str | None:
+    """Why `name` is not an assessor's name (None: it is one): a non-empty string without leading or trailing
+    blanks and without a line break."""
+    if not isinstance(name, str) or not name:
+        return f"assessor name {name!r} is empty or not text"
+    if name != name.strip() or "\n" in name or "\r" in name:
+        return f"assessor name {name!r} has blanks around it or a line break"
+    return None
+
+
+class Assessors(BaseModel):
+    """Who judged a judgment set: in words (`description`: the assessor pool, the adjudication procedure), and the
+    kind of each assessor its rows name (`kinds`: (name, kind) pairs in name order; see `ASSESSOR_KINDS`). Part of
+    the set's identity."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    description: str = ""
+    kinds: tuple[tuple[str, str], ...] = ()
+
+    @field_validator("kinds", mode="before")
+    @classmethod
+    def _kinds_from_mapping(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            return tuple(value.items())
+        return value
+
+    @field_validator("kinds")
+    @classmethod
+    def _valid_kinds(cls, kinds: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
+        names = [name for name, _ in kinds]
+        repeated = sorted({name for name in names if names.count(name) > 1})
+        if repeated:
+            raise ValueError(f"assessor(s) {repeated} are given a kind twice")
+        for name, kind in kinds:
+            problem = assessor_name_problem(name) or assessor_kind_problem(kind)
+            if problem:
+                raise ValueError(f"assessor {name!r}: {problem}")
+        return tuple(sorted(kinds))
+
+    def kind_of(self, name: str) -> str | None:
+        """The declared kind of the assessor `name` (None: not declared)."""
+        return dict(self.kinds).get(name)
+
+
 class JudgmentSetMetadata(BaseModel):
-    """Who judged what, how, on what scale. Part of the judgment set's identity."""
+    """Who judged what, how, on what scale. Part of the judgment set's identity.
+
+    `assessors` is the structured `Assessors` record; a plain string (every record and sidecar written before
+    assessors had kinds) reads as its description. Fields added since are left out of the serialized form while they
+    keep their defaults (a description alone serializes as that string, `relevant_from` None not at all), so a set
+    declared as before keeps its metadata JSON, its id and the ids of its evaluations."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: str = ""
     version: str = ""
     task: str = ""  # the task given to the assessors
-    assessors: str = ""  # who judged, and the adjudication procedure
+    assessors: Assessors = Assessors()  # who judged, how disagreements were settled, and each assessor's kind
     pooling: str = ""  # how candidates were chosen (depth-k pools of which runs, sampling)
     grade_scale: tuple[tuple[int, str], ...] = ()  # each grade and its meaning
     unresolved_token: str | None = None  # grade text that marks an unresolved judgment (kept as a null grade)
     source: str = ""  # where the file came from
+    # The lowest grade the set's assessors meant as relevant, when the set declares it: the threshold of the
+    # agreement on relevant-or-not (transforms/assessors.py). Evaluations keep their measures' own `rel`.
+    relevant_from: int | None = Field(None, ge=1)
 
     @field_validator("grade_scale", mode="before")
     @classmethod
@@ -56,6 +130,36 @@ class JudgmentSetMetadata(BaseModel):
         if isinstance(value, dict):
             return tuple(sorted((int(grade), str(meaning)) for grade, meaning in value.items()))
         return value
+
+    @field_validator("assessors", mode="before")
+    @classmethod
+    def _assessors_from_text(cls, value: Any) -> Any:
+        return {"description": value} if isinstance(value, str) else value
+
+    @field_serializer("assessors")
+    def _assessors_as_before(self, assessors: Assessors) -> Any:
+        if not assessors.kinds:
+            return assessors.description
+        return {"description": assessors.description, "kinds": dict(assessors.kinds)}
+
+    @model_serializer(mode="wrap")
+    def _without_new_defaults(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        dumped = handler(self)
+        if dumped.get("relevant_from", 0) is None:
+            del dumped["relevant_from"]
+        return dumped
+
+    @property
+    def assessor_kinds(self) -> dict[str, str]:
+        """Each named assessor's declared kind."""
+        return dict(self.assessors.kinds)
+
+    def with_assessors(self, description: str | None = None, kinds: dict[str, str] | None = None) -> JudgmentSetMetadata:
+        """The same metadata with the assessors' description and/or kinds replaced (validated: a ValueError names
+        the kind that is none)."""
+        assessors = {"description": self.assessors.description if description is None else description,
+                     "kinds": self.assessor_kinds if kinds is None else kinds}
+        return type(self).model_validate({**self.model_dump(), "assessors": assessors})
 
 
 class RunMetadata(BaseModel):

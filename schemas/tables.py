@@ -5,7 +5,7 @@ Belongs here: one `Table` declaration per table (inputs, per-query results, summ
 table and every catalog view). From it come the Polars schema (`.schema`, and the dict constants below that the code
 uses), the Arrow schema (`.arrow_schema()`), the validation of a frame against it (`.problems()`, `.validate()`), the
 catalog's `COMMENT ON VIEW/COLUMN` statements (`comment_statements`) and the documentation of the views
-(`views_markdown`, the README's table). No computation and no I/O.
+(`views_markdown`, the table of docs/warehouse.md). No computation and no I/O.
 
 Extending a contract: register the field (schemas/fields.py) and list its name in the table's declaration, and in
 its `nullable` when it may be null (or declare a new `Table`, and add it to `VIEWS` when the catalog shows it); the
@@ -14,7 +14,7 @@ schemas, validation, view comments and documentation follow.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -28,6 +28,13 @@ from judged.schemas.fields import DOC, FIELDS, QUERY
 
 class ContractError(ValueError):
     """A frame that does not match its table's declaration; the message lists every mismatch."""
+
+
+# The nullable columns a primary key may hold, and what their null means there.
+NULLABLE_KEY_COLUMNS = {
+    "cutoff": "the whole returned list",
+    "assessor": "the one unnamed assessor of a set that names none",
+}
 
 
 @dataclass(frozen=True)
@@ -82,27 +89,42 @@ class Table:
     primary_key: tuple[str, ...]
     description: str = ""  # one line: what the table is for
     overrides: Mapping[str, Override] = field(default_factory=dict)  # the columns not described by the registry
+    # Nullable columns a frame or a stored file may lack, which then stands for a column of nulls (the judgments'
+    # `assessor`: a set that names no assessor is held and stored as before assessors were recorded). A catalog
+    # view always shows them.
+    optional: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        unknown = [name for name in self.primary_key if name not in self.columns]
-        if unknown:
-            raise ValueError(f"table {self.name}: primary key column(s) {unknown} are not declared")
-        nullable_key = [name for name in self.primary_key if self.columns[name].nullable and name != "cutoff"]
+        for what, names in (("primary key", self.primary_key), ("optional", self.optional)):
+            unknown = [name for name in names if name not in self.columns]
+            if unknown:
+                raise ValueError(f"table {self.name}: {what} column(s) {unknown} are not declared")
+        nullable_key = [name for name in self.primary_key
+                        if self.columns[name].nullable and name not in NULLABLE_KEY_COLUMNS]
         if nullable_key:
             raise ValueError(f"table {self.name}: primary key column(s) {nullable_key} are nullable")
+        required = [name for name in self.optional if not self.columns[name].nullable]
+        if required:
+            raise ValueError(f"table {self.name}: optional column(s) {required} are not nullable")
 
     @classmethod
     def of_fields(
         cls, name: str, row: str, fields: Sequence[str], primary_key: tuple[str, ...], description: str,
-        nullable: Sequence[str] = (), overrides: Mapping[str, Override] | None = None,
+        nullable: Sequence[str] = (), overrides: Mapping[str, Override] | None = None, optional: Sequence[str] = (),
     ) -> Table:
-        """A table of registered fields (see `columns_of`)."""
-        return cls(name, row, columns_of(fields, nullable, overrides), primary_key, description, dict(overrides or {}))
+        """A table of registered fields (see `columns_of`); `optional` ones may be absent (see `Table.optional`)."""
+        return cls(name, row, columns_of(fields, nullable, overrides), primary_key, description, dict(overrides or {}),
+                   tuple(optional))
 
     @property
     def schema(self) -> dict[str, pl.DataType]:
         """The Polars schema, in column order."""
         return {name: column.dtype for name, column in self.columns.items()}
+
+    def schema_for(self, present: Collection[str]) -> dict[str, pl.DataType]:
+        """The schema of a frame holding the columns `present`: the declared columns, in order, without the
+        optional ones it lacks."""
+        return {name: dtype for name, dtype in self.schema.items() if name in present or name not in self.optional}
 
     @property
     def nullable(self) -> tuple[str, ...]:
@@ -133,20 +155,22 @@ class Table:
         columns = {**{c: added[c] for c in before}, **self.columns, **{c: added[c] for c in after}}
         if len(columns) != len(added) + len(self.columns):
             raise ValueError(f"table {name}: a field of {self.name} is listed again")
-        return Table(name, row, columns, primary_key, description, {**self.overrides, **(overrides or {})})
+        return Table(name, row, columns, primary_key, description, {**self.overrides, **(overrides or {})},
+                     self.optional)
 
     def problems(self, frame: pl.DataFrame, check_key: bool = True) -> list[str]:
         """Every way `frame` differs from the declaration (none: an empty list): missing, unexpected or misplaced
         columns, other dtypes, nulls where none are allowed, and (`check_key`) repeated primary keys."""
         found = []
-        missing = [name for name in self.columns if name not in frame.columns]
+        declared = list(self.schema_for(frame.columns))
+        missing = [name for name in declared if name not in frame.columns]
         extra = [name for name in frame.columns if name not in self.columns]
         if missing:
             found.append(f"missing column(s) {missing}")
         if extra:
             found.append(f"undeclared column(s) {extra}")
-        if not missing and not extra and frame.columns != list(self.columns):
-            found.append(f"columns in the order {frame.columns}, declared {list(self.columns)}")
+        if not missing and not extra and frame.columns != declared:
+            found.append(f"columns in the order {frame.columns}, declared {declared}")
         for name, column in self.columns.items():
             if name not in frame.columns:
                 continue
@@ -154,10 +178,11 @@ class Table:
                 found.append(f"column {name!r} is {frame.schema[name]}, declared {column.dtype}")
             if not column.nullable and frame[name].null_count():
                 found.append(f"column {name!r} has {frame[name].null_count()} null(s), declared not nullable")
-        if check_key and all(name in frame.columns for name in self.primary_key):
-            repeated = frame.select(self.primary_key).is_duplicated().sum()
+        key = [name for name in self.primary_key if name in declared]  # an absent optional column: all null
+        if check_key and all(name in frame.columns for name in key):
+            repeated = frame.select(key).is_duplicated().sum()
             if repeated:
-                found.append(f"{repeated} rows repeat a primary key {list(self.primary_key)}")
+                found.append(f"{repeated} rows repeat a primary key {key}")
         return found
 
     def validate(self, frame: pl.DataFrame, check_key: bool = True) -> pl.DataFrame:
@@ -172,10 +197,14 @@ class Table:
 
 # -- inputs -------------------------------------------------------------------------------------------------------
 
+# A judgment row may name its assessor: several assessors' grades of one (query, document) are several rows (SPEC
+# section 8), so a line number identifies a row within its assessor's file. A set that names no assessor has no
+# `assessor` column in memory or in its stored files (`optional`); the catalog's view shows it null.
 JUDGMENTS_TABLE = Table.of_fields(
-    "judgments", "judgment", (QUERY, "iteration", DOC, "relevance", "source_line"), ("source_line",),
+    "judgments", "judgment", (QUERY, "iteration", DOC, "relevance", "assessor", "source_line"),
+    ("assessor", "source_line"),
     "relevance judgments (qrels) as read",
-    nullable=("iteration", "relevance"),
+    nullable=("iteration", "relevance", "assessor"), optional=("assessor",),
 )
 
 RUN_TABLE = Table.of_fields(
@@ -259,8 +288,35 @@ RUNS_TABLE = Table.of_fields(
 )
 
 STORED_JUDGMENTS_TABLE = JUDGMENTS_TABLE.extended(
-    "judgments", "judgment", ("judgment_set_id", "source_line"), "the stored judgments of every judgment set",
+    "judgments", "judgment", ("judgment_set_id", "assessor", "source_line"),
+    "the stored judgments of every judgment set",
     before=("judgment_set_id",), after=("bucket",),
+)
+
+# Several assessors (transforms/assessors.py): who they are, and how far each pair agrees. Computed from a set's rows
+# as they pass between the layers, stored beside the set when it is stored.
+ASSESSOR_COUNTS_TABLE = Table.of_fields(
+    "assessor_counts", "named assessor", ("assessor", "assessor_kind", "n_judgments", "n_unresolved", "n_queries"),
+    ("assessor",), "each assessor a judgment set's rows name, with their declared kind and what they judged",
+    nullable=("assessor_kind",),
+    overrides={"n_unresolved": Override("the assessor's judgments stored with a null grade"),
+               "n_queries": Override("distinct queries the assessor judged")},
+)
+AGREEMENT_TABLE = Table.of_fields(
+    "agreement", "pair of assessors",
+    ("assessor_a", "assessor_b", "shared_pairs", "agreement", "kappa", "weighted_kappa", "kappa_relevant"),
+    ("assessor_a", "assessor_b"), "how far two assessors agree on the (query, document) pairs both graded",
+    nullable=("agreement", "kappa", "weighted_kappa", "kappa_relevant"),
+)
+STORED_ASSESSORS_TABLE = ASSESSOR_COUNTS_TABLE.extended(
+    "assessors", "assessor of a judgment set", ("judgment_set_id", "assessor"),
+    "each named assessor of each judgment set: kind and judgments (sets that name no assessor have no row)",
+    before=("judgment_set_id",),
+)
+STORED_AGREEMENT_TABLE = AGREEMENT_TABLE.extended(
+    "assessor_agreement", "pair of assessors of a judgment set", ("judgment_set_id", "assessor_a", "assessor_b"),
+    "how far each pair of a judgment set's assessors agree, and Krippendorff's alpha over all of them",
+    before=("judgment_set_id",), after=("relevant_from", "alpha"), nullable=("alpha",),
 )
 # A stored run keeps each query's rows in trec_eval's order (transforms/layout.py): `position` in that order and
 # `query_rows`, the query's rows in the whole run, let a top-k read stop at the first row groups.
@@ -312,6 +368,8 @@ JUDGED_RUN_ROWS_TABLE = Table.of_fields(
     ("judgment_set_id", "run_id", QUERY, "rank"),
     "each row of each evaluated run with its grade under each judgment set it was evaluated against",
     nullable=("source_rank", "relevance"),
+    overrides={"relevance": Override("the judged grade (of several assessors, their consensus: the lower median "
+                                     "of the grades given); null = unjudged or unresolved")},
 )
 
 # One row per judgment set made by extending another (`judged ingest-judgments --extends`, flows/pipeline/judging.py).
@@ -420,7 +478,8 @@ LATEST_SUMMARY_VIEW = _latest(SUMMARY_VIEW, "every stored evaluation's aggregate
 VIEWS: dict[str, Table] = {
     table.name: table
     for table in (
-        JUDGMENT_SETS_TABLE, STORED_JUDGMENTS_TABLE, RUNS_TABLE, RUN_ROWS_TABLE, EVALUATIONS_TABLE,
+        JUDGMENT_SETS_TABLE, STORED_JUDGMENTS_TABLE, STORED_ASSESSORS_TABLE, STORED_AGREEMENT_TABLE, RUNS_TABLE,
+        RUN_ROWS_TABLE, EVALUATIONS_TABLE,
         PER_QUERY_VIEW, SUMMARY_VIEW, JUDGED_RUN_ROWS_TABLE, NIGHTLY_TABLE, COMPARISON_RECORDS_TABLE,
         COMPARISONS_VIEW, COMPARISON_PER_QUERY_TABLE, JUDGMENT_LINEAGE_TABLE, WORKLISTS_TABLE,
         LATEST_JUDGMENT_SETS_VIEW, LATEST_SUMMARY_VIEW, LATEST_PER_QUERY_VIEW,
@@ -428,7 +487,8 @@ VIEWS: dict[str, Table] = {
 }
 # Every declared table: the views, and the tables that pass between the layers before anything is stored.
 DECLARED: tuple[Table, ...] = (JUDGMENTS_TABLE, RUN_TABLE, PER_QUERY_TABLE, SUMMARY_TABLE, WORKLIST_TABLE,
-                               STORED_PER_QUERY_TABLE, STORED_SUMMARY_TABLE, COMPARISONS_TABLE, *VIEWS.values())
+                               STORED_PER_QUERY_TABLE, STORED_SUMMARY_TABLE, COMPARISONS_TABLE, ASSESSOR_COUNTS_TABLE,
+                               AGREEMENT_TABLE, *VIEWS.values())
 
 # The Polars schemas the code uses, from the declarations.
 JUDGMENTS = JUDGMENTS_TABLE.schema
@@ -439,6 +499,10 @@ WORKLIST = WORKLIST_TABLE.schema
 JUDGMENT_SETS = JUDGMENT_SETS_TABLE.schema
 RUNS = RUNS_TABLE.schema
 STORED_JUDGMENTS = STORED_JUDGMENTS_TABLE.schema
+ASSESSOR_COUNTS = ASSESSOR_COUNTS_TABLE.schema
+AGREEMENT = AGREEMENT_TABLE.schema
+STORED_ASSESSORS = STORED_ASSESSORS_TABLE.schema
+STORED_AGREEMENT = STORED_AGREEMENT_TABLE.schema
 RUN_ROWS = RUN_ROWS_TABLE.schema
 EVALUATIONS = EVALUATIONS_TABLE.schema
 STORED_PER_QUERY = STORED_PER_QUERY_TABLE.schema

@@ -3,8 +3,12 @@ measure sees, and how far the assessors agree.
 
 Belongs here: resolving the judgment rows of several assessors (one row per assessor and pair, never merged at
 ingest) under an assessor model into one point grade per pair and, for the set models, the set of grades the pair
-may have; the agreement between assessors (Cohen's kappa on grades, weighted, and on relevant-or-not, per pair of
-assessors; Krippendorff's alpha over all of them). Pure functions of frames; no I/O.
+may have; who the assessors are (`assessor_counts`); the agreement between assessors (Cohen's kappa on grades,
+linearly weighted, and on relevant-or-not, per pair of assessors; Krippendorff's alpha over all of them). Pure
+functions of frames; no I/O.
+
+Rows name their assessor in an `assessor` column; a set that names none has no such column (or, read from a table
+that has one, nulls only: `names_assessors`), and is one unnamed assessor.
 
 The models (`schemas.spec.AssessorModel`):
 - `single:NAME`: NAME's grade where NAME judged the pair, else the consensus of the others;
@@ -18,12 +22,13 @@ unresolved row (a null grade) is no grade: the pair is unjudged only when every 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import polars as pl
 
-from judged.schemas.fields import PAIR
+from judged.schemas.fields import PAIR, QUERY
+from judged.schemas.tables import AGREEMENT, ASSESSOR_COUNTS
 
 if TYPE_CHECKING:
     import numpy as np
@@ -79,6 +84,35 @@ def resolve_assessors(
     )
 
 
+# -- who the assessors are ------------------------------------------------------------------------------------------
+
+
+def names_assessors(judgments: pl.LazyFrame) -> pl.LazyFrame:
+    """One boolean (`names_assessors`): whether any row names its assessor (an `assessor` column that is not null
+    throughout)."""
+    if "assessor" not in judgments.collect_schema().names():
+        return pl.LazyFrame({"names_assessors": [False]})
+    return judgments.select(pl.col("assessor").is_not_null().any().alias("names_assessors"))
+
+
+def assessor_counts(judgments: pl.LazyFrame, kinds: Mapping[str, str] | None = None) -> pl.LazyFrame:
+    """One row per assessor the rows name, in name order (byte order): their declared kind (`kinds`, null for a
+    name it lacks), their judgments with a grade, their unresolved ones and the queries they judged
+    (schemas.tables.ASSESSOR_COUNTS_TABLE)."""
+    declared = pl.LazyFrame(list((kinds or {}).items()), schema={"assessor": pl.String, "assessor_kind": pl.String},
+                            orient="row")
+    return (
+        judgments.filter(pl.col("assessor").is_not_null())
+        .group_by("assessor")
+        .agg(n_judgments=pl.col("relevance").count(), n_unresolved=pl.col("relevance").null_count(),
+             n_queries=pl.col(QUERY).n_unique())
+        .join(declared, on="assessor", how="left")
+        .sort("assessor")
+        .select(*ASSESSOR_COUNTS)
+        .cast(ASSESSOR_COUNTS)  # type: ignore[arg-type]
+    )
+
+
 # -- agreement ------------------------------------------------------------------------------------------------------
 
 
@@ -94,15 +128,18 @@ def pairs_graded_twice(judgments: pl.LazyFrame) -> pl.LazyFrame:
 
 
 def agreement_by_pair(judgments: pl.DataFrame, threshold: int) -> pl.DataFrame:
-    """Per pair of assessors (`assessor_a` < `assessor_b`): the (query, document) pairs both graded
-    (`shared_pairs`), and over them Cohen's kappa on grades (`kappa`), linearly weighted (`weighted_kappa`: a
-    disagreement by two grades counts twice one by one grade) and on relevant-or-not at `threshold`
-    (`kappa_relevant`), with the share of exact agreement (`agreement`). Kappa is null where it is undefined (one
-    grade only on both sides: no chance agreement to correct)."""
+    """Per pair of assessors (`assessor_a` < `assessor_b`, every pair of the names the rows hold, in byte order):
+    the (query, document) pairs both graded (`shared_pairs`), and over them Cohen's kappa on grades (`kappa`),
+    linearly weighted (`weighted_kappa`: a disagreement counts the distance between the two grades, so 1 against 3
+    counts twice 1 against 2, whichever grades anybody gave) and on relevant-or-not, relevant being a grade of at
+    least `threshold` (`kappa_relevant`), with the share of exact agreement (`agreement`)
+    (schemas.tables.AGREEMENT_TABLE). Kappa is null where it is undefined (no shared pair, or one grade only on both
+    sides: no chance agreement to correct). Unresolved rows (a null grade) are no grade. Each assessor grades a pair
+    once: the flows refuse a set where one grades it twice before asking."""
     from sklearn.metrics import cohen_kappa_score  # the agreement's libraries load where agreement is asked for
 
     graded = judgments.filter(pl.col("relevance").is_not_null()).select(*PAIR, "assessor", "relevance")
-    names = sorted(graded["assessor"].unique().to_list())
+    names = sorted(judgments["assessor"].drop_nulls().unique().to_list())
     rows = []
     for index, first in enumerate(names):
         for second in names[index + 1:]:
@@ -118,10 +155,7 @@ def agreement_by_pair(judgments: pl.DataFrame, threshold: int) -> pl.DataFrame:
             ):
                 row[name] = _kappa(cohen_kappa_score, left, right, weights)
             rows.append(row)
-    return pl.DataFrame(rows, schema={
-        "assessor_a": pl.String, "assessor_b": pl.String, "shared_pairs": pl.Int64, "agreement": pl.Float64,
-        "kappa": pl.Float64, "weighted_kappa": pl.Float64, "kappa_relevant": pl.Float64,
-    })
+    return pl.DataFrame(rows, schema=AGREEMENT)
 
 
 def _kappa(score: object, left: np.ndarray, right: np.ndarray, weights: str | None) -> float | None:
@@ -129,7 +163,12 @@ def _kappa(score: object, left: np.ndarray, right: np.ndarray, weights: str | No
 
     if left.size == 0 or np.unique(np.concatenate([left, right])).size < 2:
         return None
-    value = float(score(left, right, weights=weights))  # type: ignore[operator]
+    # Weighted, every grade from the lowest to the highest given is a label: scikit-learn weighs a disagreement by
+    # the distance between the labels' indexes, which is then the distance between the grades (with only the grades
+    # given as labels, 1 against 3 would count as 1 against 2 where nobody gave a 2).
+    labels = None if weights is None else list(range(int(min(left.min(), right.min())),
+                                                     int(max(left.max(), right.max())) + 1))
+    value = float(score(left, right, labels=labels, weights=weights))  # type: ignore[operator]
     return None if np.isnan(value) else value
 
 
@@ -144,9 +183,11 @@ def krippendorff_alpha(judgments: pl.DataFrame, level: str = "ordinal") -> float
     twice = graded.group_by(PAIR).agg(pl.col("assessor").n_unique().alias("n")).filter(pl.col("n") >= 2)
     if twice.is_empty():
         return None
+    # Pivoted on each assessor's number, not name: a name may be anything, `doc_id` included.
     matrix = (
         graded.join(twice.select(PAIR), on=PAIR)
         .group_by([*PAIR, "assessor"]).agg(pl.col("relevance").first())
+        .with_columns(pl.format("a{}", pl.col("assessor").rank("dense")).alias("assessor"))
         .pivot(on="assessor", index=PAIR, values="relevance")
     )
     data = matrix.drop(PAIR).to_numpy().astype(np.float64).T  # assessors x pairs, nan where one did not grade

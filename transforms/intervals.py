@@ -231,6 +231,11 @@ def ndcg_interval(
     return min(low, high), max(low, high), True
 
 
+DISPUTED_CELLS_MAX = 4_000_000
+"""Multisets of the disputed documents' gains x multisets of the unjudged slots' grades x levels held at once by
+`interval_with_disputes`' vectorised enumeration; a larger world takes one `ndcg_interval` per multiset."""
+
+
 def disputed_sums(weights: Sequence[float], sets: Sequence[Sequence[float]]) -> dict[tuple[float, ...], tuple[float, float]]:
     """For documents credited `weights` whose gain may be any of `sets` (one set each: the grades several assessors
     gave, through the gain): per multiset of gains they can take (a sorted tuple), the largest and smallest sum of
@@ -268,30 +273,94 @@ def interval_with_disputes(
     unjudged slots (`weights`) take any of `levels`, as in `ndcg_interval`, to which this reduces without disputes.
 
     For a fixed multiset of the disputed documents' gains the ideal gains them as judged documents, and the best
-    numerator takes their largest (smallest) sum of credits (`disputed_sums`): each multiset is one
-    `ndcg_interval`. An ideal-only document raises the ideal with its gain, so the largest value gives every one of
-    them its lowest gain when the numerator is >= 0 and its highest when < 0 (the smallest, the other way round):
-    both choices are tried, each end the extreme of the two (as for the unjudged documents below k)."""
+    numerator takes their largest (smallest) sum of credits (`disputed_sums`); for a fixed multiset of the unjudged
+    slots' grades, the rearrangement of `ndcg_interval`. So every pair of multisets is one ideal and two
+    numerators, enumerated together (vectorised). An ideal-only document raises the ideal with its gain, so the
+    largest value gives every one of them its lowest gain when the numerator is >= 0 and its highest when < 0 (the
+    smallest, the other way round): both choices are tried, each end the extreme of the two (as for the unjudged
+    documents below k)."""
     if not disputed_weights and not ideal_only_sets:
         return ndcg_interval(fixed, weights, judged_ideal, levels, cutoff, zero_if_no_ideal)
+    levels_array = np.unique(np.asarray(levels, dtype=np.float64))
+    if levels_array.size == 0:
+        if len(weights):
+            return None
+        levels_array = np.zeros(1)
     sums = disputed_sums(disputed_weights, disputed_sets)
     configurations = {
         tuple(sorted(min(float(g) for g in allowed) for allowed in ideal_only_sets)),
         tuple(sorted(max(float(g) for g in allowed) for allowed in ideal_only_sets)),
     }
-    lows, highs, exact = [], [], True
+    slots = len(weights)
+    if len(sums) * multisets(slots, levels_array.size) * (levels_array.size + len(sums)) > DISPUTED_CELLS_MAX:
+        return _disputes_one_by_one(fixed, weights, judged_ideal, levels_array, cutoff, zero_if_no_ideal, sums,
+                                    configurations)
+    judged = [float(g) for g in judged_ideal if g > 0]
+    gains_seen = {float(g) for d in sums for g in d} | {float(g) for c in configurations for g in c}
+    all_levels = np.array(sorted(set(levels_array.tolist()) | set(judged) | gains_seen, reverse=True))
+    index = {float(g): i for i, g in enumerate(all_levels)}
+    n_levels = all_levels.size
+
+    def counts_of(gains: Sequence[float]) -> np.ndarray:
+        return np.bincount([index[float(g)] for g in gains], minlength=n_levels).astype(np.int64)
+
+    disputed_counts = np.stack([counts_of(d) for d in sums])
+    disputed_most = np.array([m for m, _ in sums.values()])
+    disputed_least = np.array([m for _, m in sums.values()])
+    assignable = [index[float(g)] for g in levels_array]
+    unjudged_counts = np.zeros((multisets(slots, levels_array.size), n_levels), dtype=np.int64)
+    unjudged_counts[:, assignable] = _count_vectors(slots, levels_array.size)
+    weights_array = np.asarray(weights, dtype=np.float64)
+    used_after = np.cumsum(unjudged_counts, axis=1)
+    used_before = used_after - unjudged_counts
+    highest_first = np.concatenate([[0.0], np.cumsum(np.sort(weights_array)[::-1])])
+    lowest_first = np.concatenate([[0.0], np.cumsum(np.sort(weights_array))])
+    unjudged_most = ((highest_first[used_after] - highest_first[used_before]) * all_levels).sum(axis=1)
+    unjudged_least = ((lowest_first[used_after] - lowest_first[used_before]) * all_levels).sum(axis=1)
+    positive = np.where(all_levels > 0, all_levels, 0.0)
+    total = len(judged) + len(ideal_only_sets) + max((len(d) for d in sums), default=0) + slots
+    discounts = discount_prefix(total, cutoff)
+    lows, highs = [], []
+    for configuration in configurations:
+        base = counts_of([*judged, *configuration])
+        counts = base[None, None, :] + disputed_counts[:, None, :] + unjudged_counts[None, :, :]
+        after = np.cumsum(counts, axis=2)
+        ideal = ((discounts[after] - discounts[after - counts]) * positive).sum(axis=2)
+        defined = ideal > 0
+        safe = np.where(defined, ideal, 1.0)
+        high = (fixed + disputed_most[:, None] + unjudged_most[None, :]) / safe
+        low = (fixed + disputed_least[:, None] + unjudged_least[None, :]) / safe
+        if zero_if_no_ideal:
+            high, low = np.where(defined, high, 0.0), np.where(defined, low, 0.0)
+        elif defined.any():
+            high, low = high[defined], low[defined]
+        else:
+            continue
+        highs.append(float(high.max()))
+        lows.append(float(low.min()))
+    if not lows:
+        return None
+    return min(lows), max(highs), True
+
+
+def _disputes_one_by_one(
+    fixed: float, weights: Sequence[float], judged_ideal: Sequence[float], levels: np.ndarray, cutoff: int | None,
+    zero_if_no_ideal: bool, sums: dict[tuple[float, ...], tuple[float, float]],
+    configurations: set[tuple[float, ...]],
+) -> tuple[float, float, bool] | None:
+    """`interval_with_disputes` for a world too large to enumerate at once: one `ndcg_interval` per multiset of
+    the disputed documents' gains (the programme takes the unjudged slots)."""
+    lows, highs = [], []
     for ideal_only in configurations:
         for gains, (most, least) in sums.items():
             judged = [*judged_ideal, *ideal_only, *gains]
-            high = ndcg_interval(fixed + most, weights, judged, levels, cutoff, zero_if_no_ideal)
-            low = ndcg_interval(fixed + least, weights, judged, levels, cutoff, zero_if_no_ideal)
-            for found, ends in ((high, highs), (low, lows)):
+            for credit, ends in ((most, highs), (least, lows)):
+                found = ndcg_interval(fixed + credit, weights, judged, levels, cutoff, zero_if_no_ideal)
                 if found is not None:
                     ends.append(found)
-                    exact = exact and found[2]
     if not lows or not highs:
         return None
-    return min(e[0] for e in lows + highs), max(e[1] for e in lows + highs), exact
+    return min(e[0] for e in lows + highs), max(e[1] for e in lows + highs), True
 
 
 def multisets(slots: int, levels: int) -> int:

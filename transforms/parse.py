@@ -12,7 +12,7 @@ from typing import Literal
 import polars as pl
 
 from judged.schemas.fields import PAIR
-from judged.schemas.tables import JUDGMENTS, PARQUET_JUDGMENTS_REQUIRED, PARQUET_RUN_REQUIRED, RUN
+from judged.schemas.tables import JUDGMENTS, PARQUET_JUDGMENTS_REQUIRED, PARQUET_RUN_REQUIRED, RUN, Table
 from judged.transforms.errors import InputError
 from judged.transforms.trec_grammar import QRELS_COLUMNS, RUN_COLUMNS, RUN_Q0, Columns, field_count, is_skipped
 
@@ -125,10 +125,13 @@ def ignored_run_columns(lines: pl.LazyFrame) -> pl.LazyFrame:
     return lines.select(n_lines=extra.sum(), first_line=pl.col("line_number").filter(extra).min().cast(pl.Int64))
 
 
-def in_contract(rows: pl.LazyFrame, contract: dict[str, pl.DataType], *extra: str) -> pl.LazyFrame:
-    """The contract's columns in order (then `extra` ones), each of its type. Only columns of another type are
-    cast: a cast to the same string type still copies every string."""
+def in_contract(rows: pl.LazyFrame, contract: dict[str, pl.DataType] | Table, *extra: str) -> pl.LazyFrame:
+    """The contract's columns in order (then `extra` ones), each of its type; of a `Table`, without the optional
+    columns the rows lack (`Table.optional`). Only columns of another type are cast: a cast to the same string type
+    still copies every string."""
     schema = rows.collect_schema()
+    if isinstance(contract, Table):
+        contract = contract.schema_for(schema.names())
     differing = {name: dtype for name, dtype in contract.items() if schema[name] != dtype}
     selected = rows.select(*contract, *extra)
     return selected.cast(differing) if differing else selected
@@ -152,17 +155,26 @@ NULL_GRADE = ("grade is null: a null grade is an unresolved judgment only where 
               "(unresolved_token in its sidecar <file>.meta.toml, or --unresolved-token)")
 
 
+# Types a judgments table's `assessor` column may have: text, or nothing but nulls.
+_ASSESSOR_TYPES = (pl.String, pl.Categorical, pl.Enum, pl.Null)
+
+
 def conform_judgments(
     table: pl.LazyFrame, source: str, first_row: int = 1, unresolved_declared: bool = False
 ) -> pl.LazyFrame:
-    """A Parquet judgments table (query_id, doc_id, relevance[, iteration]) -> the contract plus `problem`, rows
-    numbered from `first_row`. A null grade is an unresolved judgment (kept null) when the set declares unresolved
-    judgments (`unresolved_declared`: its metadata has an `unresolved_token`, as TREC text declares the token that
-    `parse_trec_qrels` reads as null); otherwise it is a problem, like a grade that is not a number."""
+    """A Parquet judgments table (query_id, doc_id, relevance[, iteration][, assessor]) -> the contract plus
+    `problem`, rows numbered from `first_row`. A null grade is an unresolved judgment (kept null) when the set
+    declares unresolved judgments (`unresolved_declared`: its metadata has an `unresolved_token`, as TREC text
+    declares the token that `parse_trec_qrels` reads as null); otherwise it is a problem, like a grade that is not a
+    number. An `assessor` column names who gave each grade (`assessor_problem`: every row names one, or none does;
+    a column of nulls only is kept, and read as naming none by `names_assessors`)."""
     schema = table.collect_schema()
     _require_columns(schema, PARQUET_JUDGMENTS_REQUIRED, source, "a run", "score")
     if not schema["relevance"].is_integer() and schema["relevance"] != pl.Null:
         raise InputError(source, f"column 'relevance' has type {schema['relevance']}; grades must be integers")
+    named = "assessor" in schema
+    if named and not isinstance(schema["assessor"], _ASSESSOR_TYPES):
+        raise InputError(source, f"column 'assessor' has type {schema['assessor']}; assessors are named by text")
     iteration = pl.col("iteration").cast(pl.String) if "iteration" in schema else pl.lit("0")
     grade = pl.col("relevance").cast(pl.Int32, strict=False)
     problem = (
@@ -173,14 +185,32 @@ def conform_judgments(
             else pl.coalesce(_missing_id_problem(), pl.when(pl.col("relevance").is_null()).then(pl.lit(NULL_GRADE)))
         )
     )
+    if named:
+        problem = pl.coalesce(problem, assessor_problem(pl.col("assessor").cast(pl.String)))
+    contract = {name: dtype for name, dtype in JUDGMENTS.items() if named or name != "assessor"}
     return table.with_row_index("source_line", offset=first_row).select(
         query_id=pl.col("query_id"),
         iteration=iteration,
         doc_id=pl.col("doc_id"),
         relevance=grade,
+        **({"assessor": pl.col("assessor").cast(pl.String)} if named else {}),
         source_line=pl.col("source_line"),
         problem=problem,
-    ).cast(JUDGMENTS | {"problem": pl.String()})
+    ).cast(contract | {"problem": pl.String()})
+
+
+def assessor_problem(assessor: pl.Expr) -> pl.Expr:
+    """The problem of a row's assessor name (null: none): a null where another row names its assessor (a set names
+    every row's assessor or none), an empty name, or one with blanks around it or a line break (the rules of
+    `schemas.provenance.assessor_name_problem`)."""
+    return (
+        pl.when(assessor.is_null() & assessor.is_not_null().any())
+        .then(pl.lit("assessor is null while other rows name theirs: name every row's assessor, or none"))
+        .when(assessor == "")
+        .then(pl.lit("assessor is empty"))
+        .when((assessor != assessor.str.strip_chars()) | assessor.str.contains(r"[\r\n]"))
+        .then(pl.format("assessor '{}' has blanks around it or a line break", assessor))
+    )
 
 
 def conform_run(

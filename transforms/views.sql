@@ -5,8 +5,27 @@
 CREATE VIEW judgment_sets AS
 SELECT * FROM read_parquet({judgment_sets}, union_by_name = true);
 
+-- A judgment names its assessor where its set names them: several assessors' grades of one (query, document) are
+-- several rows. A set that names none has no `assessor` column in its files: it reads NULL there, even when no file
+-- of the warehouse has the column yet (the empty typed row gives it).
 CREATE VIEW judgments AS
-SELECT j.* FROM read_parquet({judgments}, union_by_name = true) AS j
+SELECT j.judgment_set_id, j.query_id, j.iteration, j.doc_id, j.relevance, j.assessor, j.source_line, j.bucket
+FROM (
+    SELECT * FROM read_parquet({judgments}, union_by_name = true)
+    UNION ALL BY NAME SELECT NULL::VARCHAR AS assessor WHERE false
+) AS j
+SEMI JOIN judgment_sets USING (judgment_set_id);
+
+-- The assessors a set names, with their declared kind and what they judged, and how far each pair of them agrees
+-- (Cohen's kappa plain, linearly weighted and on relevant-or-not; Krippendorff's alpha over all of them, the same
+-- on each row of a set): computed when the set was stored, visible with its record. A set that names no assessor
+-- has no row in either. `judged agreement` prints the same.
+CREATE VIEW assessors AS
+SELECT a.* FROM read_parquet({assessors}, union_by_name = true) AS a
+SEMI JOIN judgment_sets USING (judgment_set_id);
+
+CREATE VIEW assessor_agreement AS
+SELECT g.* FROM read_parquet({assessor_agreement}, union_by_name = true) AS g
 SEMI JOIN judgment_sets USING (judgment_set_id);
 
 -- A run stored before layouts has no `layout`: its shards are cut by bucket, and it reads so, even when no file of the
@@ -74,6 +93,8 @@ SELECT * FROM read_parquet({worklists}, union_by_name = true);
 -- Each row of each evaluated run with its grade under each judgment set it was evaluated against: relevance is
 -- NULL when the document is unjudged (or its judgment unresolved). `rank` is trec_eval's order (score descending,
 -- then doc_id descending by byte order): the stored `position`, in which ingest wrote the rows, not ranked again.
+-- A set that names several assessors gives a document their consensus, the lower median of the grades given (the
+-- assessor model `median`, transforms/assessors.py), so a run row stays one row.
 CREATE VIEW judged_run_rows AS
 WITH evaluated_pairs AS (SELECT DISTINCT run_id, judgment_set_id FROM evaluations)
 SELECT
@@ -90,7 +111,12 @@ SELECT
 FROM evaluated_pairs AS pair
 JOIN run_rows AS r USING (run_id)
 LEFT JOIN judgment_sets AS js ON js.judgment_set_id = pair.judgment_set_id
-LEFT JOIN judgments AS j
+LEFT JOIN (
+    SELECT judgment_set_id, query_id, doc_id, relevance FROM judgments WHERE assessor IS NULL
+    UNION ALL
+    SELECT judgment_set_id, query_id, doc_id, quantile_disc(relevance, 0.5) AS relevance
+    FROM judgments WHERE assessor IS NOT NULL GROUP BY judgment_set_id, query_id, doc_id
+) AS j
     ON j.judgment_set_id = pair.judgment_set_id AND j.query_id = r.query_id AND j.doc_id = r.doc_id;
 
 -- The newest version of each judgment set name: the one ingested last, as `judged nightly` and `--extends NAME`

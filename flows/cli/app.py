@@ -23,6 +23,8 @@ from judged.flows.cli.common import (
     EXIT_INPUT,
     EXIT_NOT_RUNNING,
     EXIT_USAGE,
+    AssessorKindOption,
+    AssessorOption,
     ForceOption,
     GuardedGroup,
     SpecOptions,
@@ -32,6 +34,7 @@ from judged.flows.cli.common import (
     orchestrated,
     read_weights,
     require_prefect_api,
+    require_readable_warehouse,
     with_spec_options,
 )
 from judged.flows.report.wording import counted, rows_per_second
@@ -233,32 +236,6 @@ def _require_writable_warehouse(warehouse: Path) -> None:
                    f"{refused})", EXIT_USAGE)
 
 
-def _require_readable_warehouse(warehouse: Path) -> None:
-    """One line and an exit unless `warehouse` is a warehouse folder this user can read (for `sql` and `show`,
-    which create nothing): a file or an unreadable place is a bad option value (exit 2); a missing folder or one
-    without a catalog is no warehouse (exit 1)."""
-    from judged.flows.store.warehouse import CATALOG
-
-    if warehouse.exists() and not warehouse.is_dir():
-        raise fail(f"{warehouse}: --warehouse must be a folder, and this is a file", EXIT_USAGE)
-    if not warehouse.exists():
-        missing = warehouse
-        while not missing.parent.exists() and missing.parent != missing:
-            missing = missing.parent
-        if missing.parent.exists() and not missing.parent.is_dir():
-            raise fail(f"{warehouse}: --warehouse cannot be a folder here ({missing.parent} is a file)", EXIT_USAGE)
-        if missing.parent.exists() and not os.access(missing.parent, os.R_OK | os.X_OK):
-            raise fail(f"{warehouse}: --warehouse cannot be read here ({missing.parent} is not readable)",
-                       EXIT_USAGE)
-        raise fail(f"{warehouse}: no such folder: --warehouse names a warehouse (ingest or evaluate something "
-                   "into it first)", EXIT_INPUT)
-    if not os.access(warehouse, os.R_OK | os.X_OK):
-        raise fail(f"{warehouse}: --warehouse cannot be read here (no read permission)", EXIT_USAGE)
-    if not (warehouse / CATALOG).is_file():
-        raise fail(f"{warehouse}: not a judged warehouse (no catalog, {CATALOG}): point --warehouse at one, or "
-                   "ingest or evaluate something into it first", EXIT_INPUT)
-
-
 def _metadata_overrides(**fields: str | None) -> dict[str, str]:
     return {name: value for name, value in fields.items() if value is not None}
 
@@ -278,14 +255,22 @@ def _parse_grades(grades: list[str]) -> dict[int, str]:
 
 @app.command("ingest-judgments")
 def ingest_judgments_command(
-    qrels: Annotated[Path, typer.Argument(help="TREC qrels (plain or .gz) or Parquet (query_id, doc_id, relevance).")],
+    qrels: Annotated[list[Path], typer.Argument(
+        help="TREC qrels (plain or .gz) or Parquet (query_id, doc_id, relevance[, assessor]). Several TREC files are "
+             "one judgment set of several assessors, each file one assessor's (name each with --assessor).",
+        metavar="QRELS...")],
     warehouse: Annotated[Path, typer.Option(help=_WAREHOUSE_HELP)] = Path("warehouse"),
     name: Annotated[str | None, typer.Option(help="Name of the judgment set (its versions share it).")] = None,
     version: Annotated[str | None, typer.Option(help="Version label of this judgment set.")] = None,
     task: Annotated[str | None, typer.Option(help="The task the assessors were given.")] = None,
     assessors: Annotated[str | None, typer.Option(help="Who judged; the adjudication procedure.")] = None,
+    assessor: AssessorOption = None,
+    assessor_kind: AssessorKindOption = None,
     pooling: Annotated[str | None, typer.Option(help="How candidates were chosen (pool depth, runs, sampling).")] = None,
     grade: Annotated[list[str] | None, typer.Option(help="GRADE=MEANING, repeatable: the grade scale.")] = None,
+    relevant_from: Annotated[str | None, typer.Option(
+        metavar="GRADE", help="The lowest grade the assessors meant as relevant (the agreement on relevant-or-not "
+                              "takes it).")] = None,
     unresolved_token: Annotated[
         str | None, typer.Option(help="Grade text marking an unresolved judgment (kept as a null grade).")
     ] = None,
@@ -301,30 +286,44 @@ def ingest_judgments_command(
     allow_empty: AllowEmptyOption = False,
 ) -> None:
     """Validate a judgment set and store it, content-addressed, with its metadata. Metadata comes from the sidecar
-    `<qrels>.meta.toml` when present; options given here override it. With --extends, the file holds new answers
-    for a stored judgment set, and a new version is stored (see `judgment_lineage` in `judged sql`)."""
+    `<qrels>.meta.toml` when present (of several files, their sidecars merged); options given here override it.
+    A set whose rows name their assessors is stored with who they are and how far they agree (`judged agreement`;
+    the views `assessors` and `assessor_agreement`). With --extends, the file holds new answers for a stored
+    judgment set, and a new version is stored (see `judgment_lineage` in `judged sql`)."""
     _require_writable_warehouse(warehouse)
     if extends is not None:
-        _extend_judgments(qrels, warehouse, extends, version, revise, assessors, worklist)
+        if len(qrels) != 1 or assessor or assessor_kind:
+            raise fail("--extends takes one answers file, without --assessor or --assessor-kind", EXIT_USAGE)
+        _extend_judgments(qrels[0], warehouse, extends, version, revise, assessors, worklist)
         return
     if revise or worklist is not None:
         raise fail("--revise and --worklist go with --extends", EXIT_USAGE)
     require_prefect_api()
-    from judged.flows.store.readers import read_sidecar
     from judged.flows.pipeline.flows import ingest_judgments
+    from judged.flows.store.assessor_files import merged_sidecars, parse_assessor_kinds
+    from judged.flows.store.readers import read_sidecar
     from judged.schemas.provenance import JudgmentSetMetadata
 
     try:
-        base = read_sidecar(qrels, "judgments") if qrels.is_file() else JudgmentSetMetadata()
+        kinds = parse_assessor_kinds(assessor_kind or [])
+        if len(qrels) == 1:
+            base = read_sidecar(qrels[0], "judgments") if qrels[0].is_file() else JudgmentSetMetadata()
+        else:
+            base = merged_sidecars(qrels)
         overrides: dict[str, object] = _metadata_overrides(
-            name=name, version=version, task=task, assessors=assessors, pooling=pooling,
-            unresolved_token=unresolved_token,
+            name=name, version=version, task=task, pooling=pooling, unresolved_token=unresolved_token,
         )
         if grade:
             overrides["grade_scale"] = _parse_grades(grade)
+        if relevant_from is not None:
+            overrides["relevant_from"] = parse_positive_int(relevant_from, "--relevant-from")
         metadata = JudgmentSetMetadata.model_validate({**base.model_dump(), **overrides})
-        with orchestrated(f"ingesting {qrels}"):
-            report = ingest_judgments(str(qrels), str(warehouse), metadata, allow_empty=allow_empty)
+        if assessors is not None:
+            metadata = metadata.with_assessors(description=assessors)
+        shown = qrels[0] if len(qrels) == 1 else f"{len(qrels)} judgment files"
+        with orchestrated(f"ingesting {shown}"):
+            report = ingest_judgments([str(path) for path in qrels], str(warehouse), metadata,
+                                      allow_empty=allow_empty, assessors=assessor or [], assessor_kinds=kinds)
     except (SpecError, InputError) as error:
         raise failure(error, order_hint=False) from None
     _print_store_report(report, "judgment set")
@@ -638,7 +637,7 @@ def sql(
 
     if output_format not in ("table", "csv", "json"):
         raise fail(f"--format must be table, csv or json, not {output_format!r}", EXIT_USAGE)
-    _require_readable_warehouse(warehouse)
+    require_readable_warehouse(warehouse)
     try:
         limits = QueryLimits(timeout_seconds=timeout, row_limit=limit, memory_limit=memory_limit)
     except ValueError as error:
@@ -695,7 +694,7 @@ def show(
     from judged.flows.report.text import print_tables
     from judged.flows.store.warehouse import Store
 
-    _require_readable_warehouse(warehouse)
+    require_readable_warehouse(warehouse)
     if not _EVALUATION_ID.fullmatch(evaluation_id):  # `../runs/<id>` would name another table's file
         raise fail(f"{warehouse}: no evaluation with id or id prefix {evaluation_id!r} in the warehouse: an "
                    "evaluation id is hexadecimal digits (0-9, a-f)", EXIT_INPUT)

@@ -67,6 +67,43 @@ def failure(error: InputError | SpecError, order_hint: bool = True) -> typer.Exi
     return fail(str(error), EXIT_USAGE if isinstance(error, SpecError | UsageError) else EXIT_INPUT)
 
 
+# Naming the assessors of judgment files (`ingest-judgments`, `agreement`): flows/store/assessor_files.py.
+AssessorOption = Annotated[list[str] | None, typer.Option(
+    "--assessor", metavar="NAME",
+    help="The assessor of each TREC qrels file, once per file in the order of the files: the files are then one "
+         "judgment set whose rows name their assessor. (A Parquet table names them in an `assessor` column.)")]
+AssessorKindOption = Annotated[list[str] | None, typer.Option(
+    "--assessor-kind", metavar="NAME=KIND",
+    help="An assessor's kind: human, model:<name> (a model that judged) or adjudicator. Repeatable; replaces the "
+         "kind the sidecar's assessors table gives the same assessor.")]
+
+
+def require_readable_warehouse(warehouse: Path) -> None:
+    """One line and an exit unless `warehouse` is a warehouse folder this user can read (for `sql`, `show` and
+    `agreement`, which create nothing): a file or an unreadable place is a bad option value (exit 2); a missing
+    folder or one without a catalog is no warehouse (exit 1)."""
+    from judged.flows.store.warehouse import CATALOG
+
+    if warehouse.exists() and not warehouse.is_dir():
+        raise fail(f"{warehouse}: --warehouse must be a folder, and this is a file", EXIT_USAGE)
+    if not warehouse.exists():
+        missing = warehouse
+        while not missing.parent.exists() and missing.parent != missing:
+            missing = missing.parent
+        if missing.parent.exists() and not missing.parent.is_dir():
+            raise fail(f"{warehouse}: --warehouse cannot be a folder here ({missing.parent} is a file)", EXIT_USAGE)
+        if missing.parent.exists() and not os.access(missing.parent, os.R_OK | os.X_OK):
+            raise fail(f"{warehouse}: --warehouse cannot be read here ({missing.parent} is not readable)",
+                       EXIT_USAGE)
+        raise fail(f"{warehouse}: no such folder: --warehouse names a warehouse (ingest or evaluate something "
+                   "into it first)", EXIT_INPUT)
+    if not os.access(warehouse, os.R_OK | os.X_OK):
+        raise fail(f"{warehouse}: --warehouse cannot be read here (no read permission)", EXIT_USAGE)
+    if not (warehouse / CATALOG).is_file():
+        raise fail(f"{warehouse}: not a judged warehouse (no catalog, {CATALOG}): point --warehouse at one, or "
+                   "ingest or evaluate something into it first", EXIT_INPUT)
+
+
 # -- unexpected exceptions -----------------------------------------------------------------------------------------
 
 

@@ -292,6 +292,16 @@ def judgment_rows(
     model: refused otherwise, naming the first such pair. `scale`: the grades `range` may fill in (the declared
     scale; else the grades present)."""
     rows, warnings = without_duplicates(judgments, spec.judgment_duplicates, suspected)
+    model = spec.assessor_model or ""
+    if model.startswith("single:"):
+        # One assessor's grades where they judged: an assessor the judgments do not name would silently make the
+        # others' consensus every grade.
+        named = (rows.select(pl.col("assessor").drop_nulls().unique().sort()).collect()["assessor"].to_list()
+                 if "assessor" in rows.collect_schema().names() else [])
+        if model.removeprefix("single:") not in named:
+            known = f"they name {', '.join(named)}" if named else "they name no assessor"
+            raise InputError(judgments.source, f"assessor model {model} takes the grades of an assessor the "
+                                               f"judgments do not name: {known}")
     if "assessor" not in rows.collect_schema().names():
         return rows, warnings
     if spec.assessor_model is None:

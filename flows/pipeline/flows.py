@@ -27,7 +27,8 @@ from judged.flows.pipeline.nightly import (
 from judged.flows.pipeline.scheduler import require_scheduler
 from judged.flows.pipeline.tasks import (
     check_inputs_task, check_night_judgments_task, check_run_task, compare_task, current_flow_run_id,
-    evaluate_shard_task, finish_task, ingest_checked_run_task, ingest_file_task, nightly_report_task, plan_task,
+    evaluate_shard_task, finish_task, ingest_checked_run_task, ingest_file_task, ingest_judgment_files_task,
+    nightly_report_task, plan_task,
     log_stored, publish_artifacts_task, refresh_catalog_task, survey_piece_task, write_shard_group_task,
 )
 from judged.flows.report.wording import counted
@@ -105,13 +106,22 @@ def evaluate_runs(
 
 @flow(name="ingest-judgments")
 def ingest_judgments(
-    path: str, warehouse: str = DEFAULT_WAREHOUSE, metadata: Metadata | None = None,
+    path: str | list[str], warehouse: str = DEFAULT_WAREHOUSE, metadata: Metadata | None = None,
     rows_per_shard: int = DEFAULT_LIMITS.rows_per_shard, allow_empty: bool = False,
+    assessors: list[str] | None = None, assessor_kinds: dict[str, str] | None = None,
 ) -> StoreReport:
     """Validate a qrels file (TREC text, .gz or Parquet) and store it as a content-addressed judgment set, split
-    into shards of about `rows_per_shard` rows by query. An empty one is refused unless `allow_empty`."""
+    into shards of about `rows_per_shard` rows by query. An empty one is refused unless `allow_empty`. Several
+    files (a list), each named by its assessor in `assessors` (in order), are one set whose rows name their
+    assessor; `assessor_kinds` declares their kinds (flows/store/assessor_files.py). A set that names its assessors
+    is stored with their agreement."""
     limits = replace(DEFAULT_LIMITS, rows_per_shard=rows_per_shard)
-    report = ingest_file_task(warehouse, path, "judgments", metadata, limits, allow_empty)
+    paths = [path] if isinstance(path, str) else path
+    if len(paths) == 1 and not assessors and not assessor_kinds:
+        report = ingest_file_task(warehouse, paths[0], "judgments", metadata, limits, allow_empty)
+    else:
+        report = ingest_judgment_files_task(warehouse, paths, assessors or [], metadata, assessor_kinds or {},
+                                            limits, allow_empty)
     refresh_catalog_task(warehouse)
     return report
 

@@ -88,6 +88,12 @@ def extend_judgments(
                                        "`worklists`)")
     answers = load_table(answers_path, JUDGMENT_SET.name, JudgmentSetMetadata(unresolved_token=parent_meta.unresolved_token))
     answer_rows = answers.frame
+    # A version grows by one assessor's answers: which of several assessors a new grade belongs to, and how it
+    # weighs against the others', is not defined yet.
+    if "assessor" in parent.frame.columns or "assessor" in answer_rows.columns:
+        named = parent_id if "assessor" in parent.frame.columns else answers_path
+        raise UsageError("--extends", f"{named} names its assessors: a judgment set of several assessors' grades is "
+                                      "not extended by answers; ingest the new set whole (one file per assessor)")
     _require_declared_grades(answer_rows, parent_meta, answers_path)
     repeated = answer_rows.filter(pl.struct(PAIR).is_duplicated()).sort("source_line")
     if repeated.height:
@@ -118,9 +124,8 @@ def extend_judgments(
         ],
         how="vertical_relaxed",
     ).sort(PAIR)
-    metadata = parent_meta.model_copy(
-        update={"version": version, "assessors": assessors or parent_meta.assessors, "source": answers_path}
-    )
+    described = parent_meta.with_assessors(description=assessors) if assessors else parent_meta
+    metadata = described.model_copy(update={"version": version, "source": answers_path})
     content = hashlib.sha256(combined.select(*PAIR, "relevance").write_csv().encode()).hexdigest()
     source_sha = answers.source_sha256
     table = LoadedTable(

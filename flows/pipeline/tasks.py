@@ -24,6 +24,7 @@ from judged.flows.pipeline.artifacts import publish_artifacts
 from judged.flows.pipeline.evaluation import EvaluationReport, evaluate_shard, finish_evaluation, stored_plan
 from judged.flows.pipeline.nightly import RUN_WAS_NEW, RUN_WAS_STORED, run_was_new
 from judged.flows.report.wording import counted
+from judged.flows.store.assessor_files import load_judgments
 from judged.flows.store.kinds import input_kind
 from judged.flows.store.inputs import input_judgments, input_run
 from judged.flows.store.readers import (
@@ -31,7 +32,7 @@ from judged.flows.store.readers import (
 )
 from judged.flows.store.scaled import ShardGroup, Survey, survey_piece, write_shard_group
 from judged.flows.store.warehouse import ReadRun, Store, StoreReport, read_run, staging_area
-from judged.schemas.provenance import RunMetadata
+from judged.schemas.provenance import JudgmentSetMetadata, RunMetadata
 from judged.schemas.spec import EvaluationSpec
 from judged.transforms.errors import InputError
 
@@ -59,6 +60,22 @@ def ingest_file(
                 table = load_table(path, kind, metadata,  # type: ignore[arg-type]
                                    limits=limits, allow_empty=allow_empty)
         report = warehouse.store_table(table, limits, phases, staged_shards)
+    return replace(report, seconds=time.perf_counter() - started, phases=phases.as_tuples())
+
+
+def ingest_judgment_files(
+    warehouse: Store, paths: list[str], assessors: list[str], metadata: JudgmentSetMetadata | None = None,
+    kinds: dict[str, str] | None = None, limits: Limits = DEFAULT_LIMITS, allow_empty: bool = False,
+) -> StoreReport:
+    """Read judgment files as one set that names its assessors (`assessor_files.load_judgments`: one name per TREC
+    file, or a Parquet table's `assessor` column; `kinds` declares their kinds) and store it with their agreement.
+    Bad input raises InputError (or UsageError) and writes nothing. The report's `seconds` and `phases` as
+    `ingest_file` gives them."""
+    started = time.perf_counter()
+    phases = Phases()
+    with phases.measure("read and check"):
+        table = load_judgments(paths, assessors, metadata, kinds, limits, allow_empty)
+    report = warehouse.store_table(table, limits, phases)
     return replace(report, seconds=time.perf_counter() - started, phases=phases.as_tuples())
 
 
@@ -148,6 +165,18 @@ def ingest_file_task(
 ) -> StoreReport:
     staged = Path(staged_shards) if staged_shards else None
     return log_stored(path, kind, ingest_file(Store(warehouse_root), path, kind, metadata, limits, allow_empty, staged))
+
+
+@task(name="ingest-judgment-files")
+def ingest_judgment_files_task(
+    warehouse_root: str, paths: list[str], assessors: list[str], metadata: Metadata | None = None,
+    kinds: dict[str, str] | None = None, limits: Limits = DEFAULT_LIMITS, allow_empty: bool = False,
+) -> StoreReport:
+    declared = metadata if isinstance(metadata, JudgmentSetMetadata) or metadata is None else None
+    if metadata is not None and declared is None:
+        raise InputError(", ".join(paths), "judgments take a judgment set's metadata, not a run's")
+    report = ingest_judgment_files(Store(warehouse_root), paths, assessors, declared, kinds, limits, allow_empty)
+    return log_stored(", ".join(paths), "judgments", report)
 
 
 def log_stored(path: str, kind: str, report: StoreReport) -> StoreReport:

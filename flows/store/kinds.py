@@ -29,6 +29,8 @@ from judged.schemas.tables import (
     RUN_ROWS_TABLE,
     RUN_TABLE,
     RUNS_TABLE,
+    STORED_AGREEMENT_TABLE,
+    STORED_ASSESSORS_TABLE,
     STORED_JUDGMENTS_TABLE,
     STORED_PER_QUERY_TABLE,
     STORED_SUMMARY_TABLE,
@@ -158,6 +160,9 @@ class InputKind(Kind):
 
 # The tables the code names on their own (the others it reaches through their kind's record and rows).
 LINEAGE_FILES = StoredFiles(JUDGMENT_LINEAGE_TABLE, Layout.FILE)
+# A set that names its assessors: who they are, and how far they agree (flows/store/warehouse.py writes them).
+ASSESSORS_FILES = StoredFiles(STORED_ASSESSORS_TABLE, Layout.FILE)
+AGREEMENT_FILES = StoredFiles(STORED_AGREEMENT_TABLE, Layout.FILE)
 PER_QUERY_FILES = StoredFiles(STORED_PER_QUERY_TABLE, Layout.PARTS)
 SUMMARY_FILES = StoredFiles(STORED_SUMMARY_TABLE, Layout.PARTS)
 COMPARISONS_FILES = StoredFiles(COMPARISONS_TABLE, Layout.PARTS)
@@ -166,8 +171,9 @@ COMPARISON_PER_QUERY_FILES = StoredFiles(COMPARISON_PER_QUERY_TABLE, Layout.PART
 JUDGMENT_SET = InputKind(
     "judgments", "judgment set", "judgment_set_id",
     record=StoredFiles(JUDGMENT_SETS_TABLE, Layout.FILE),
-    # The lineage of a version made by extending another is written before its record, and shows with it.
-    parts=(StoredFiles(STORED_JUDGMENTS_TABLE, Layout.PARTS), LINEAGE_FILES),
+    # The lineage of a version made by extending another, and the assessors of a set that names them with their
+    # agreement, are written before its record, and show with it.
+    parts=(StoredFiles(STORED_JUDGMENTS_TABLE, Layout.PARTS), LINEAGE_FILES, ASSESSORS_FILES, AGREEMENT_FILES),
     input_contract=JUDGMENTS_TABLE, trec_columns=QRELS_COLUMNS, parse_text=parse_trec_qrels, conform=conform_judgments,
     problem_probe=None, metadata_model=JudgmentSetMetadata, value_column="relevance", value_dtype=pl.Int64(),
     ranked=False,

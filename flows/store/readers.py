@@ -36,6 +36,7 @@ from judged.flows.store.reading_pass import (
 )
 from judged.schemas.fields import QUERY, TAG
 from judged.schemas.provenance import JudgmentSetMetadata, RunMetadata, table_id
+from judged.transforms.assessors import names_assessors
 from judged.transforms.errors import InputError
 from judged.transforms.parse import SWAPPED_HINT, ignored_run_columns, in_contract, raise_first_problem
 from judged.transforms.trec_grammar import BLANKS, BYTE_ORDER_MARK, RUN_Q0
@@ -454,7 +455,7 @@ def _read_fast_in_memory(
     if any(found[check] for check in DECLINING):
         return None
     common_tag = tag_of(found["some_tag"], found["tags_differ"]) if TAG in columns else None
-    return ParsedTable(in_contract(rows, kind.input_contract.schema), common_tag)
+    return ParsedTable(in_contract(rows, kind.input_contract), common_tag)
 
 
 def _fast_scan(path: Path, separator: str, columns: dict[str, pl.DataType]) -> pl.LazyFrame | None:
@@ -474,7 +475,7 @@ def _parsed_by_pass(reading: ReadingPass) -> ParsedTable | None:
     reading.finish()
     if not reading.plain:
         return None
-    return ParsedTable(in_contract(reading.rows, reading.kind.input_contract.schema), reading.common_tag,
+    return ParsedTable(in_contract(reading.rows, reading.kind.input_contract), reading.common_tag,
                        reading.counts, duplicate_free=reading.duplicate_free)
 
 
@@ -598,7 +599,7 @@ class _Parsing:
         parsed = self.kind.parse_text(lines, self.unresolved_token).collect()
         raise_first_problem(parsed.select("source_line", "problem"), str(self.path), "line")
         warning = ignored_columns_warning(self.path, lines) if self.kind.trec_columns.extra_ignored else None
-        return ParsedTable(in_contract(parsed.lazy(), self.kind.input_contract.schema),
+        return ParsedTable(in_contract(parsed.lazy(), self.kind.input_contract),
                            warnings=() if warning is None else (warning,))
 
     def _validated_parquet(self) -> tuple[pl.LazyFrame, str | None]:
@@ -621,9 +622,12 @@ class _Parsing:
                 )
                 raise_first_problem(problems, path, "row")
             common_tag = _parquet_common_tag(scanned) if self._tag_wanted else None
+            # A judgments table whose `assessor` column holds nulls only names no assessor: read as without one.
+            if "assessor" in conformed.collect_schema().names() and not names_assessors(conformed).collect().item():
+                conformed = conformed.drop("assessor")
         except pl.exceptions.PolarsError as error:
             raise InputError(path, f"cannot be read as Parquet: {str(error).splitlines()[0]}") from None
-        self._parquet = (in_contract(conformed, self.kind.input_contract.schema), common_tag)
+        self._parquet = (in_contract(conformed, self.kind.input_contract), common_tag)
         return self._parquet
 
 
@@ -1071,8 +1075,9 @@ class StoredTable:
     def _loaded(self, wanted: list[Path], keep: pl.Expr | None, queries: pl.DataFrame | None) -> LoadedTable:
         """These part files' rows (those `keep` keeps) as the engine takes them; `queries`: the parts' queries as
         their metadata lists them."""
-        stored_contract = input_kind(self.kind).rows.schema
-        contract = input_kind(self.kind).input_contract.schema
+        # Its optional columns (a judgment's `assessor`) are in its files or not, as in the table read at ingest.
+        stored_contract = input_kind(self.kind).rows.contract.schema_for(())
+        contract = input_kind(self.kind).input_contract
         rows = pl.scan_parquet(wanted) if wanted else pl.LazyFrame(schema=stored_contract)
         if keep is not None:
             rows = rows.filter(keep)

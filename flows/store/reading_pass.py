@@ -263,4 +263,4 @@ def _in_contract(batch: pl.DataFrame, kind: InputKind) -> pl.DataFrame:
         tag = batch[TAG]
         if tag.null_count() == 0 and (value := tag.min()) == tag.max():
             rows = rows.with_columns(pl.lit(value, pl.String).alias(TAG))
-    return in_contract(rows, kind.input_contract.schema).collect(engine="in-memory")
+    return in_contract(rows, kind.input_contract).collect(engine="in-memory")

@@ -36,6 +36,7 @@ import fcntl
 import hashlib
 import json
 import os
+import re
 import shutil
 import uuid
 from collections.abc import Callable, Iterator
@@ -51,6 +52,7 @@ import duckdb
 import polars as pl
 import pyarrow.parquet as pq
 
+from judged.flows.store.assessor_files import assessor_names, check_assessors
 from judged.flows.store.hashing import hash_in_background
 from judged.flows.store.pending_footer import fill_pending_value, pending_value
 from judged.flows.store.readers import (
@@ -62,6 +64,8 @@ from judged.flows.engine.limits import DEFAULT_LIMITS, Limits
 from judged.flows.engine.phases import Phases
 from judged.flows.engine.versions import implementation_version
 from judged.flows.store.kinds import (
+    AGREEMENT_FILES,
+    ASSESSORS_FILES,
     EVALUATION,
     JUDGMENT_SET,
     NIGHTLY,
@@ -71,6 +75,7 @@ from judged.flows.store.kinds import (
     SUMMARY_FILES,
     InputKind,
     Kind,
+    StoredFiles,
     input_kind,
     kind_named,
 )
@@ -932,6 +937,8 @@ class Store:
         if record_path.exists():
             return StoreReport(kind.name, table_id, False, n_rows)
         self.require_free_version(table.metadata, table_id)
+        with phases.measure("assessors"):
+            beside = self._beside_the_rows(table, kind, table_id)
         with phases.measure("layout"):
             blocks = position_blocks(table, kind, limits)
         if staged_run is not None and (
@@ -952,8 +959,28 @@ class Store:
         else:
             stored = sink_position_shards(table.scan, kind, table_id, self.root, blocks, metadata, limits, phases,
                                           table.duplicate_free)
+        for files, rows in beside:
+            write_parquet_atomically(rows, files.path(self.root, table_id), {"judged.table": files.name}, self.root)
         self._write_record(kind, record, record_path, metadata, stored, phases)
         return StoreReport(kind.name, table_id, True, n_rows)
+
+    def _beside_the_rows(
+        self, table: LoadedTable, kind: InputKind, table_id: str
+    ) -> list[tuple[StoredFiles, pl.DataFrame]]:
+        """What is stored beside a judgment set that names its assessors, before its record: who they are and how
+        far they agree (flows/engine/agreement.py), once the set passed the checks of such a set (each assessor
+        grades a pair once, every declared kind is an assessor's: an InputError before anything is written)."""
+        if kind is not JUDGMENT_SET:
+            return []
+        check_assessors(table)
+        if not assessor_names(table.scan):
+            return []
+        from judged.flows.engine.agreement import agreement_of  # loads the agreement's libraries only here
+
+        assessors, pairs = agreement_of(table).stored()
+        ASSESSORS_FILES.contract.validate(assessors)
+        AGREEMENT_FILES.contract.validate(pairs)
+        return [(ASSESSORS_FILES, assessors), (AGREEMENT_FILES, pairs)]
 
     def store_by_position(
         self, table: Described, blocks: pl.DataFrame, write: Callable[[Path, dict[str, str]], None],
@@ -1009,7 +1036,7 @@ class Store:
                 "name": meta.name,
                 "version": meta.version,
                 "task": meta.task,
-                "assessors": meta.assessors,
+                "assessors": meta.assessors.description,
                 "pooling": meta.pooling,
                 "grade_scale": [{"grade": g, "meaning": m} for g, m in meta.grade_scale],
                 "unresolved_token": meta.unresolved_token,
@@ -1201,9 +1228,29 @@ def views_sql(root: Path | None = None) -> str:
     warehouse's own path each time). Then the comments on each view and column, from their declarations
     (schemas/tables.py)."""
     template = resources.files("judged.transforms").joinpath("views.sql").read_text()
+    if root is not None:
+        # A warehouse written before a table existed has no file of it until its next writer (`Store.ensure`):
+        # read-only, its view reads an empty typed relation instead.
+        absent = [name for name, table in STORED_TABLES.items() if next(root.glob(table.glob), None) is None]
+        template = _READ_PARQUET.sub(
+            lambda found: _empty_relation(STORED_TABLES[found[1]]) if found[1] in absent else found[0], template)
     globs = {name: _sql_string(str(root / table.glob) if root else table.glob) for name, table in STORED_TABLES.items()}
     return (template.format(**globs, method_version_unrecorded=_sql_string(METHOD_VERSION_UNRECORDED)) + "\n"
             + comment_statements())
+
+
+# How views.sql reads a stored table's files: `read_parquet({name}, union_by_name = true)`.
+_READ_PARQUET = re.compile(r"read_parquet\(\{(\w+)\}, union_by_name = true\)")
+
+
+def _empty_relation(table: StoredFiles) -> str:
+    """A relation of no rows with the table's columns, each of the type DuckDB reads its Parquet files as."""
+    with duckdb.connect() as connection:
+        described = connection.from_arrow(pl.DataFrame(schema=table.schema).to_arrow())
+        columns = ", ".join(f'CAST(NULL AS {kind}) AS "{name}"'
+                            for name, kind in zip(described.columns, described.types, strict=True))
+    # Braces doubled: the template is formatted after this.
+    return f"(SELECT {columns} WHERE false)".replace("{", "{{").replace("}", "}}")
 
 
 def _sql_string(text: str) -> str:

@@ -18,8 +18,10 @@ import judged.flows.store.hashing
 from judged.flows.store.hashing import content_hashes, hash_ahead, hash_in_background, hashes_on_demand
 from judged.flows.store.readers import LoadedTable, TableKind, load_table, read_trec_fast
 from judged.flows.engine.limits import Limits
-from judged.schemas.tables import JUDGMENTS, RUN
+from judged.schemas.tables import JUDGMENTS_TABLE, RUN
 from judged.transforms.errors import InputError
+
+JUDGMENTS = JUDGMENTS_TABLE.schema_for(())  # of a set that names no assessor
 
 QRELS_TEXT = "# seed judgments\nq1 0 d1 3\nq1 0 d2 0\n\nq1 0 d3 2\n007 0 007 1\n"
 # (query_id, iteration, doc_id, relevance, source_line): the comment is line 1, the blank line 4.

@@ -169,7 +169,7 @@ def exact_rows(path: Path, kind: TableKind, gzipped: bool) -> pl.DataFrame:
     lines = read_lines(path, gzipped)
     parsed = (parse_trec_qrels(lines) if kind == "judgments" else parse_trec_run(lines)).collect()
     raise_first_problem(parsed, str(path))
-    return in_contract(parsed.lazy(), input_kind(kind).input_contract.schema).collect()
+    return in_contract(parsed.lazy(), input_kind(kind).input_contract).collect()
 
 
 @pytest.mark.parametrize("route", list(FAST_ROUTES))

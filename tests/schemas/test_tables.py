@@ -67,13 +67,33 @@ def test_validation_lists_every_mismatch() -> None:
     with pytest.raises(ContractError, match="^judgments: missing column"):
         JUDGMENTS_TABLE.validate(frame)
     good = pl.DataFrame({"query_id": ["q1"], "iteration": [None], "doc_id": ["a"], "relevance": [None],
-                         "source_line": [1]}, schema=tables.JUDGMENTS)
+                         "source_line": [1]}, schema=JUDGMENTS_TABLE.schema_for(()))
     assert JUDGMENTS_TABLE.validate(good) is good  # nulls only where declared nullable
     reordered = good.select("doc_id", "query_id", "iteration", "relevance", "source_line")
     assert JUDGMENTS_TABLE.problems(reordered) == [
         "columns in the order ['doc_id', 'query_id', 'iteration', 'relevance', 'source_line'], declared "
         "['query_id', 'iteration', 'doc_id', 'relevance', 'source_line']"
     ]
+
+
+def test_an_optional_column_may_be_absent_and_when_present_keys_its_rows() -> None:
+    # A set that names no assessor has no `assessor` column; one that does is checked with it, in its place.
+    one = pl.DataFrame({"query_id": ["q1", "q1"], "iteration": ["0", "0"], "doc_id": ["a", "a"],
+                        "relevance": [1, 2], "source_line": [1, 2]}, schema=JUDGMENTS_TABLE.schema_for(()))
+    assert JUDGMENTS_TABLE.problems(one) == []
+    two = pl.DataFrame({"query_id": ["q1", "q1"], "iteration": ["0", "0"], "doc_id": ["a", "a"],
+                        "relevance": [1, 2], "assessor": ["x", "y"], "source_line": [1, 1]},
+                       schema=JUDGMENTS_TABLE.schema)
+    assert JUDGMENTS_TABLE.problems(two) == []  # one line number in each assessor's file
+    assert JUDGMENTS_TABLE.problems(two.with_columns(assessor=pl.lit("x"))) == [
+        "2 rows repeat a primary key ['assessor', 'source_line']"
+    ]
+    assert JUDGMENTS_TABLE.problems(two.select("assessor", *tables.JUDGMENTS_TABLE.schema_for(()))) == [
+        "columns in the order ['assessor', 'query_id', 'iteration', 'doc_id', 'relevance', 'source_line'], declared "
+        "['query_id', 'iteration', 'doc_id', 'relevance', 'assessor', 'source_line']"
+    ]
+    with pytest.raises(ValueError, match=r"optional column\(s\) \['id'\] are not nullable"):
+        Table("t", "thing", {"id": Column(pl.String(), "its id")}, (), optional=("id",))
 
 
 def test_a_declaration_names_its_key_among_its_columns() -> None:

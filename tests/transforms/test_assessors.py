@@ -6,7 +6,9 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from judged.transforms.assessors import agreement_by_pair, krippendorff_alpha, resolve_assessors
+from judged.transforms.assessors import (
+    agreement_by_pair, assessor_counts, krippendorff_alpha, names_assessors, resolve_assessors,
+)
 
 # Pair a: x says 1, y says 3. b: x 2, y unresolved, z 0. c: x alone, 2. d: x unresolved only.
 ROWS = pl.LazyFrame(
@@ -76,3 +78,47 @@ def test_krippendorff_alpha_is_one_on_full_agreement_and_null_without_overlap() 
     assert krippendorff_alpha(same) == pytest.approx(1.0)
     apart = same.with_columns(doc_id=pl.Series(["1", "2", "3", "4", "5", "6"]))
     assert krippendorff_alpha(apart) is None
+
+
+def test_weighted_kappa_counts_the_distance_between_grades_not_between_the_grades_given() -> None:
+    # a = 0, 1, 3, 3 and b = 0, 3, 1, 3: nobody gave a 2, yet 1 against 3 is two grades apart. Observed mean
+    # distance (0 + 2 + 2 + 0) / 4 = 1; by chance, with p(0) = 1/4, p(1) = 1/4, p(3) = 1/2 on both sides,
+    # sum p(i) p(j) |i - j| = 2 * (1/16 * 1 + 1/8 * 3 + 1/8 * 2) = 1.375: kappa_w = 1 - 1 / 1.375 = 0.272727.
+    # (With the grades given as labels, 1 against 3 would count 1: 1 - 0.5 / 0.875 = 0.428571.)
+    rows = pl.DataFrame({"query_id": ["q"] * 8, "doc_id": ["1", "2", "3", "4"] * 2,
+                         "relevance": [0, 1, 3, 3, 0, 3, 1, 3], "assessor": ["a"] * 4 + ["b"] * 4})
+    found = agreement_by_pair(rows, threshold=1).row(0, named=True)
+    assert found["weighted_kappa"] == pytest.approx(1 - 1 / 1.375)
+    # Unweighted, by chance 1/16 + 1/16 + 1/4 = 0.375, observed 1/2: (0.5 - 0.375) / 0.625 = 0.2.
+    assert found["kappa"] == pytest.approx(0.2)
+    # Relevant at 1: a = 0, 1, 1, 1 and b = 0, 1, 1, 1: full agreement.
+    assert found["kappa_relevant"] == pytest.approx(1.0) and found["agreement"] == 0.5
+
+
+def test_every_pair_of_assessors_is_listed_even_without_shared_pairs() -> None:
+    rows = pl.DataFrame({"query_id": ["q"] * 3, "doc_id": ["1", "1", "2"], "relevance": [1, 2, 0],
+                         "assessor": ["b", "a", "c"]})
+    pairs = agreement_by_pair(rows, threshold=1)
+    assert pairs.select("assessor_a", "assessor_b", "shared_pairs").rows() == [("a", "b", 1), ("a", "c", 0),
+                                                                               ("b", "c", 0)]
+    assert pairs.filter(pl.col("shared_pairs") == 0)["kappa"].to_list() == [None, None]
+    assert pairs.filter(pl.col("shared_pairs") == 0)["agreement"].to_list() == [None, None]
+
+
+def test_alpha_by_hand_and_with_any_assessor_name() -> None:
+    # Two coders, four units: (0, 0), (1, 1), (2, 1), (2, 2). Ordinal alpha by hand: value counts n_0 = 2,
+    # n_1 = 3, n_2 = 3 (n = 8); ordinal distance d(1, 2) = (n_1 / 2 + n_2 / 2)^2 = 9, d(0, 1) = (2/2 + 3/2)^2 = 6.25,
+    # d(0, 2) = (2/2 + 3 + 3/2)^2 = 30.25. Observed: the one disagreeing unit pairs (1, 2) twice over m - 1 = 1:
+    # D_o = 2 * 9 / 8. Expected: sum over value pairs n_c n_k d(c, k) / (n (n - 1)), both orders:
+    # 2 * (2 * 3 * 6.25 + 2 * 3 * 30.25 + 3 * 3 * 9) / 56 = 2 * 300 / 56. alpha = 1 - D_o / D_e = 1 - 2.25 / 10.714.
+    rows = pl.DataFrame({"query_id": ["q"] * 8, "doc_id": ["1", "2", "3", "4"] * 2,
+                         "relevance": [0, 1, 2, 2, 0, 1, 1, 2], "assessor": ["doc_id"] * 4 + ["query_id"] * 4})
+    assert krippendorff_alpha(rows) == pytest.approx(1 - (2 * 9 / 8) / (2 * 300 / 56))
+
+
+def test_assessor_counts_name_each_assessor_with_their_kind() -> None:
+    counts = assessor_counts(ROWS, {"y": "model:gpt-4o", "x": "human"}).collect()
+    assert counts.rows() == [("x", "human", 3, 1, 1), ("y", "model:gpt-4o", 1, 1, 1), ("z", None, 1, 0, 1)]
+    assert names_assessors(ROWS).collect().item()
+    assert not names_assessors(ROWS.with_columns(assessor=pl.lit(None, pl.String))).collect().item()
+    assert not names_assessors(ROWS.drop("assessor")).collect().item()

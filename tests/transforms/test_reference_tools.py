@@ -25,9 +25,11 @@ from hypothesis import strategies as st
 from sklearn.metrics import ndcg_score
 
 from judged.schemas.spec import PRESETS, EvaluationSpec
-from judged.schemas.tables import JUDGMENTS, RUN
+from judged.schemas.tables import JUDGMENTS_TABLE, RUN
 from judged.transforms.judging import judged_run_rows
 from judged.transforms.measures import per_query_values as per_query_ndcg
+
+JUDGMENTS = JUDGMENTS_TABLE.schema_for(())  # of a set that names no assessor
 
 TOLERANCE = 1e-9
 EVALUATED = ("scored", "no_relevant_judgments")
