@@ -347,3 +347,46 @@ def randomised_tukey_hsd(values: np.ndarray, permutations: int, seed: int) -> np
     p_values = (reached + 1) / (permutations + 1)
     np.fill_diagonal(p_values, 1.0)
     return p_values
+
+
+PAIR_TABLE_COLUMNS = (
+    "measure", "cutoff", "better", "worse", "direction", "mean_difference", "mean_difference_min",
+    "mean_difference_max", "assessor_worlds_agree", "assessor_worlds", "ci_low", "ci_high", "p_adjusted", "decided",
+    "significant", "unjudged_documents", "open_queries", "disputed_documents", "disputed_queries", "n_queries",
+)
+"""The pair table's columns: each pair oriented so that its mean difference (better - worse) is not negative."""
+
+
+def pair_table(pairs: pl.LazyFrame) -> pl.LazyFrame:
+    """Every pair of a comparison's statistics (one row per pair, measure and cutoff) read in the direction of its
+    mean difference: `better` and `worse` (the run, then the reference, when the run is ahead or level), `direction`
+    (`>`, or `=` when the mean difference is 0 or null), the mean difference, its interval over the unjudged worlds
+    and its bootstrap CI turned to read better - worse. Per measure and cutoff (in the order given), the decided
+    pairs first, then the significant ones, then by mean difference, largest first; the pair names break ties."""
+    ahead = pl.col("mean_difference").fill_null(0.0) >= 0
+
+    def oriented(value: str, mirrored: str) -> pl.Expr:
+        """`value` when the run is ahead, else minus `mirrored` (an interval's other end)."""
+        return pl.when(ahead).then(pl.col(value)).otherwise(-pl.col(mirrored)).alias(value)
+
+    order = pairs.select("measure", "cutoff").unique(maintain_order=True).with_row_index("_measure_order")
+    return (
+        pairs.with_columns(
+            better=pl.when(ahead).then("run").otherwise("baseline"),
+            worse=pl.when(ahead).then("baseline").otherwise("run"),
+            direction=pl.when(pl.col("mean_difference").fill_null(0.0) == 0).then(pl.lit("=")).otherwise(pl.lit(">")),
+        )
+        .with_columns(
+            oriented("mean_difference", "mean_difference"),
+            oriented("mean_difference_min", "mean_difference_max"),
+            oriented("mean_difference_max", "mean_difference_min"),
+            oriented("ci_low", "ci_high"), oriented("ci_high", "ci_low"),
+        )
+        .join(order, on=["measure", "cutoff"], how="left", nulls_equal=True)
+        .sort(
+            "_measure_order", pl.col("decided").fill_null(False), pl.col("significant").fill_null(False),
+            "mean_difference", "better", "worse",
+            descending=[False, True, True, True, False, False], nulls_last=True,
+        )
+        .select(PAIR_TABLE_COLUMNS)
+    )

@@ -18,6 +18,7 @@ from judged.transforms.compare import (
     bootstrap_intervals,
     cohens_d_z,
     paired_per_query,
+    pair_table,
     paired_t_test,
     randomization_test,
     randomization_tests,
@@ -219,3 +220,25 @@ def test_paired_table_robustness_from_intervals() -> None:
     assert table["robustness"].cast(pl.String).to_list() == [
         "robust_win", "robust_loss", "unresolved", "robust_tie", "unresolved"
     ]
+
+
+def test_pair_table_reads_each_pair_in_its_direction_and_sorts_decided_then_significant() -> None:
+    rows = [  # baseline, run, measure, cutoff, mean_difference, its interval, CI, decided, significant
+        ("a", "b", "nDCG", 10, -0.2, -0.3, -0.1, -0.25, -0.15, True, True),
+        ("a", "c", "nDCG", 10, 0.05, -0.1, 0.2, 0.01, 0.09, False, True),
+        ("b", "c", "nDCG", 10, 0.3, 0.1, 0.5, 0.2, 0.4, True, False),
+        ("a", "b", "AP", None, 0.0, -0.1, 0.1, -0.05, 0.05, False, False),
+    ]
+    names = ["baseline", "run", "measure", "cutoff", "mean_difference", "mean_difference_min", "mean_difference_max",
+             "ci_low", "ci_high", "decided", "significant"]
+    frame = pl.DataFrame(rows, schema=names, orient="row").with_columns(
+        *(pl.lit(None, pl.Int64).alias(c) for c in ("assessor_worlds_agree", "assessor_worlds", "unjudged_documents",
+                                                    "open_queries", "disputed_documents", "disputed_queries")),
+        p_adjusted=pl.lit(0.01), n_queries=pl.lit(50))
+    table = pair_table(frame.lazy()).collect()
+    assert table.select("better", "direction", "worse", "measure").rows() == [
+        ("a", ">", "b", "nDCG"), ("c", ">", "b", "nDCG"), ("c", ">", "a", "nDCG"), ("b", "=", "a", "AP")]
+    flipped = table.row(0, named=True)  # a - b read as b's loss: every end mirrored
+    assert (flipped["mean_difference"], flipped["mean_difference_min"], flipped["mean_difference_max"],
+            flipped["ci_low"], flipped["ci_high"]) == pytest.approx((0.2, 0.1, 0.3, 0.15, 0.25))
+    assert table.row(1, named=True)["mean_difference_min"] == pytest.approx(0.1)
