@@ -353,6 +353,7 @@ PAIR_TABLE_COLUMNS = (
     "measure", "cutoff", "better", "worse", "direction", "mean_difference", "mean_difference_min",
     "mean_difference_max", "assessor_worlds_agree", "assessor_worlds", "ci_low", "ci_high", "p_adjusted", "decided",
     "significant", "unjudged_documents", "open_queries", "disputed_documents", "disputed_queries", "n_queries",
+    "p_t", "p_randomization", "p_tukey_hsd", "effect_size", "wins", "ties", "losses", "unresolved",
 )
 """The pair table's columns: each pair oriented so that its mean difference (better - worse) is not negative."""
 
@@ -361,7 +362,7 @@ def pair_table(pairs: pl.LazyFrame) -> pl.LazyFrame:
     """Every pair of a comparison's statistics (one row per pair, measure and cutoff) read in the direction of its
     mean difference: `better` and `worse` (the run, then the reference, when the run is ahead or level), `direction`
     (`>`, or `=` when the mean difference is 0 or null), the mean difference, its interval over the unjudged worlds
-    and its bootstrap CI turned to read better - worse. Per measure and cutoff (in the order given), the decided
+    and its bootstrap CI turned to read better - worse (its effect size, wins and losses too). Per measure and cutoff (in the order given), the decided
     pairs first, then the significant ones, then by mean difference, largest first; the pair names break ties."""
     ahead = pl.col("mean_difference").fill_null(0.0) >= 0
 
@@ -380,7 +381,8 @@ def pair_table(pairs: pl.LazyFrame) -> pl.LazyFrame:
             oriented("mean_difference", "mean_difference"),
             oriented("mean_difference_min", "mean_difference_max"),
             oriented("mean_difference_max", "mean_difference_min"),
-            oriented("ci_low", "ci_high"), oriented("ci_high", "ci_low"),
+            oriented("ci_low", "ci_high"), oriented("ci_high", "ci_low"), oriented("effect_size", "effect_size"),
+            wins=pl.when(ahead).then("wins").otherwise("losses"), losses=pl.when(ahead).then("losses").otherwise("wins"),
         )
         .join(order, on=["measure", "cutoff"], how="left", nulls_equal=True)
         .sort(

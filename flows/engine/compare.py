@@ -39,6 +39,7 @@ from judged.transforms.compare import (
     adjusted_p_values,
     bootstrap_intervals,
     cohens_d_z,
+    pair_table,
     paired_per_query,
     paired_t_test,
     randomised_tukey_hsd,
@@ -95,6 +96,10 @@ class ComparisonResult:
             pairs_decided=pl.when(pl.col("decided").is_not_null().any()).then(pl.col("decided").sum().cast(pl.Int64)),
         )
         return summary.to_dicts()
+
+    def pair_table(self) -> pl.DataFrame:
+        """Every pair read in its direction, decided pairs first, then significant ones (`transforms.compare.pair_table`)."""
+        return pair_table(self.pairs.lazy()).collect()
 
     def provenance(self, flow_run_id: str | None = None) -> dict:
         """What the comparison was made from and by: each evaluation's identity and inputs, the settings, the

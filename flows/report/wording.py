@@ -55,3 +55,15 @@ def pair_verdict(row: dict, baseline: str, label: str) -> str | None:
     what = ("the unjudged documents" if documents is None
             else f"{documents:,} unjudged document{'' if documents == 1 else 's'}")
     return f"{row['run']} vs {baseline} on {label} undecided: depends on {what} in {where}"
+
+
+def doubt_legend(confidence_level: float, correction: str, assessors: bool) -> str:
+    """One line on what each kind of doubt in a pair table means: the unjudged documents (the interval, `decided`),
+    the assessors (in how many single-assessor worlds the direction holds) and query sampling (the CI, the
+    corrected p and `significant`, computed on the point values, which count unjudged documents as non-relevant)."""
+    alpha = 1 - confidence_level
+    return ("Three kinds of doubt. Unjudged documents: 'over unjudged' is the mean difference's range over every "
+            "grading of the unjudged documents; decided = that range excludes 0. "
+            + ("Assessors: in how many single-assessor worlds the direction holds. " if assessors else "")
+            + f"Query sampling: the {confidence_level:.0%} bootstrap CI and p {correction} (significant = p {correction}"
+            f" < {alpha:g}) use the point values, which count unjudged documents as non-relevant.")

@@ -43,6 +43,14 @@ def test_compare_takes_what_evaluate_takes_and_refuses_with_its_errors() -> None
     runs = {"x": {"q1": {"a": 2.0, "u": 1.0}, "q2": {"c": 1.0}}, "y": {"q1": {"u": 2.0, "a": 1.0}, "q2": {"v": 1.0}}}
     comparison = judged.compare(qrels, runs, measures="nDCG@10", baseline="y")
     assert comparison.baseline == "y" and comparison.pairs.height == 1
+    runs3 = {**runs, "z": {"q1": {"b": 1.0}, "q2": {"c": 1.0}}}
+    listed = judged.compare(qrels, runs3, measures="nDCG@10", pairs=[("z", "x")])
+    assert listed.pairs.select("baseline", "run").rows() == [("z", "x")]
+    assert listed.pair_table.select("better", "direction", "worse").rows() == [("x", ">", "z")]
+    assert judged.compare(qrels, runs3, measures="nDCG@10", pairs="baseline").pairs.height == 2
+    assert judged.compare(qrels, runs3, measures="nDCG@10").pairs.height == 3
+    with pytest.raises(judged.SpecError, match="--pairs: x:x: a run is compared with other runs, not with itself"):
+        judged.compare(qrels, runs3, pairs="x:x")
     with pytest.raises(judged.InputError, match="at least two runs"):
         judged.compare(qrels, {"x": runs["x"]})
     with pytest.raises(judged.SpecError, match="runs must be a dict"):

@@ -82,6 +82,42 @@ def test_json_has_one_object_per_pair_measure_and_cutoff() -> None:
     assert len(output["per_query"]) == 3 * 2 * 54
 
 
+def test_pair_table_reads_each_pair_in_its_direction() -> None:
+    output = compared_json()
+    table = output["pair_table"]
+    assert len(table) == len(output["comparisons"]) == 6
+    assert all(row["mean_difference"] >= 0 and row["direction"] == ">" for row in table)
+    assert [row["cutoff"] for row in table] == [10, 10, 10, 100, 100, 100]
+    # Per cutoff, decided pairs come first; a pair read the other way round has its interval mirrored.
+    for cutoff in (10, 100):
+        decided = [row["decided"] for row in table if row["cutoff"] == cutoff]
+        assert decided == sorted(decided, reverse=True)
+    computed = {(r["baseline"], r["run"], r["cutoff"]): r for r in output["comparisons"]}
+    for row in table:
+        same = computed.get((row["worse"], row["better"], row["cutoff"]))
+        mirrored = computed.get((row["better"], row["worse"], row["cutoff"]))
+        if same is not None:
+            assert row["ci_low"] == same["ci_low"] and row["mean_difference_min"] == same["mean_difference_min"]
+        else:
+            assert row["ci_low"] == -mirrored["ci_high"]
+            assert row["mean_difference_min"] == -mirrored["mean_difference_max"]
+
+
+def test_pairs_option_selects_the_pairs_and_refuses_what_is_no_pair() -> None:
+    result = judged("compare", QRELS, *RUNS[:3], "--preset", "trec_eval", "--cutoffs", "10", "--format", "json",
+                    "--permutations", "200", "--resamples", "200", "--pairs", "DoRA_Large:p_bm25")
+    assert result.exit_code == 0, result.output
+    output = json.loads(result.stdout)
+    assert [(r["baseline"], r["run"]) for r in output["comparisons"]] == [("DoRA_Large", "p_bm25")]
+    assert "pairs: the pair listed" in output["notes"] and output["settings"]["pairs"] == [["DoRA_Large", "p_bm25"]]
+    unknown = judged("compare", QRELS, *RUNS[:2], "--pairs", "p_bm25:bm99")
+    assert unknown.exit_code != 0
+    assert "--pairs: bm99 is none of the runs compared: p_bm25, pash_r3" in unknown.output
+    malformed = judged("compare", QRELS, *RUNS[:2], "--pairs", "p_bm25")
+    assert malformed.exit_code != 0 and "--pairs: 'p_bm25': expected all, baseline or REFERENCE:RUN" in malformed.output
+    assert len(malformed.output.strip().splitlines()) == 1
+
+
 def test_numbers_against_independent_computations() -> None:
     rows = compared_json()["comparisons"]
     values = per_query_values()
@@ -117,7 +153,8 @@ def test_table_names_the_corrected_p_values_intervals_and_effect_sizes() -> None
     result = judged("compare", QRELS, *RUNS, "--preset", "trec_eval", "--cutoffs", "10", "--permutations", "500",
                     "--resamples", "500")
     assert result.exit_code == 0, result.output
-    for text in ("nDCG@10: each run - p_bm25", "95% CI", "p holm", "p HSD", "d_z", "pash_r3", "DoRA_Large"):
+    for text in ("nDCG@10: 3 pairs, diff = better - worse", "95% CI", "p holm", "p HSD", "d_z", "decided",
+                 "signif.", "pash_r3 > p_bm25", "Three kinds of doubt.", "count unjudged documents as non-relevant"):
         assert text in result.stdout
 
 

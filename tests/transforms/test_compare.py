@@ -234,11 +234,14 @@ def test_pair_table_reads_each_pair_in_its_direction_and_sorts_decided_then_sign
     frame = pl.DataFrame(rows, schema=names, orient="row").with_columns(
         *(pl.lit(None, pl.Int64).alias(c) for c in ("assessor_worlds_agree", "assessor_worlds", "unjudged_documents",
                                                     "open_queries", "disputed_documents", "disputed_queries")),
-        p_adjusted=pl.lit(0.01), n_queries=pl.lit(50))
+        *(pl.lit(None, pl.Float64).alias(c) for c in ("p_t", "p_randomization", "p_tukey_hsd")),
+        p_adjusted=pl.lit(0.01), n_queries=pl.lit(50), effect_size=pl.col("mean_difference") * 2, wins=pl.lit(30),
+        ties=pl.lit(5), losses=pl.lit(15), unresolved=pl.lit(0))
     table = pair_table(frame.lazy()).collect()
     assert table.select("better", "direction", "worse", "measure").rows() == [
         ("a", ">", "b", "nDCG"), ("c", ">", "b", "nDCG"), ("c", ">", "a", "nDCG"), ("b", "=", "a", "AP")]
     flipped = table.row(0, named=True)  # a - b read as b's loss: every end mirrored
     assert (flipped["mean_difference"], flipped["mean_difference_min"], flipped["mean_difference_max"],
-            flipped["ci_low"], flipped["ci_high"]) == pytest.approx((0.2, 0.1, 0.3, 0.15, 0.25))
+            flipped["ci_low"], flipped["ci_high"], flipped["effect_size"]) == pytest.approx((0.2, 0.1, 0.3, 0.15, 0.25, 0.4))
+    assert (flipped["wins"], flipped["ties"], flipped["losses"]) == (15, 5, 30)
     assert table.row(1, named=True)["mean_difference_min"] == pytest.approx(0.1)
