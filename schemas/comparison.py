@@ -90,14 +90,15 @@ class ComparisonSettings(BaseModel):
 
     def with_pairs(self, names: list[str], baseline: str) -> tuple[ComparisonSettings, list[Pair], str]:
         """The settings with their pair selection taken (`default_pairs` when none is declared), the pairs in order,
-        and a note of which pairs they are and why. A listed pair naming no run of `names` is a SpecError."""
+        and a note of which pairs they are and why (empty for two runs and no declared selection: they are one
+        pair). A listed pair naming no run of `names` is a SpecError."""
         declared = self.pairs
         selection = default_pairs(len(names)) if declared is None else declared
         others = [name for name in names if name != baseline]
         if selection == "all":
             ordered = [baseline, *others]
             pairs = [(a, b) for i, a in enumerate(ordered) for b in ordered[i + 1:]]
-            why = (f"all {len(pairs):,} pairs of the {len(names)} runs"
+            why = ((f"all {len(pairs):,} pairs" if len(pairs) > 1 else "the one pair") + f" of the {len(names)} runs"
                    + (f" (the default up to {ALL_PAIRS_UP_TO} runs; --pairs baseline compares the baseline with "
                       "each other run only)" if declared is None else ""))
         elif selection == "baseline":
@@ -112,7 +113,8 @@ class ComparisonSettings(BaseModel):
                 raise SpecError(f"--pairs: {', '.join(unknown)} is none of the runs compared: {', '.join(names)}")
             pairs = list(selection)
             why = "the pair listed" if len(pairs) == 1 else f"the {len(pairs):,} pairs listed"
-        return self.model_copy(update={"pairs": selection}), pairs, f"pairs: {why}"
+        note = "" if declared is None and len(names) == 2 else f"pairs: {why}"
+        return self.model_copy(update={"pairs": selection}), pairs, note
 
 
 # The settings with a declared numeric range (NumericRange.of reads it).

@@ -29,12 +29,12 @@ _COMPARE_PANEL = "Comparison options"
 Inputs = Annotated[list[str], typer.Argument(
     help="QRELS RUN_A RUN_B [RUN ...] (files, evaluated under the spec options), or with --warehouse stored "
          "evaluation ids (or files, evaluated and stored first).")]
-Baseline = Annotated[str | None, typer.Option(help="The run every other run is compared with (default: the first).",
+Baseline = Annotated[str | None, typer.Option(help="The baseline run: its pairs come first (default: the first run).",
                                               rich_help_panel=_COMPARE_PANEL)]
 Pairs = Annotated[str | None, typer.Option(
     help="Which pairs of runs to compare: all (every two runs), baseline (the baseline against each other run), or "
          "REFERENCE:RUN,... (each difference is RUN - REFERENCE). Default: all up to "
-         f"{ALL_PAIRS_UP_TO} runs, baseline beyond; the notes say which.", metavar="all|baseline|A:B,...",
+         f"{ALL_PAIRS_UP_TO} runs, baseline beyond; the notes say which.", metavar="PAIRS",
     rich_help_panel=_COMPARE_PANEL)]
 Queries = Annotated[str, typer.Option(
     help="common: the queries with a value in every run; judged: every judged query, a query missing from a run "

@@ -352,8 +352,8 @@ def compare_evaluations(
         .select(list(COMPARISON_PER_QUERY_FILES.schema))
         .cast(COMPARISON_PER_QUERY_FILES.schema)
     )
-    notes = ((f"baseline: {base_name}, {reason}", pairs_note) + (() if has_intervals else (NO_INTERVALS_NOTE,))
-             + older_method_notes(evaluations))
+    notes = ((f"baseline: {base_name}, {reason}",) + ((pairs_note,) if pairs_note else ())
+             + (() if has_intervals else (NO_INTERVALS_NOTE,)) + older_method_notes(evaluations))
     return ComparisonResult(identifier, base_name, settings, tuple(evaluations), pairs_table, per_query, notes)
 
 

@@ -426,7 +426,7 @@ def summary_table(evaluations: Sequence[ComparedEvaluation]) -> str:
 
 
 def _range(low: float | None, high: float | None) -> str:
-    return "-" if low is None or high is None else f"[{low:+.4f}, {high:+.4f}]"
+    return "-" if low is None or high is None else f"[{low:+.3f}, {high:+.3f}]"
 
 
 def _yes(value: bool | None) -> str:
@@ -437,7 +437,8 @@ def pair_table_html(comparison: ComparisonResult) -> str:
     """Every pair, measure and cutoff read in its direction (`ComparisonResult.pair_table`, decided pairs first,
     then significant ones): the mean difference with its range over the unjudged documents, the assessor worlds
     that agree (with several assessors), the bootstrap CI, p adjusted, decided and significant as separate columns,
-    then the other tests; its legend says what each kind of doubt means."""
+    then n, d_z and W/T/L (the other tests' p-values are in `judged compare` and the comparisons view: the table
+    fits the page); its legend says what each kind of doubt means."""
     settings = comparison.settings
     table = comparison.pair_table()
     assessors = table["assessor_worlds"].null_count() < table.height
@@ -447,14 +448,13 @@ def pair_table_html(comparison: ComparisonResult) -> str:
          *([f"{r['assessor_worlds_agree']} of {r['assessor_worlds']}" if r["assessor_worlds"] else "-"]
            if assessors else []),
          _range(r["ci_low"], r["ci_high"]), p_value(r["p_adjusted"]), _yes(r["decided"]), _yes(r["significant"]),
-         r["n_queries"], p_value(r["p_t"]), p_value(r["p_randomization"]), p_value(r["p_tukey_hsd"]),
-         r["effect_size"], f"{r['wins']}/{r['ties']}/{r['losses']}"]
+         r["n_queries"], r["effect_size"], f"{r['wins']}/{r['ties']}/{r['losses']}"]
         for r in table.iter_rows(named=True)
     ]
     headers = ["measure", "pair (better > worse)", "mean diff", "over unjudged", *(["assessors agree"] if assessors
                                                                                       else []),
                f"{settings.confidence_level:.0%} CI", f"p {settings.correction}", "decided", "significant", "n",
-               "p t", "p rand.", "p HSD", "d_z", "W/T/L"]
+               "d_z", "W/T/L"]
     legend = html.escape(doubt_legend(settings.confidence_level, settings.correction, assessors))
     return (f"<p class='legend'>{legend}</p>"
             f"<div class='wide tall' id='pair-table'>{_table(headers, rows, text_columns=2)}</div>")
@@ -519,7 +519,8 @@ def render_report(evaluations: Sequence[ComparedEvaluation], comparison: Compari
             f" fewer), seed {settings.seed}; CI: paired percentile bootstrap, {settings.bootstrap_resamples} "
             f"resamples; p {settings.correction}: corrected over all {comparison.pairs.height} tests; d_z: mean "
             f"difference / sd of the differences; ties: |difference| &lt;= {settings.tie_tolerance:g}; queries: "
-            f"{settings.query_set}.</p>",
+            f"{settings.query_set}. The t-test, the uncorrected and the Tukey HSD p-values: <code>judged compare</code>"
+            " and the <code>comparisons</code> view.</p>",
         ]
     parts.append("<h2 id='measures'>Every measure and cutoff</h2>")
     for each, at in measures:

@@ -31,6 +31,8 @@ def test_declared_selections_and_the_id_follow_them() -> None:
     assert listed.pairs == (("b", "a"), ("c", "d"))
     assert listed.with_pairs(RUNS, "a")[1:] == ([("b", "a"), ("c", "d")], "pairs: the 2 pairs listed")
     assert parse_pairs("x:y:z") == (("x:y", "z"),)  # a name with a colon: split at the last one
+    assert ComparisonSettings().with_pairs(["a", "b"], "a")[1:] == ([("a", "b")], "")  # one pair: no note
+    assert ComparisonSettings(pairs="all").with_pairs(["a", "b"], "a")[2] == "pairs: the one pair of the 2 runs"
     assert ComparisonSettings(pairs="all").canonical_json() != ComparisonSettings(pairs="baseline").canonical_json()
 
 
