@@ -549,13 +549,16 @@ def write_report(path: Path, evaluations: Sequence[ComparedEvaluation], comparis
     return replace_atomically(path, render_report(evaluations, comparison))
 
 
-def nightly_report(warehouse: Store, evaluation_ids: Sequence[str], name: str, baseline: str | None = None) -> Path:
+def nightly_report(warehouse: Store, evaluation_ids: Sequence[str], name: str, baseline: str | None = None,
+                   pairs: str | None = None) -> Path:
     """A night's report in the warehouse (`reports/<name>.html`): its evaluations, compared (and the comparison
     stored) under the default settings when there are at least two, against `baseline` (the nightly's
-    configuration) or else the one `choose_baseline` picks for runs in no order of the user's."""
+    configuration) or else the one `choose_baseline` picks for runs in no order of the user's, comparing `pairs`
+    (`all` or `baseline`; None: the default by the number of runs)."""
     evaluations = [from_warehouse(warehouse, identifier) for identifier in evaluation_ids]
     comparison = None
     if len(evaluations) >= 2:
-        comparison = compare_evaluations(evaluations, ComparisonSettings(), baseline, warehouse, listed=False)
+        comparison = compare_evaluations(evaluations, ComparisonSettings(pairs=pairs), baseline, warehouse,
+                                         listed=False)
         store_comparison(warehouse, comparison, name)
     return write_report(warehouse.root / REPORTS / f"{name}.html", evaluations, comparison)
