@@ -85,14 +85,16 @@ def print_table(result: ComparisonResult, console: Console | None = None) -> Non
                f"{settings.confidence_level:.0%} CI", f"p {settings.correction}",
                *(["decided"] if has_intervals else []), "signif.", "n", "p t", "p rand",
                *(["p HSD"] if has_tukey else []), "d_z", "W/T/L", *(["unres."] if has_unresolved else [])]
-    columns = (Column("pair", Kind.NAME, key=True), *(Column(header) for header in headers))
+    # The pair as two key columns: each run's name stays whole at any width (a name never breaks, a pair would).
+    columns = (Column("better", Kind.NAME, key=True), Column("worse", Kind.NAME, key=True),
+               *(Column(header) for header in headers))
     for (measure, cutoff), rows in table.group_by(["measure", "cutoff"], maintain_order=True):
         cells = []
         for row in rows.iter_rows(named=True):
             agree = (f"{row['assessor_worlds_agree']}/{row['assessor_worlds']}"
                      if row["assessor_worlds"] is not None else "-")
             cells.append((
-                f"{row['better']} {row['direction']} {row['worse']}", _number(row["mean_difference"], 3),
+                row["better"], row["worse"], _number(row["mean_difference"], 3),
                 *([_range(row["mean_difference_min"], row["mean_difference_max"])] if has_intervals else []),
                 *([agree] if has_assessors else []),
                 _range(row["ci_low"], row["ci_high"]), _p(row["p_adjusted"]),
@@ -105,7 +107,7 @@ def print_table(result: ComparisonResult, console: Console | None = None) -> Non
         label = measure_at(measure, cutoff)
         decided = rows.filter(pl.col("decided").fill_null(False)).height
         significant = rows.filter(pl.col("significant").fill_null(False)).height
-        title = (f"{label}: {counted(rows.height, 'pair')}, diff = better - worse; "
+        title = (f"{label}: {counted(rows.height, 'pair')}, diff = better - worse (0: equal); "
                  + (f"{decided} decided, " if has_intervals else "") + f"{significant} significant")
         print_table(TextTable(columns, cells, title=title), console)
     print_line(console, doubt_legend(settings.confidence_level, settings.correction, has_assessors))
