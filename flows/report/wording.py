@@ -49,16 +49,17 @@ def pair_sentence(row: dict, label: str, correction: str) -> str:
     better, worse = row["better"], row["worse"]
     documents, worlds, agree = row.get("unjudged_documents"), row.get("assessor_worlds"), row.get("assessor_worlds_agree")
     disputed = row.get("disputed_documents")
+    in_worlds = f"decided in {agree} of {worlds} single-assessor worlds"
     if row.get("decided") is None:
         head = f"{better} {row['direction']} {worse} on {label} (no interval over the unjudged documents)"
     elif row["decided"]:
-        which = ("the unjudged documents are" if documents is None
-                 else f"the {documents:,} unjudged document{'' if documents == 1 else 's'} it reads "
-                      f"{'is' if documents == 1 else 'are'}")
-        head = f"{better} > {worse} on {label} whatever {which}"
+        read = [f"{counted(n, noun)}" for n, noun in ((documents, "unjudged document"), (disputed, "disputed judgment"))
+                if n]
+        which = (f"the {' and the '.join(read)} it reads {'is' if read == ['1 unjudged document'] else 'are'}" if read
+                 else "the unjudged documents are" if documents is None else "every document it reads judged")
+        head = f"{better} > {worse} on {label} " + ("with" if which.startswith("every") else "whatever") + f" {which}"
         if worlds:
-            head += (" and whichever assessor is right" if agree == worlds
-                     else f", though only {agree} of {worlds} assessors' judgments agree")
+            head += " and whichever assessor is right" if agree == worlds else f", though {in_worlds}"
     else:
         reasons = []
         if documents:
@@ -70,7 +71,7 @@ def pair_sentence(row: dict, label: str, correction: str) -> str:
         head = (f"{better} vs {worse} on {label} is undecided: it depends on "
                 + (" and ".join(reasons) if reasons else "the unjudged documents"))
         if worlds:
-            head += f" ({agree} of {worlds} assessors' judgments put {better} ahead)"
+            head += f" ({in_worlds})"
     p_value = row.get("p_adjusted")
     if p_value is None:
         return head + "; no paired test."
@@ -85,6 +86,7 @@ def doubt_legend(confidence_level: float, correction: str, assessors: bool) -> s
     alpha = 1 - confidence_level
     return ("Three kinds of doubt. Unjudged documents: 'over unjudged' is the mean difference's range over every "
             "grading of the unjudged documents; decided = that range excludes 0. "
-            + ("Assessors: in how many single-assessor worlds the direction holds. " if assessors else "")
+            + ("Assessors: in how many single-assessor worlds (one assessor's grades where they judged) the pair is "
+               "decided the same way. " if assessors else "")
             + f"Query sampling: the {confidence_level:.0%} bootstrap CI and p {correction} (significant = p {correction}"
             f" < {alpha:g}) use the point values, which count unjudged documents as non-relevant.")

@@ -132,3 +132,34 @@ def test_one_run_twice_under_two_names_is_refused() -> None:
     for call in (lambda: judged.compare(TOY_QRELS, twice), lambda: judged.worklist(TOY_QRELS, twice, budget=5)):
         with pytest.raises(judged.InputError, match="'x' and 'again' are one run \\(the same rows\\) given twice"):
             call()
+
+
+def test_pairs_name_both_kinds_of_doubt_with_several_assessors() -> None:
+    """data/assessors-example (two synthetic assessors): under `set` a pair is decided only if it holds whatever the
+    unjudged documents are and whichever grade each disputed judgment takes; the sentence and the report say so."""
+    from judged.flows.report.html import pair_table_html
+    from judged.flows.report.wording import pair_sentence
+
+    example = SAMPLE.parent / "assessors-example"
+    qrels = pl.concat([
+        pl.read_csv(example / f"{name}.txt", separator=" ", has_header=False,
+                    new_columns=["query_id", "iteration", "doc_id", "relevance"],
+                    schema_overrides={"query_id": pl.String, "doc_id": pl.String}).drop("iteration")
+        .with_columns(assessor=pl.lit(name))
+        for name in ("synthetic_a", "synthetic_b")
+    ])
+    runs = {name: RUNS[name] for name in ("p_bm25", "pash_r3")}
+    comparison = judged.compare(qrels, runs, measures="nDCG@10", assessor_model="set")
+    (row,) = comparison.pair_table.to_dicts()
+    assert (row["better"], row["worse"], row["decided"]) == ("pash_r3", "p_bm25", True)
+    assert (row["assessor_worlds"], row["assessor_worlds_agree"]) == (2, 2)
+    assert (row["unjudged_documents"], row["disputed_documents"], row["disputed_queries"]) == (0, 12, 6)
+    assert pair_sentence(row, "nDCG@10", "holm").startswith(
+        "pash_r3 > p_bm25 on nDCG@10 whatever the 12 disputed judgments it reads are and whichever assessor is right;")
+    from judged.flows.engine.compare import ComparisonResult
+    from judged.schemas.comparison import ComparisonSettings
+
+    result = ComparisonResult(comparison.comparison_id, comparison.baseline, ComparisonSettings(), (),
+                              comparison.pairs, comparison.per_query, comparison.notes)
+    table = pair_table_html(result)
+    assert ">assessors agree</th>" in table and "2 of 2" in table and "Assessors: in how many" in table

@@ -80,13 +80,20 @@ def test_a_pair_sentence_names_the_unjudged_and_disputed_judgments_it_depends_on
            "open_queries": 4, "disputed_documents": 12, "disputed_queries": 4, "assessor_worlds": 3,
            "assessor_worlds_agree": 2, "significant": True, "p_adjusted": 0.003}
     assert pair_sentence(row, "nDCG@10", "holm") == (
-        "pash_r3 vs p_bm25 on nDCG@10 is undecided: it depends on 12 disputed judgments in 4 queries (2 of 3 "
-        "assessors' judgments put pash_r3 ahead); significant (p holm 0.0030).")
+        "pash_r3 vs p_bm25 on nDCG@10 is undecided: it depends on 12 disputed judgments in 4 queries (decided in 2 "
+        "of 3 single-assessor worlds); significant (p holm 0.0030).")
     decided = row | {"decided": True, "unjudged_documents": 1, "assessor_worlds_agree": 3, "significant": False,
                      "p_adjusted": 0.2}
     assert pair_sentence(decided, "nDCG@10", "holm") == (
-        "pash_r3 > p_bm25 on nDCG@10 whatever the 1 unjudged document it reads is and whichever assessor is right; "
-        "not significant (p holm 0.2000).")
+        "pash_r3 > p_bm25 on nDCG@10 whatever the 1 unjudged document and the 12 disputed judgments it reads are and "
+        "whichever assessor is right; not significant (p holm 0.2000).")
+    judged_only = decided | {"unjudged_documents": 0, "disputed_documents": None, "assessor_worlds": None}
+    assert pair_sentence(judged_only, "nDCG@10", "holm").startswith(
+        "pash_r3 > p_bm25 on nDCG@10 with every document it reads judged; not significant")
+    one = judged_only | {"unjudged_documents": 1}
+    assert "whatever the 1 unjudged document it reads is;" in pair_sentence(one, "nDCG@10", "holm")
+    split = decided | {"assessor_worlds_agree": 1}
+    assert ", though decided in 1 of 3 single-assessor worlds;" in pair_sentence(split, "nDCG@10", "holm")
 
 
 def test_one_p_value_format() -> None:
