@@ -297,3 +297,15 @@ def test_one_evaluation_twice_is_refused_in_one_line() -> None:
     twice = judged("compare", QRELS, SAMPLE / "runs" / "input.p_bm25.gz", SAMPLE / "runs" / "input.p_bm25.gz")
     assert twice.exit_code == 2 and "input.p_bm25.gz is given twice" in twice.stderr
     assert "Traceback" not in twice.output
+
+
+@pytest.mark.slow  # a comparison and a report of its own
+def test_report_takes_pairs_and_says_which(tmp_path) -> None:
+    out = tmp_path / "report.html"
+    result = judged("report", QRELS, *RUNS, "--preset", "trec_eval", "--cutoffs", "10", "--permutations", "200",
+                    "--resamples", "200", "--pairs", "baseline", "--out", out)
+    assert result.exit_code == 0, result.output
+    text = out.read_text()
+    assert "The baseline against each other run, 2 of the 3 pairs." in text
+    table = text.split("id='pair-table'>", 1)[1].split("</table>", 1)[0]
+    assert table.count("<tr>") == 1 + 2 and "pash_r3 &gt; p_bm25" in table and "pash_r3 &gt; DoRA_Large" not in table
