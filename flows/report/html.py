@@ -169,7 +169,7 @@ def conclusion_sentences(evaluations: Sequence[ComparedEvaluation], comparison: 
             sentences.append(f"Without intervals over the unjudged documents on {_names(unknown)}, whether they "
                              "could change the best run is not known.")
     if comparison is not None and comparison.pairs.height and best:
-        sentences += _pair_sentences(comparison, best[0][1])
+        sentences += _pair_sentences(comparison, {label: name for label, name, _, _ in best})
     if len(evaluations) == 1 and best:
         label, name, top, _ = best[0]
         if top.get("value_min") is not None:
@@ -178,14 +178,16 @@ def conclusion_sentences(evaluations: Sequence[ComparedEvaluation], comparison: 
     return sentences[:5]
 
 
-def _pair_sentences(comparison: ComparisonResult, best_run: str) -> list[str]:
-    """On the comparison's first measure: how many pairs are decided and significant, then the best run
-    against the runner-up and against the baseline (one sentence each, or one when they are one pair)."""
+def _pair_sentences(comparison: ComparisonResult, best_runs: dict[str, str]) -> list[str]:
+    """On the comparison's first measure: how many pairs are decided and significant, then its best run (of
+    `best_runs`: measure label -> best run) against the runner-up and against the baseline (one sentence each, or
+    one when they are one pair)."""
     settings = comparison.settings
     table = comparison.pair_table()
     measure, cutoff = table.row(0, named=True)["measure"], table.row(0, named=True)["cutoff"]
     first = table.filter((pl.col("measure") == measure) & pl.col("cutoff").eq_missing(cutoff))
     label = measure_at(measure, cutoff)
+    best_run = best_runs.get(label, comparison.baseline)
     decided = first.filter(pl.col("decided").fill_null(False)).height
     significant = first.filter(pl.col("significant").fill_null(False)).height
     has_intervals = first["decided"].null_count() < first.height
