@@ -572,7 +572,7 @@ class Warehouse:
 
 @dataclass(frozen=True, eq=False)  # holds frames
 class Comparison:
-    """Runs compared on one judgment set under one spec: the baseline against each other run."""
+    """Runs compared on one judgment set under one spec, pair by pair (every pair, the baseline's, or those listed)."""
 
     comparison_id: str
     baseline: str
@@ -586,6 +586,9 @@ class Comparison:
     summary: pl.DataFrame
     """Per measure and cutoff: `pairs` and `pairs_decided`."""
     notes: tuple[str, ...]
+    pair_table: pl.DataFrame
+    """`pairs` read in each pair's direction (`better`, `direction`, `worse`; the mean difference, its interval over
+    the unjudged documents and its CI turned to read better - worse), decided pairs first, then significant ones."""
 
 
 def _spec_of(measures: Any, preset: Any, spec: EvaluationSpec | None, options: dict[str, Any]) -> EvaluationSpec:
@@ -643,12 +646,15 @@ def compare(
     baseline: str | None = None,
     spec: EvaluationSpec | None = None,
     allow_empty: bool = False,
+    pairs: str | list[tuple[str, str]] | None = None,
     **options: Any,
 ) -> Comparison:
     """Compare runs on one judgment set under one spec, in this process: `judged compare` without a warehouse.
 
     `judgments` and each run take what `judged.evaluate` takes; `runs` is a dict {name: run} or a list of runs
-    (named by their run tag). The baseline is `baseline`, else the first run. The spec comes from `preset`,
+    (named by their run tag). The baseline is `baseline`, else the first run. `pairs` selects the pairs compared:
+    "all", "baseline", "A:B,C:D" or [("A", "B"), ...] (each difference is B - A); by default every pair up to 12
+    runs, the baseline against each other run beyond (the notes say which). The spec comes from `preset`,
     `measures` and options as for `judged.evaluate`, or a ready `spec`."""
     from judged.flows.engine.compare import compare_evaluations, from_result, judgments_label
     from judged.schemas.comparison import ComparisonSettings
@@ -657,6 +663,10 @@ def compare(
         raise SpecError(f"allow_empty must be True or False, not {allow_empty!r}")
     if baseline is not None and not isinstance(baseline, str):
         raise SpecError(f"baseline must be a run's name, not {baseline!r}")
+    if pairs is not None and not isinstance(pairs, str | list | tuple):
+        raise SpecError(f"pairs must be 'all', 'baseline', 'A:B,...' or a list of (A, B), not {pairs!r}")
+    settings = ComparisonSettings(pairs=tuple(tuple(pair) for pair in pairs) if isinstance(pairs, list | tuple)
+                                  else pairs)
     chosen = _spec_of(measures, preset, spec, options)
     judgment_table = load_input(judgments, JUDGMENT_SET, "qrels", allow_empty=allow_empty)
     tables = _run_tables(runs, allow_empty)
@@ -673,12 +683,13 @@ def compare(
     from judged.flows.engine.compare import IncomparableError
 
     try:
-        result = compare_evaluations(evaluations, ComparisonSettings(), baseline)
+        result = compare_evaluations(evaluations, settings, baseline)
     except IncomparableError as error:
         raise InputError("runs", str(error)) from None
     return Comparison(
         comparison_id=result.comparison_id, baseline=result.baseline, pairs=result.pairs,
         per_query=result.per_query, summary=pl.DataFrame(result.family_summary()), notes=result.notes,
+        pair_table=result.pair_table(),
     )
 
 

@@ -21,6 +21,7 @@ DOC = "doc_id"
 TAG = "run_tag"
 PAIR = [QUERY, DOC]  # a judgment's key, and a run's when documents do not repeat
 PAIRED_QUERY = ["baseline", "run", QUERY, "cutoff"]  # a paired difference's key: two runs, a query and a cutoff
+PAIR_STATISTIC = ["baseline", "run", "measure", "cutoff"]  # a comparison's statistics: two runs, a measure, a cutoff
 
 STATUSES: tuple[str, ...] = ("scored", "missing_from_run", "no_relevant_judgments", "no_judgments")
 """Per-query status. `scored`: judged and retrieved with IDCG > 0. `missing_from_run`: judged, absent from the run.
@@ -174,7 +175,8 @@ FIELDS: dict[str, Field] = _registry(
     Field("moved_to", pl.String(), "where the file lies now: inbox/processed/... or inbox/rejected/..."),
     # -- comparisons
     Field("run_names", pl.List(pl.String()), "their runs' names"),
-    Field("baseline", pl.String(), "the baseline run's name"),
+    Field("baseline", pl.String(), "the baseline run's name; of a pair, its reference run (differences are run - "
+                                   "baseline): the comparison's baseline, or another run under --pairs all or A:B"),
     Field("run", pl.String(), "the compared run's name"),
     Field("settings_json", pl.String(), "the test settings (seed, permutations, correction...)"),
     Field("notes", pl.List(pl.String()), "what a reader must know (e.g. missing intervals)"),
@@ -190,6 +192,9 @@ FIELDS: dict[str, Field] = _registry(
     Field("randomization", pl.String(), "exact (all 2^n sign vectors) or sampled ((b+1)/(B+1))"),
     Field("p_adjusted", pl.Float64(), "p_randomization corrected over the whole family"),
     Field("correction", pl.String(), "holm or bh"),
+    Field("significant", pl.Boolean(), "p_adjusted below 1 - confidence_level: query sampling alone would rarely "
+                                       "give such a difference between equal runs; says nothing of the unjudged "
+                                       "documents (decided) or the assessors"),
     Field("p_tukey_hsd", pl.Float64(), "randomised Tukey HSD blocked by query (more than two runs)"),
     Field("effect_size", pl.Float64(), "paired Cohen's d_z: mean difference / sd of the differences"),
     Field("effect_size_kind", pl.String(), "which effect size"),

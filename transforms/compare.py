@@ -14,7 +14,7 @@ Information Retrieval", Springer 2018, ch. 4 (randomised Tukey HSD).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -74,44 +74,49 @@ def _comparable_rows(
 
 def paired_per_query(
     runs: Sequence[tuple[str, pl.LazyFrame]],
-    baseline: str,
+    pairs: Sequence[tuple[str, str]],
     query_set: ComparisonQuerySet,
 ) -> pl.LazyFrame:
-    """Per measure, cutoff and query of the paired sample (queries with a value in every run), the baseline against
-    each other run: both values, the difference (run - baseline) and both per-run intervals. Each frame needs `measure`
-    (see `with_measure`), `cutoff`, `query_id`, `status` and `value`.
+    """Per pair (`pairs`: each (reference, run), the reference in the `baseline` column), measure, cutoff and query
+    of the paired sample (queries with a value in every run): both values, the difference (run - reference) and
+    both per-run intervals, in the order of `pairs`. Each frame needs `measure` (see `with_measure`), `cutoff`,
+    `query_id`, `status` and `value`.
 
-    A judged query whose value is undefined now in one run or both (no relevant judgment) has a row too, with a
+    A judged query whose value is undefined now in one run or more (no relevant judgment) has a row too, with a
     null difference: it joins the sample in the worlds where some unjudged document is relevant, and the pair's
     interval over every world counts it there (`transforms.summary.aggregate_interval`); the statistics leave it
     out."""
     names = [name for name, _ in runs]
     if len(set(names)) != len(names):
         raise ValueError(f"two runs share a name: {names}")
-    if baseline not in names:
-        raise ValueError(f"baseline {baseline!r} is none of the runs {names}")
+    unknown = sorted({name for pair in pairs for name in pair} - set(names))
+    if unknown:
+        raise ValueError(f"pairs name {unknown}, none of the runs {names}")
     rows = pl.concat([_comparable_rows(name, frame, query_set, undefined=True) for name, frame in runs])
     keys = ["measure", "cutoff", "query_id"]
     in_every_run = rows.group_by(keys).agg(
         pl.len().alias("n_runs"), valued=pl.col("value").is_not_null().all()
     ).filter(pl.col("n_runs") == len(runs))
     sample = rows.join(in_every_run.select(*keys, "valued"), on=keys, how="inner", nulls_equal=True)
-    base = sample.filter(pl.col("run") == baseline).select(
-        *keys, pl.lit(baseline).alias("baseline"), pl.col("value").alias("baseline_value"),
+    reference = sample.select(
+        *keys, pl.col("run").alias("baseline"), "valued", pl.col("value").alias("baseline_value"),
         pl.col("value_min").alias("baseline_value_min"), pl.col("value_max").alias("baseline_value_max"),
     )
-    others = sample.filter(pl.col("run") != baseline).select(
-        *keys, "run", "valued", pl.col("value").alias("run_value"),
+    compared = sample.select(
+        *keys, "run", pl.col("value").alias("run_value"),
         pl.col("value_min").alias("run_value_min"), pl.col("value_max").alias("run_value_max"),
     )
-    run_order = pl.DataFrame({"run": names, "run_order": list(range(len(names)))}).lazy()
+    pair_order = pl.LazyFrame(
+        {"baseline": [a for a, _ in pairs], "run": [b for _, b in pairs], "pair_order": list(range(len(pairs)))},
+        schema={"baseline": pl.String, "run": pl.String, "pair_order": pl.Int64},
+    )
     return (
-        others.join(base, on=keys, how="inner", nulls_equal=True)
-        .join(run_order, on="run", how="left")
+        pair_order.join(reference, on="baseline", how="inner")
+        .join(compared, on=["run", *keys], how="inner", nulls_equal=True)
         # A query without a value in every run is out of the sample now (`common`: the queries with a value in
         # every run), and in it in the worlds that give it one.
         .with_columns(difference=pl.when("valued").then(pl.col("run_value") - pl.col("baseline_value")))
-        .sort("run_order", "measure", "cutoff", "query_id", nulls_last=True)
+        .sort("pair_order", "measure", "cutoff", "query_id", nulls_last=True)
         .select(
             "baseline", "run", "measure", "cutoff", "query_id", "baseline_value", "run_value", "difference",
             "baseline_value_min", "baseline_value_max", "run_value_min", "run_value_max",
@@ -180,41 +185,105 @@ def randomization_test(differences: np.ndarray, permutations: int, seed: int) ->
     (seeded) and p = (b + 1) / (B + 1), b counting the draws at least as extreme (never 0: the observed assignment
     is one of the possible ones). Sums are compared with a relative tolerance of 1e-12, so assignments equal to the
     observed one up to rounding count as extreme."""
-    n = differences.size
-    if n == 0:
-        return RandomizationTest(None, None, 0)
-    observed = abs(float(differences.sum()))
-    tolerance = 1e-12 * float(np.abs(differences).sum())
-    if 2**n <= permutations:
-        # Every sign vector: row i's signs are the bits of i.
-        bits = (np.arange(2**n, dtype=np.int64)[:, None] >> np.arange(n, dtype=np.int64)) & 1
-        sums = (1 - 2 * bits.astype(np.float64)) @ differences
-        extreme = int(np.count_nonzero(np.abs(sums) >= observed - tolerance))
-        return RandomizationTest(extreme / 2**n, "exact", 2**n)
-    generator = np.random.default_rng(seed)
-    extreme = 0
-    for start in range(0, permutations, DRAWS_PER_BLOCK):
-        size = min(DRAWS_PER_BLOCK, permutations - start)
-        signs = 1.0 - 2.0 * generator.integers(0, 2, size=(size, n), dtype=np.int8)
-        extreme += int(np.count_nonzero(np.abs(signs @ differences) >= observed - tolerance))
-    return RandomizationTest((extreme + 1) / (permutations + 1), "sampled", permutations)
+    return randomization_tests([differences], permutations, seed)[0]
+
+
+def randomization_tests(samples: Sequence[np.ndarray], permutations: int, seed: int) -> list[RandomizationTest]:
+    """`randomization_test` of each sample. Every sample of n queries sees the same sign vectors (one seed), so they
+    are drawn (or enumerated) once per n and shared while they fit `SHARED_DRAW_CELLS`: each sample's p-value is
+    the one it has alone."""
+
+    def sign_blocks(n: int) -> Iterator[np.ndarray]:
+        if 2**n <= permutations:
+            # Every sign vector: row i's signs are the bits of i.
+            bits = (np.arange(2**n, dtype=np.int64)[:, None] >> np.arange(n, dtype=np.int64)) & 1
+            yield 1 - 2 * bits.astype(np.float64)
+            return
+        generator = np.random.default_rng(seed)
+        for start in range(0, permutations, DRAWS_PER_BLOCK):
+            size = min(DRAWS_PER_BLOCK, permutations - start)
+            yield 1.0 - 2.0 * generator.integers(0, 2, size=(size, n), dtype=np.int8)
+
+    draws = _SharedDraws(sign_blocks, permutations)
+    results = []
+    for differences in samples:
+        n = differences.size
+        if n == 0:
+            results.append(RandomizationTest(None, None, 0))
+            continue
+        observed = abs(float(differences.sum()))
+        tolerance = 1e-12 * float(np.abs(differences).sum())
+        extreme = sum(int(np.count_nonzero(np.abs(block @ differences) >= observed - tolerance))
+                      for block in draws.blocks(n))
+        if 2**n <= permutations:
+            results.append(RandomizationTest(extreme / 2**n, "exact", 2**n))
+        else:
+            results.append(RandomizationTest((extreme + 1) / (permutations + 1), "sampled", permutations))
+    return results
 
 
 def bootstrap_interval(
     differences: np.ndarray, resamples: int, confidence_level: float, seed: int
 ) -> tuple[float | None, float | None]:
     """Percentile interval of the mean difference from the paired bootstrap: queries are resampled with
-    replacement (each query keeps its pair), `resamples` times, seeded (scipy.stats.bootstrap). None with fewer
-    than two queries."""
-    if differences.size < 2:
-        return None, None
-    if np.ptp(differences) == 0:  # every resample has the same mean
-        return float(differences[0]), float(differences[0])
-    result = stats.bootstrap(
-        (differences,), np.mean, n_resamples=resamples, confidence_level=confidence_level, method="percentile",
-        vectorized=True, batch=DRAWS_PER_BLOCK, rng=np.random.default_rng(seed),
-    )
-    return float(result.confidence_interval.low), float(result.confidence_interval.high)
+    replacement (each query keeps its pair), `resamples` times, seeded. None with fewer than two queries."""
+    return bootstrap_intervals([differences], resamples, confidence_level, seed)[0]
+
+
+def bootstrap_intervals(
+    samples: Sequence[np.ndarray], resamples: int, confidence_level: float, seed: int
+) -> list[tuple[float | None, float | None]]:
+    """`bootstrap_interval` of each sample, by the draws of scipy.stats.bootstrap's percentile method: resamples
+    drawn DRAWS_PER_BLOCK at a time from one generator seeded with `seed`, and the (1 - level) / 2 and
+    (1 + level) / 2 quantiles of their means (linear interpolation); a resample's mean is computed from how often it
+    draws each query. Every sample of n queries sees the same draws, shared while they fit `SHARED_DRAW_CELLS`:
+    each sample's interval is the one it has alone, and scipy.stats.bootstrap's to rounding
+    (tests/transforms/test_compare.py)."""
+    alpha = (1 - confidence_level) / 2
+
+    def count_blocks(n: int) -> Iterator[np.ndarray]:
+        """Blocks of resamples x n: how often each resample draws each query."""
+        generator = np.random.default_rng(seed)
+        for start in range(0, resamples, DRAWS_PER_BLOCK):
+            size = min(DRAWS_PER_BLOCK, resamples - start)
+            drawn = generator.integers(0, n, (size, n)) + n * np.arange(size)[:, None]
+            yield np.bincount(drawn.ravel(), minlength=size * n).reshape(size, n).astype(np.float64)
+
+    draws = _SharedDraws(count_blocks, resamples)
+    results: list[tuple[float | None, float | None]] = []
+    for differences in samples:
+        n = differences.size
+        if n < 2:
+            results.append((None, None))
+        elif np.ptp(differences) == 0:  # every resample has the same mean
+            results.append((float(differences[0]), float(differences[0])))
+        else:
+            means = np.concatenate([block @ differences / n for block in draws.blocks(n)])
+            low, high = np.quantile(means, [alpha, 1 - alpha])
+            results.append((float(low), float(high)))
+    return results
+
+
+SHARED_DRAW_CELLS = 16_000_000
+"""Draws x queries kept for the samples that share them (128 MB of doubles); more are drawn again for each sample,
+a block at a time, so that memory stays bounded however many draws and queries there are."""
+
+
+class _SharedDraws:
+    """The blocks of draws `make(n)` yields for samples of n queries (`total` draws in all), made once and kept for
+    the next sample of n while they fit SHARED_DRAW_CELLS, otherwise made again for each."""
+
+    def __init__(self, make: Callable[[int], Iterator[np.ndarray]], total: int) -> None:
+        self.make, self.total = make, total
+        self.kept: dict[int, list[np.ndarray]] = {}
+
+    def blocks(self, n: int) -> Iterable[np.ndarray]:
+        if n in self.kept:
+            return self.kept[n]
+        if self.total * n > SHARED_DRAW_CELLS:
+            return self.make(n)
+        self.kept[n] = list(self.make(n))
+        return self.kept[n]
 
 
 def cohens_d_z(differences: np.ndarray) -> float | None:
@@ -278,3 +347,48 @@ def randomised_tukey_hsd(values: np.ndarray, permutations: int, seed: int) -> np
     p_values = (reached + 1) / (permutations + 1)
     np.fill_diagonal(p_values, 1.0)
     return p_values
+
+
+PAIR_TABLE_COLUMNS = (
+    "measure", "cutoff", "better", "worse", "direction", "mean_difference", "mean_difference_min",
+    "mean_difference_max", "assessor_worlds_agree", "assessor_worlds", "ci_low", "ci_high", "p_adjusted", "decided",
+    "significant", "unjudged_documents", "open_queries", "disputed_documents", "disputed_queries", "n_queries",
+    "p_t", "p_randomization", "p_tukey_hsd", "effect_size", "wins", "ties", "losses", "unresolved",
+)
+"""The pair table's columns: each pair oriented so that its mean difference (better - worse) is not negative."""
+
+
+def pair_table(pairs: pl.LazyFrame) -> pl.LazyFrame:
+    """Every pair of a comparison's statistics (one row per pair, measure and cutoff) read in the direction of its
+    mean difference: `better` and `worse` (the run, then the reference, when the run is ahead or level), `direction`
+    (`>`, or `=` when the mean difference is 0 or null), the mean difference, its interval over the unjudged worlds
+    and its bootstrap CI turned to read better - worse (its effect size, wins and losses too). Per measure and cutoff (in the order given), the decided
+    pairs first, then the significant ones, then by mean difference, largest first; the pair names break ties."""
+    ahead = pl.col("mean_difference").fill_null(0.0) >= 0
+
+    def oriented(value: str, mirrored: str) -> pl.Expr:
+        """`value` when the run is ahead, else minus `mirrored` (an interval's other end)."""
+        return pl.when(ahead).then(pl.col(value)).otherwise(-pl.col(mirrored)).alias(value)
+
+    order = pairs.select("measure", "cutoff").unique(maintain_order=True).with_row_index("_measure_order")
+    return (
+        pairs.with_columns(
+            better=pl.when(ahead).then("run").otherwise("baseline"),
+            worse=pl.when(ahead).then("baseline").otherwise("run"),
+            direction=pl.when(pl.col("mean_difference").fill_null(0.0) == 0).then(pl.lit("=")).otherwise(pl.lit(">")),
+        )
+        .with_columns(
+            oriented("mean_difference", "mean_difference"),
+            oriented("mean_difference_min", "mean_difference_max"),
+            oriented("mean_difference_max", "mean_difference_min"),
+            oriented("ci_low", "ci_high"), oriented("ci_high", "ci_low"), oriented("effect_size", "effect_size"),
+            wins=pl.when(ahead).then("wins").otherwise("losses"), losses=pl.when(ahead).then("losses").otherwise("wins"),
+        )
+        .join(order, on=["measure", "cutoff"], how="left", nulls_equal=True)
+        .sort(
+            "_measure_order", pl.col("decided").fill_null(False), pl.col("significant").fill_null(False),
+            "mean_difference", "better", "worse",
+            descending=[False, True, True, True, False, False], nulls_last=True,
+        )
+        .select(PAIR_TABLE_COLUMNS)
+    )

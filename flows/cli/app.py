@@ -484,6 +484,9 @@ def _print_store_report(report: StoreReport, what: str) -> None:
         print(f"{what} {report.id} already in the warehouse: nothing new written")
 
 
+NightlyPairs = Annotated[str | None, typer.Option(
+    help="Which pairs the night's comparison computes: all or baseline (default: all up to 12 runs, the baseline "
+         "against each other run beyond; the report says which).", metavar="PAIRS")]
 NightlyBaseline = Annotated[str | None, typer.Option(
     help="The run the night's comparison takes as baseline; without it, the previous night's baseline when it is "
          "among the runs, else the first run in name order (the comparison's notes say which and why).")]
@@ -499,11 +502,16 @@ def nightly(
     allow_empty: AllowEmptyOption = False,
     warehouse: Annotated[Path, typer.Option(help=_WAREHOUSE_HELP)] = Path("warehouse"),
     baseline: NightlyBaseline = None,
+    pairs: NightlyPairs = None,
     dask: DaskIngestOption = None,
     *,
     spec_options: SpecOptions,
 ) -> None:
     """Run the nightly job once: ingest and evaluate every run waiting in the inbox."""
+    try:
+        _require_nightly_pairs(pairs)
+    except SpecError as error:
+        raise failure(error) from None
     _require_valid_dask(dask)
     _require_writable_warehouse(warehouse)
     _require_readable_judgments_file(judgments)
@@ -516,10 +524,18 @@ def nightly(
         with orchestrated(f"nightly job over {inbox}"):
             flow = nightly_flow if dask is None else nightly_flow.with_options(task_runner=task_runner(dask))
             report = flow(str(inbox), judgments, [s.canonical_json() for s in specs], str(warehouse), allow_empty,
-                          baseline, scale_out=dask is not None)
+                          baseline, scale_out=dask is not None, pairs=pairs)
     except (SpecError, InputError) as error:
         raise failure(error, order_hint=False) from None
     _print_nightly(report, warehouse)
+
+
+def _require_nightly_pairs(pairs: str | None) -> None:
+    """A SpecError unless `pairs` is None, `all` or `baseline`: the night's runs are not known in advance, so pairs
+    are not listed by name."""
+    if pairs is not None and pairs not in ("all", "baseline"):
+        raise SpecError(f"--pairs: {pairs!r}: the nightly job takes all or baseline (its runs change night by night; "
+                        "compare listed pairs with judged compare --pairs A:B)")
 
 
 def _require_readable_judgments_file(judgments: str) -> None:
@@ -574,6 +590,7 @@ def serve(
     warehouse: Annotated[Path, typer.Option(help=_WAREHOUSE_HELP)] = Path("warehouse"),
     name: Annotated[str, typer.Option(help="Deployment name.")] = "judged-nightly",
     baseline: NightlyBaseline = None,
+    pairs: NightlyPairs = None,
     *,
     spec_options: SpecOptions,
 ) -> None:
@@ -584,6 +601,7 @@ def serve(
     _require_writable_warehouse(warehouse)
     try:
         specs = spec_options.specs()
+        _require_nightly_pairs(pairs)
     except (SpecError, InputError) as error:
         raise failure(error) from None
     require_prefect_api()
@@ -604,6 +622,7 @@ def serve(
         "warehouse": str(warehouse.resolve()),
         "allow_empty": allow_empty,
         "baseline": baseline,
+        "pairs": pairs,
     }
     try:
         with serving_api(Feedback()) as (api, local):

@@ -17,7 +17,7 @@ from judged.flows.cli.common import (
     require_prefect_api, with_spec_options,
 )
 from judged.flows.report.wording import counted
-from judged.schemas.comparison import RANGED_SETTINGS, ComparisonSettings
+from judged.schemas.comparison import ALL_PAIRS_UP_TO, RANGED_SETTINGS, ComparisonSettings
 from judged.schemas.spec import EvaluationSpec, NumericRange, SpecError
 from judged.transforms.errors import InputError
 
@@ -29,8 +29,13 @@ _COMPARE_PANEL = "Comparison options"
 Inputs = Annotated[list[str], typer.Argument(
     help="QRELS RUN_A RUN_B [RUN ...] (files, evaluated under the spec options), or with --warehouse stored "
          "evaluation ids (or files, evaluated and stored first).")]
-Baseline = Annotated[str | None, typer.Option(help="The run every other run is compared with (default: the first).",
+Baseline = Annotated[str | None, typer.Option(help="The baseline run: its pairs come first (default: the first run).",
                                               rich_help_panel=_COMPARE_PANEL)]
+Pairs = Annotated[str | None, typer.Option(
+    help="Which pairs of runs to compare: all (every two runs), baseline (the baseline against each other run), or "
+         "REFERENCE:RUN,... (each difference is RUN - REFERENCE). Default: all up to "
+         f"{ALL_PAIRS_UP_TO} runs, baseline beyond; the notes say which.", metavar="PAIRS",
+    rich_help_panel=_COMPARE_PANEL)]
 Queries = Annotated[str, typer.Option(
     help="common: the queries with a value in every run; judged: every judged query, a query missing from a run "
          "scoring 0 (trec_eval -c).", rich_help_panel=_COMPARE_PANEL)]
@@ -66,16 +71,19 @@ Rebase = Annotated[bool, typer.Option(
 
 
 # The comparison options, by parameter name: a stored comparison has its own.
-COMPARISON_OPTIONS = ("baseline", "queries", "permutations", "resamples", "seed", "correction", "tie_tolerance")
+COMPARISON_OPTIONS = ("baseline", "pairs", "queries", "permutations", "resamples", "seed", "correction",
+                      "tie_tolerance")
 # Each comparison option's setting, where the names differ.
 _SETTING_OF_OPTION = {"queries": "query_set", "resamples": "bootstrap_resamples"}
 
 
-def comparison_settings(**options: str) -> ComparisonSettings:
-    """The settings the comparison options give (parameter name -> text as given); a bad value is a SpecError
-    naming the option (and a number's range)."""
+def comparison_settings(**options: str | None) -> ComparisonSettings:
+    """The settings the comparison options give (parameter name -> text as given, None: not given); a bad value is
+    a SpecError naming the option (and a number's range)."""
     values: dict[str, object] = {}
     for option, text in options.items():
+        if text is None:
+            continue
         setting = _SETTING_OF_OPTION.get(option, option)
         flag = "--" + option.replace("_", "-")
         ranged = setting in RANGED_SETTINGS  # otherwise a choice, which the model checks
@@ -83,6 +91,8 @@ def comparison_settings(**options: str) -> ComparisonSettings:
     try:
         return ComparisonSettings(**values)  # type: ignore[arg-type]
     except SpecError as error:
+        if str(error).startswith("--"):  # names its option already
+            raise
         for option, setting in _SETTING_OF_OPTION.items():
             if str(error).startswith(f"{setting}:"):
                 raise SpecError(f"--{option}" + str(error).removeprefix(setting)) from None
@@ -90,7 +100,8 @@ def comparison_settings(**options: str) -> ComparisonSettings:
 
 
 def gathered(
-    inputs: list[str], spec_options: SpecOptions, baseline: str | None, queries: str, permutations: str,
+    inputs: list[str], spec_options: SpecOptions, baseline: str | None, pairs: str | None, queries: str,
+    permutations: str,
     resamples: str, seed: str, correction: str, tie_tolerance: str, warehouse: Path | None, rebase: bool,
     minimum_runs: int = 2, comparison_options: tuple[str, ...] = (),
 ) -> tuple[list[ComparedEvaluation], ComparisonResult | None]:
@@ -101,8 +112,8 @@ def gathered(
     )
 
     try:
-        settings = comparison_settings(queries=queries, permutations=permutations, resamples=resamples, seed=seed,
-                                       correction=correction, tie_tolerance=tie_tolerance)
+        settings = comparison_settings(pairs=pairs, queries=queries, permutations=permutations, resamples=resamples,
+                                       seed=seed, correction=correction, tie_tolerance=tie_tolerance)
         spec = spec_options.spec() if spec_options.given() else None  # stored evaluations keep theirs
     except (SpecError, InputError) as error:
         raise failure(error) from None
@@ -180,6 +191,7 @@ def compare(
     context: typer.Context,
     inputs: Inputs,
     baseline: Baseline = None,
+    pairs: Pairs = None,
     queries: Queries = "common",
     permutations: Permutations = _default("permutations"),
     resamples: Resamples = _default("bootstrap_resamples"),
@@ -192,14 +204,14 @@ def compare(
     *,
     spec_options: SpecOptions,
 ) -> None:
-    """Compare runs on one judgment basis, against a baseline: per query, and per pair, measure and cutoff the mean
+    """Compare runs on one judgment basis, pair by pair (--pairs): per query, and per pair, measure and cutoff the mean
     difference with its bootstrap interval, paired t and randomization tests (corrected over the family), Cohen's
     d_z, wins / ties / losses, and for more than two runs a randomised Tukey HSD."""
     from judged.flows.report.comparison import as_json, print_table
 
     if output_format not in ("table", "json"):
         raise fail(f"--format must be table or json, not {output_format!r}", EXIT_USAGE)
-    _, result = gathered(inputs, spec_options, baseline, queries, permutations, resamples, seed, correction,
+    _, result = gathered(inputs, spec_options, baseline, pairs, queries, permutations, resamples, seed, correction,
                          tie_tolerance, warehouse, rebase,
                          comparison_options=tuple(given_on_command_line(context, *COMPARISON_OPTIONS)))
     if result is None:
@@ -218,6 +230,7 @@ def report(
         help="QRELS RUN [RUN ...] (files), or with --warehouse one comparison id or evaluation ids (or files).")],
     out: Annotated[Path, typer.Option(help="The HTML file to write (self-contained: plots inlined as SVG).")],
     baseline: Baseline = None,
+    pairs: Pairs = None,
     queries: Queries = "common",
     permutations: Permutations = _default("permutations"),
     resamples: Resamples = _default("bootstrap_resamples"),
@@ -240,7 +253,7 @@ def report(
         check_output_target(out, force, warehouse=warehouse)
     except InputError as error:
         raise failure(error) from None
-    evaluations, comparison = gathered(inputs, spec_options, baseline, queries, permutations, resamples, seed,
+    evaluations, comparison = gathered(inputs, spec_options, baseline, pairs, queries, permutations, resamples, seed,
                                        correction, tie_tolerance, warehouse, rebase, minimum_runs=1,
                                        comparison_options=tuple(given_on_command_line(context, *COMPARISON_OPTIONS)))
     try:

@@ -25,9 +25,10 @@ from judged.flows.report.wording import distinct_names
 from judged.flows.store.kinds import COMPARISON, COMPARISON_PER_QUERY_FILES, COMPARISONS_FILES, JUDGMENT_SET, RUN
 from judged.flows.store.warehouse import SINGLE_PART, Store, now_utc, write_parquet_atomically
 from judged.schemas.comparison import ComparisonSettings, comparison_id
+from judged.schemas.fields import PAIR_STATISTIC
 from judged.flows.engine.versions import implementation_commit, implementation_version, library_versions
 from judged.schemas.provenance import METHOD_VERSION, canonical_json, evaluation_id, is_older_method
-from judged.schemas.spec import EvaluationSpec
+from judged.schemas.spec import EvaluationSpec, SpecError
 from judged.transforms.binary_intervals import binary_difference_intervals, interval_measures
 from judged.transforms.judging import ranked_and_judged, valued_queries
 from judged.transforms.paired_intervals import (
@@ -36,12 +37,13 @@ from judged.transforms.paired_intervals import (
 from judged.transforms.summary import aggregate_interval
 from judged.transforms.compare import (
     adjusted_p_values,
-    bootstrap_interval,
+    bootstrap_intervals,
     cohens_d_z,
+    pair_table,
     paired_per_query,
     paired_t_test,
     randomised_tukey_hsd,
-    randomization_test,
+    randomization_tests,
     sample_matrix,
     wins_ties_losses,
     with_measure,
@@ -94,6 +96,10 @@ class ComparisonResult:
             pairs_decided=pl.when(pl.col("decided").is_not_null().any()).then(pl.col("decided").sum().cast(pl.Int64)),
         )
         return summary.to_dicts()
+
+    def pair_table(self) -> pl.DataFrame:
+        """Every pair read in its direction, decided pairs first, then significant ones (`transforms.compare.pair_table`)."""
+        return pair_table(self.pairs.lazy()).collect()
 
     def provenance(self, flow_run_id: str | None = None) -> dict:
         """What the comparison was made from and by: each evaluation's identity and inputs, the settings, the
@@ -280,16 +286,22 @@ def compare_evaluations(
     evaluations: Sequence[ComparedEvaluation], settings: ComparisonSettings, baseline: str | None = None,
     warehouse: Store | None = None, listed: bool = True,
 ) -> ComparisonResult:
-    """The baseline (chosen by `choose_baseline`: the run named `baseline`, else by the rule there) against each
-    other run, per measure and cutoff: the paired per-query table and the statistics, corrected over the whole
-    family. The notes say which baseline was chosen and why."""
+    """The pairs of runs the settings select (`ComparisonSettings.with_pairs`: every pair up to ALL_PAIRS_UP_TO
+    runs unless declared, else the baseline against each other run; the baseline chosen by `choose_baseline`: the
+    run named `baseline`, else by the rule there), per measure and cutoff: the paired per-query table and the
+    statistics, corrected over the whole family of pairs x measures x cutoffs. The notes say which baseline and
+    which pairs were taken, and why."""
     check_basis(evaluations)
     names = _unique_names(evaluations)
     base_name, reason = choose_baseline(warehouse, names, baseline, listed)
+    try:
+        settings, pairs, pairs_note = settings.with_pairs(names, base_name)
+    except SpecError as error:
+        raise IncomparableError(str(error)) from None
     base_index = names.index(base_name)
     frames = [(name, with_measure(e.per_query.lazy(), e.spec)) for name, e in zip(names, evaluations, strict=True)]
-    paired = paired_per_query(frames, base_name, settings.query_set)
-    worlds = PairedWorlds.of(evaluations, names, base_name)
+    paired = paired_per_query(frames, pairs, settings.query_set)
+    worlds = PairedWorlds.of(evaluations, names, pairs)
     intervals, families, ranked = None, [], None
     if worlds is not None:
         ranked, judgment_rows = worlds.ranked(worlds.spec)
@@ -301,24 +313,15 @@ def compare_evaluations(
         paired = paired.with_columns(n_disputed=pl.lit(None, pl.Int64))
     paired = paired.collect()
     has_intervals = paired["robustness"].null_count() < paired.height
-    tukey = _tukey_p_values(frames, base_name, settings) if len(frames) > 2 else {}
     keys = frames[base_index][1].select("measure", "cutoff").unique().sort("cutoff", "measure", nulls_last=True)
     measures = keys.collect().rows()
     ids = {name: e.evaluation_id for name, e in zip(names, evaluations, strict=True)}
     first_spec = evaluations[0].spec
-    groups = {key: frame for key, frame in paired.group_by(["run", "measure", "cutoff"])}
-    rows = []
-    for name in names:
-        if name == base_name:
-            continue
-        for measure, cutoff in measures:
-            group = groups.get((name, measure, cutoff), paired.clear())
-            rows.append({
-                "baseline": base_name, "run": name, "baseline_evaluation_id": ids[base_name],
-                "run_evaluation_id": ids[name], "measure": measure, "cutoff": cutoff,
-                **_pair_statistics(group, settings, has_intervals, first_spec),
-                "p_tukey_hsd": tukey.get((name, measure, cutoff)),
-            })
+    rows = pair_statistics(paired, pairs, measures, settings, has_intervals, first_spec)
+    tukey = _tukey_p_values(frames, settings) if len(frames) > 2 else {}
+    for row in rows:
+        row |= {"baseline_evaluation_id": ids[row["baseline"]], "run_evaluation_id": ids[row["run"]],
+                "p_tukey_hsd": tukey.get((row["baseline"], row["run"], row["measure"], row["cutoff"]))}
     if worlds is not None and worlds.assessors:
         rows = worlds.with_assessor_worlds(rows, paired, first_spec)
     adjusted = adjusted_p_values([row["p_randomization"] for row in rows], settings.correction)
@@ -326,9 +329,11 @@ def compare_evaluations(
         [e.evaluation_id for e in evaluations], ids[base_name], settings, implementation_version()
     )
     first = evaluations[0]
-    pairs = pl.DataFrame(
+    alpha = 1 - settings.confidence_level
+    pairs_table = pl.DataFrame(
         [
             {**row, "comparison_id": identifier, "p_adjusted": p, "correction": settings.correction,
+             "significant": None if p is None else p < alpha,
              "judgment_set_id": first.judgment_set_id, "spec_hash": first.spec.spec_hash,
              "query_set": settings.query_set, "effect_size_kind": "d_z", "seed": settings.seed,
              "permutations": settings.permutations, "bootstrap_resamples": settings.bootstrap_resamples,
@@ -337,22 +342,128 @@ def compare_evaluations(
         ],
         schema=COMPARISONS_FILES.schema,
     )
+    evaluation_ids = pl.DataFrame({"name": list(ids), "evaluation_id": list(ids.values())})
     per_query = (
-        paired.join(pl.DataFrame({"run": list(ids), "run_evaluation_id": list(ids.values())}), on="run", how="left")
-        .with_columns(comparison_id=pl.lit(identifier), baseline_evaluation_id=pl.lit(ids[base_name]))
+        paired.join(evaluation_ids.rename({"name": "run", "evaluation_id": "run_evaluation_id"}), on="run",
+                    how="left", maintain_order="left")
+        .join(evaluation_ids.rename({"name": "baseline", "evaluation_id": "baseline_evaluation_id"}), on="baseline",
+              how="left", maintain_order="left")
+        .with_columns(comparison_id=pl.lit(identifier))
         .select(list(COMPARISON_PER_QUERY_FILES.schema))
         .cast(COMPARISON_PER_QUERY_FILES.schema)
     )
-    notes = ((f"baseline: {base_name}, {reason}",) + (() if has_intervals else (NO_INTERVALS_NOTE,))
-             + older_method_notes(evaluations))
-    return ComparisonResult(identifier, base_name, settings, tuple(evaluations), pairs, per_query, notes)
+    notes = ((f"baseline: {base_name}, {reason}",) + ((pairs_note,) if pairs_note else ())
+             + (() if has_intervals else (NO_INTERVALS_NOTE,)) + older_method_notes(evaluations))
+    return ComparisonResult(identifier, base_name, settings, tuple(evaluations), pairs_table, per_query, notes)
+
+
+def pair_statistics(
+    paired: pl.DataFrame, pairs: Sequence[tuple[str, str]], measures: Sequence[tuple[str, int | None]],
+    settings: ComparisonSettings, has_intervals: bool, spec: EvaluationSpec,
+) -> list[dict[str, object]]:
+    """One row per pair (in the order of `pairs`), measure and cutoff (in the order of `measures`) of the paired
+    per-query table: the sample's statistics (on the queries with a difference now) and what the pair's intervals
+    say (over every world). The tests that draw share their draws across pairs (`randomization_tests`,
+    `bootstrap_intervals`): each pair's numbers are those it has alone."""
+    aggregates = {tuple(row[k] for k in PAIR_STATISTIC): row
+                  for row in _pair_aggregates(paired, spec).iter_rows(named=True)}
+    # The sample of each pair, measure and cutoff: its rows in query order, one slice of the columns below.
+    sample = paired.filter(pl.col("difference").is_not_null())
+    slices = sample.with_row_index("_row").group_by(PAIR_STATISTIC, maintain_order=True).agg(
+        start=pl.col("_row").first(), length=pl.len())
+    where = {tuple(row[:4]): (row[4], row[5]) for row in slices.iter_rows()}
+    columns = {name: sample[name].to_numpy().astype(np.float64)
+               for name in ("difference", "baseline_value", "run_value")}
+    keys = [(a, b, measure, cutoff) for a, b in pairs for measure, cutoff in measures]
+
+    def part(name: str, key: tuple) -> np.ndarray:
+        start, length = where.get(key, (0, 0))
+        return columns[name][start:start + length]
+
+    differences = [part("difference", key) for key in keys]
+    randomization = randomization_tests(differences, settings.permutations, settings.seed)
+    intervals = bootstrap_intervals(differences, settings.bootstrap_resamples, settings.confidence_level,
+                                    settings.seed)
+    rows = []
+    for key, values, test, (ci_low, ci_high) in zip(keys, differences, randomization, intervals, strict=True):
+        t_test = paired_t_test(values)
+        wins, ties, losses = wins_ties_losses(values, settings.tie_tolerance)
+        n = values.size
+        found = aggregates.get(key, {})
+        low, high = found.get("mean_difference_min"), found.get("mean_difference_max")
+        direction = decided_direction(low, high)
+        rows.append({
+            **dict(zip(PAIR_STATISTIC, key, strict=True)),
+            "n_queries": n,
+            "baseline_mean": float(part("baseline_value", key).mean()) if n else None,
+            "run_mean": float(part("run_value", key).mean()) if n else None,
+            "mean_difference": float(values.mean()) if n else None,
+            "ci_low": ci_low, "ci_high": ci_high,
+            "t_statistic": t_test.statistic, "p_t": t_test.p_value,
+            "p_randomization": test.p_value, "randomization": test.method,
+            "effect_size": cohens_d_z(values),
+            "wins": wins, "ties": ties, "losses": losses,
+            "unresolved": found.get("unresolved", 0) if has_intervals else None,
+            "mean_difference_min": low, "mean_difference_max": high,
+            "decided": None if low is None else direction is not None, "decided_direction": direction,
+            "unjudged_documents": found.get("unjudged_documents"),
+            "open_queries": None if low is None else found.get("open_queries"),
+            "disputed_documents": found.get("disputed_documents"),
+            "disputed_queries": found.get("disputed_queries"),
+        })
+    return rows
+
+
+def _query_weight(spec: EvaluationSpec) -> pl.Expr:
+    """Each query's weight under the spec's aggregation (1 under a plain mean, or where none is declared)."""
+    weights = dict(spec.query_weights) if spec.aggregation == "weighted_mean" else {}
+    if not weights:
+        return pl.lit(1.0, pl.Float64)
+    return pl.col("query_id").replace_strict(list(weights), list(weights.values()), default=1.0,
+                                             return_dtype=pl.Float64)
+
+
+def _pair_aggregates(paired: pl.DataFrame, spec: EvaluationSpec) -> pl.DataFrame:
+    """Per pair, measure and cutoff, over every query of every world: the interval of the aggregate difference
+    (`transforms.summary.aggregate_interval`: the queries with a difference now always count, with their ends; a
+    query without one (no relevant judgment) joins in the worlds that give it one; null when a query has no
+    interval or no world has a positive weight), the queries whose sign is unresolved, and what the intervals rest
+    on: the open documents a measure at that cutoff reads (`unjudged_documents`), the queries whose difference they
+    can still move (`open_queries`), and of those, the disputed judgments read (`disputed_documents`, and the
+    queries holding one, `disputed_queries`; null without any)."""
+    may_join = pl.col("difference").is_null() & pl.col("difference_min").is_not_null()
+    low, high = aggregate_interval("difference_min", "difference_max", "difference", pl.col("weight"), may_join)
+    opened = pl.col("difference_max") > pl.col("difference_min")
+    disputed = (pl.col("disputed_docs").list.len() if "disputed_docs" in paired.columns
+                else pl.lit(0, pl.UInt32)).alias("_disputed")
+    return (
+        paired.with_columns(weight=_query_weight(spec), _disputed=disputed)
+        .group_by(PAIR_STATISTIC, maintain_order=True)
+        .agg(
+            mean_difference_min=low, mean_difference_max=high,
+            unresolved=(pl.col("robustness") == "unresolved").filter(pl.col("difference").is_not_null()).sum(),
+            unjudged_documents=pl.when(pl.col("n_unjudged").null_count() == 0).then(pl.col("n_unjudged").sum()),
+            open_queries=opened.sum(),
+            _disputed_all=pl.col("_disputed").sum(),
+            disputed_documents=pl.col("_disputed").filter(opened).sum(),
+            disputed_queries=(pl.col("_disputed") > 0).filter(opened).sum(),
+        )
+        .with_columns(
+            # Without disputed judgments in any of the pair's queries the counts are null, not 0.
+            pl.when(pl.col("_disputed_all") > 0).then(pl.col(c)).alias(c)
+            for c in ("disputed_documents", "disputed_queries")
+        )
+        .drop("_disputed_all")
+        .with_columns(pl.col(c).cast(pl.Int64) for c in ("unresolved", "unjudged_documents", "open_queries",
+                                                        "disputed_documents", "disputed_queries"))
+    )
 
 
 @dataclass(frozen=True)
 class PairedWorlds:
-    """What a comparison's paired intervals read: every run's candidate rows, ranked once, to which each world of
+    """What a comparison's paired intervals read: the candidate rows of every run of a pair, to which each world of
     grades attaches its own judgments (the spec's assessor model's, and each single assessor's), the judgment set
-    and the pairs (the baseline against each other run)."""
+    and the pairs (`baseline`: each pair's reference, `run`)."""
 
     spec: EvaluationSpec
     judgments: Table
@@ -362,29 +473,34 @@ class PairedWorlds:
     assessors: tuple[str, ...]  # the set's assessors, when it records several
 
     @classmethod
-    def of(cls, evaluations: Sequence[ComparedEvaluation], names: Sequence[str], base_name: str) -> PairedWorlds | None:
+    def of(
+        cls, evaluations: Sequence[ComparedEvaluation], names: Sequence[str], pairs: Sequence[tuple[str, str]]
+    ) -> PairedWorlds | None:
         """None where an evaluation's inputs are not at hand: the per-run intervals then bound the differences."""
         if any(e.inputs is None for e in evaluations):
             return None
         spec, judgments = evaluations[0].spec, evaluations[0].inputs[1]
+        in_pairs = {name for pair in pairs for name in pair}
         candidates = {name: run_candidates(e.inputs[0], judgments, spec)
-                      for name, e in zip(names, evaluations, strict=True)}
-        pairs = pl.LazyFrame({"baseline": base_name, "run": [name for name in names if name != base_name]})
+                      for name, e in zip(names, evaluations, strict=True) if name in in_pairs}
+        pair_frame = pl.LazyFrame({"baseline": [a for a, _ in pairs], "run": [b for _, b in pairs]},
+                                  schema={"baseline": pl.String, "run": pl.String})
         rows = judgments.load().scan
         assessors: tuple[str, ...] = ()
         if "assessor" in rows.collect_schema().names():
             found = rows.select(pl.col("assessor").drop_nulls().unique().sort()).collect()["assessor"].to_list()
             assessors = tuple(found) if len(found) > 1 else ()
-        return cls(spec, judgments, candidates, pairs, grade_scale(judgments), assessors)
+        return cls(spec, judgments, candidates, pair_frame, grade_scale(judgments), assessors)
 
     def ranked(self, spec: EvaluationSpec) -> tuple[pl.LazyFrame, pl.LazyFrame]:
-        """Every run's ranked-and-judged rows (with a `run` column) and the judgment rows, under `spec`'s grades."""
-        judgment_rows = whole_judgment_rows(self.judgments, spec)
+        """Every run's ranked-and-judged rows (with a `run` column) and the judgment rows, under `spec`'s grades:
+        computed once here, since every cutoff and pair reads them."""
+        judgment_rows = whole_judgment_rows(self.judgments, spec).collect().lazy()
         ranked = pl.concat([
             ranked_and_judged(candidates.lazy(), judgment_rows, spec).with_columns(run=pl.lit(name))
             for name, candidates in self.candidates.items()
         ], how="diagonal_relaxed")
-        return ranked, judgment_rows
+        return ranked.collect().lazy(), judgment_rows
 
     def intervals(
         self, ranked: pl.LazyFrame, judgment_rows: pl.LazyFrame, spec: EvaluationSpec, every_query: bool = False
@@ -431,7 +547,8 @@ class PairedWorlds:
         graded, the others' median elsewhere, the unjudged documents free) and `assessor_worlds_agree`: in how
         many of them the pair's aggregate difference interval lies on the side of its direction (the decided one,
         else the sign of the mean difference). A pair decided under `set` or `range` agrees in every world."""
-        sample = paired.select("run", "measure", "cutoff", "query_id")
+        keys = PAIR_STATISTIC
+        sample = paired.select(*keys, "query_id")
         agree: dict[tuple[object, ...], int] = {}
         for name in self.assessors:
             world = self.spec.with_options(assessor_model=f"single:{name}")
@@ -441,25 +558,24 @@ class PairedWorlds:
                 continue
             valued = valued_queries(judgment_rows, world).collect()
             in_world = (
-                sample.join(intervals.collect().select("run", "measure", "cutoff", "query_id", "difference_min",
-                                                        "difference_max"),
-                            on=["run", "measure", "cutoff", "query_id"], how="left", nulls_equal=True)
+                sample.join(intervals.collect().select(*keys, "query_id", "difference_min", "difference_max"),
+                            on=[*keys, "query_id"], how="left", nulls_equal=True)
                 .join(valued, on=["query_id", "measure"], how="left")
                 .with_columns(_counted=pl.when(pl.col("valued").fill_null(False)).then(0.0),
-                              weight=_query_weights(sample, spec))
+                              weight=_query_weight(spec))
             )
             may_join = pl.col("_counted").is_null() & pl.col("difference_min").is_not_null()
             low, high = aggregate_interval("difference_min", "difference_max", "_counted", pl.col("weight"), may_join)
-            for run, measure, cutoff, lowest, highest in in_world.group_by("run", "measure", "cutoff").agg(
+            for reference, run, measure, cutoff, lowest, highest in in_world.group_by(keys).agg(
                 low=low, high=high
             ).iter_rows():
-                direction = decided_direction(lowest, highest)
-                agree[(name, run, measure, cutoff)] = direction
+                agree[(name, reference, run, measure, cutoff)] = decided_direction(lowest, highest)
         for row in rows:
             direction = row["decided_direction"] or (
                 None if row["mean_difference"] is None or row["mean_difference"] == 0
                 else "run" if row["mean_difference"] > 0 else "baseline")
-            found = [agree.get((name, row["run"], row["measure"], row["cutoff"])) for name in self.assessors]
+            found = [agree.get((name, row["baseline"], row["run"], row["measure"], row["cutoff"]))
+                     for name in self.assessors]
             row["assessor_worlds"] = len(self.assessors)
             row["assessor_worlds_agree"] = sum(1 for d in found if d is not None and d == direction)
         return rows
@@ -485,88 +601,22 @@ def _every_query_ndcg(
     )
 
 
-def _query_weights(group: pl.DataFrame, spec: EvaluationSpec) -> pl.Series:
-    """Each query's weight under the spec's aggregation (1 under a plain mean, or where none is declared)."""
-    if spec.aggregation != "weighted_mean":
-        return pl.Series("weight", [1.0] * group.height, dtype=pl.Float64)
-    declared = dict(spec.query_weights)
-    return pl.Series("weight", [declared.get(q, 1.0) for q in group["query_id"].to_list()], dtype=pl.Float64)
-
-
-def mean_difference_interval(group: pl.DataFrame, spec: EvaluationSpec) -> tuple[float | None, float | None]:
-    """The interval of a pair's aggregate difference over every world (`transforms.summary.aggregate_interval`):
-    the queries with a difference always count, with their ends; a query without one now (no relevant judgment)
-    joins in the worlds that give it one. None when a query has no interval or no world has a positive weight."""
-    if group.is_empty():
-        return None, None
-    may_join = pl.col("difference").is_null() & pl.col("difference_min").is_not_null()
-    low, high = aggregate_interval("difference_min", "difference_max", "difference", pl.col("weight"), may_join)
-    ends = group.with_columns(_query_weights(group, spec)).select(low=low, high=high).row(0)
-    return ends[0], ends[1]
-
-
-def _pair_statistics(
-    group: pl.DataFrame, settings: ComparisonSettings, has_intervals: bool, spec: EvaluationSpec
-) -> dict[str, object]:
-    low, high = mean_difference_interval(group, spec)
-    direction = decided_direction(low, high)
-    everywhere = group  # the queries of every world: for the counts of what the intervals rest on
-    group = group.filter(pl.col("difference").is_not_null())
-    differences = group["difference"].to_numpy().astype(np.float64)
-    t_test = paired_t_test(differences)
-    randomization = randomization_test(differences, settings.permutations, settings.seed)
-    ci_low, ci_high = bootstrap_interval(
-        differences, settings.bootstrap_resamples, settings.confidence_level, settings.seed
-    )
-    wins, ties, losses = wins_ties_losses(differences, settings.tie_tolerance)
-    n = group.height
-    return {
-        "n_queries": n,
-        "baseline_mean": float(group["baseline_value"].mean()) if n else None,
-        "run_mean": float(group["run_value"].mean()) if n else None,
-        "mean_difference": float(differences.mean()) if n else None,
-        "ci_low": ci_low, "ci_high": ci_high,
-        "t_statistic": t_test.statistic, "p_t": t_test.p_value,
-        "p_randomization": randomization.p_value, "randomization": randomization.method,
-        "effect_size": cohens_d_z(differences),
-        "wins": wins, "ties": ties, "losses": losses,
-        "unresolved": int((group["robustness"] == "unresolved").sum()) if has_intervals else None,
-        "mean_difference_min": low, "mean_difference_max": high,
-        "decided": None if low is None else direction is not None, "decided_direction": direction,
-        "unjudged_documents": None if everywhere["n_unjudged"].null_count() else int(everywhere["n_unjudged"].sum()),
-        "open_queries": None if low is None else int(
-            (everywhere["difference_max"] > everywhere["difference_min"]).sum()),
-        **_disputed_counts(everywhere),
-    }
-
-
-def _disputed_counts(sample: pl.DataFrame) -> dict[str, int | None]:
-    """Of a pair's queries whose difference is still open (its interval not one point): the disputed judgments
-    (judged documents whose grade is a set) the measure reads there, and the queries holding one; null without
-    them."""
-    if "disputed_docs" not in sample.columns or not sample["disputed_docs"].list.len().sum():
-        return {"disputed_documents": None, "disputed_queries": None}
-    opened = sample.filter(pl.col("difference_max") > pl.col("difference_min"))
-    counts = opened.select(pl.col("disputed_docs").list.len())
-    return {"disputed_documents": int(counts.sum().item() or 0),
-            "disputed_queries": int((counts.to_series() > 0).sum())}
-
-
 def _tukey_p_values(
-    frames: list[tuple[str, pl.LazyFrame]], base_name: str, settings: ComparisonSettings
-) -> dict[tuple[str, str, int | None], float]:
-    """The randomised Tukey HSD p-value of the baseline against each run, per measure and cutoff."""
+    frames: list[tuple[str, pl.LazyFrame]], settings: ComparisonSettings
+) -> dict[tuple[str, str, str, int | None], float]:
+    """The randomised Tukey HSD p-value of every two runs (both orders), per measure and cutoff: the test is
+    family-wise over all pairs of the runs, whichever pairs the comparison shows."""
     names = [name for name, _ in frames]
     matrix = sample_matrix(frames, settings.query_set).collect()
-    p_values: dict[tuple[str, str, int | None], float] = {}
+    p_values: dict[tuple[str, str, str, int | None], float] = {}
     for (measure, cutoff), block in matrix.group_by(["measure", "cutoff"]):
         if block.height == 0:
             continue
         p = randomised_tukey_hsd(block.select(names).to_numpy(), settings.permutations, settings.seed)
-        base = names.index(base_name)
-        for index, name in enumerate(names):
-            if name != base_name:
-                p_values[(name, measure, cutoff)] = float(p[base, index])
+        for i, first in enumerate(names):
+            for j, second in enumerate(names):
+                if i != j:
+                    p_values[(first, second, measure, cutoff)] = float(p[i, j])
     return p_values
 
 

@@ -325,11 +325,13 @@ def nightly(
     allow_empty: bool = False,
     baseline: str | None = None,
     scale_out: bool = False,
+    pairs: str | None = None,
 ) -> NightlyReport:
     """Every run file dropped into the inbox since the last night: ingest it, evaluate it against the current
     version of the judgment set under each spec, move it to processed/ (or rejected/ with its error), record.
     An empty run file is rejected, and empty judgments refused, unless `allow_empty`. The night's comparison takes
-    `baseline` when it is among the night's runs, else the rule of `choose_baseline`. With `scale_out`, each run
+    `baseline` when it is among the night's runs, else the rule of `choose_baseline`, and compares `pairs` (`all`
+    or `baseline`; None: all up to 12 runs, the baseline's beyond). With `scale_out`, each run
     is stored in pieces by the flow's task runner (`ingest_in_pieces`), as `ingest_run` stores it."""
     logger = get_run_logger()
     store = Store(warehouse).ensure()
@@ -380,7 +382,7 @@ def nightly(
                 counted(len(evaluated), "evaluation"), counted(len(rejected), "file"))
     # the night's report: its runs under the first spec (evaluate_runs lists each file's evaluations spec by spec)
     report = nightly_report_task(warehouse, [r.evaluation_id for r in evaluated[:: len(specs) or 1]], flow_run_id,
-                                 baseline)
+                                 baseline, pairs)
     if report is not None:
         report = str(Path(report).absolute())
         logger.info("the night's report: %s", report)

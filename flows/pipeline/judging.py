@@ -255,14 +255,33 @@ class WorklistReport:
     """Under the pairs objective: each pair's state (`transforms.worklist.pair_states`, with `could_decide`)."""
     notes: tuple[str, ...] = ()
 
-    def pairs_line(self) -> str | None:
-        """How many pairs are decided now, and how many the listed judgments could decide at best."""
+    def named_pairs(self) -> dict[str, list[str]]:
+        """The pairs (`BASELINE:RUN`) decided now (`decided`) and those the listed judgments could decide at best
+        (`could_decide`), in the pairs' order; empty without the pairs objective."""
+        if self.pairs is None:
+            return {"decided": [], "could_decide": []}
+        named = self.pairs.select(pl.concat_str("baseline", pl.lit(":"), "run").alias("pair"), "decided",
+                                  "could_decide")
+        return {"decided": named.filter("decided")["pair"].to_list(),
+                "could_decide": named.filter(pl.col("could_decide") & ~pl.col("decided"))["pair"].to_list()}
+
+    def pairs_line(self, most_named: int = 6) -> str | None:
+        """How many pairs are decided now, and how many the listed judgments could decide at best, each naming its
+        pairs (the first `most_named`; --format json lists them all)."""
         if self.pairs is None:
             return None
-        decided, could = int(self.pairs["decided"].sum()), int(self.pairs["could_decide"].sum())
-        return (f"{decided} of {counted(self.pairs.height, 'pair')} of runs decided now; judging the listed "
-                f"documents could decide {could - decided} more at best (an estimate: docs/method.md, "
-                f"\"Worklist objectives\")")
+        named = self.named_pairs()
+
+        def listed(pairs: list[str]) -> str:
+            if not pairs:
+                return ""
+            more = len(pairs) - most_named
+            return f" ({', '.join(pairs[:most_named])}{f' and {more} more' if more > 0 else ''})"
+
+        return (f"{len(named['decided'])} of {counted(self.pairs.height, 'pair')} of runs decided now"
+                f"{listed(named['decided'])}; judging the listed documents could decide "
+                f"{len(named['could_decide'])} more at best{listed(named['could_decide'])} (an estimate: "
+                "docs/method.md, \"Worklist objectives\")")
 
 
 OBJECTIVES = ("pairs", "width")
@@ -444,6 +463,8 @@ def assessor_file(report: WorklistReport, output_format: str) -> str:
                 "pairs": states.height,
                 "pairs_decided": int(states["decided"].sum()),
                 "pairs_could_decide": int(states["could_decide"].sum()),
+                "decided_pairs": report.named_pairs()["decided"],
+                "could_decide_pairs": report.named_pairs()["could_decide"],
                 "pair_states": states.to_dicts(),
             }),
             "rows": rows.select(

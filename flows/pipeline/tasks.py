@@ -344,7 +344,8 @@ def compare_task(warehouse_root: str, evaluation_ids: list[str], settings_json: 
 
 @task(name="nightly-report")
 def nightly_report_task(
-    warehouse_root: str, evaluation_ids: list[str], flow_run_id: str, baseline: str | None = None
+    warehouse_root: str, evaluation_ids: list[str], flow_run_id: str, baseline: str | None = None,
+    pairs: str | None = None,
 ) -> str | None:
     """The night's HTML report (warehouse/reports/<flow run id>.html), its runs compared when there are several;
     None when nothing was evaluated."""
@@ -352,4 +353,4 @@ def nightly_report_task(
         return None
     from judged.flows.report.html import nightly_report
 
-    return str(nightly_report(Store(warehouse_root), evaluation_ids, flow_run_id, baseline))
+    return str(nightly_report(Store(warehouse_root), evaluation_ids, flow_run_id, baseline, pairs))

@@ -2,7 +2,7 @@
 
 Belongs here: laying out what the evaluations and the comparison already hold (summary with intervals, per-query
 differences coloured by robustness, unjudged coverage by cutoff, the distribution of per-query values, the
-significance table, provenance) as HTML and matplotlib figures. No statistics are computed here.
+pair table and the pairs plot, provenance) as HTML and matplotlib figures. No statistics are computed here.
 
 matplotlib renders with its Agg backend, offline, to SVG whose text is drawn as paths: the file needs no network, no
 font and no script to be read, and the figures are vector graphics that stay sharp when zoomed.
@@ -30,7 +30,7 @@ from judged.flows.engine.compare import (
 )
 from judged.flows.engine.versions import implementation_commit, implementation_version, library_versions
 from judged.flows.store.outputs import replace_atomically
-from judged.flows.report.wording import pair_verdict
+from judged.flows.report.wording import counted, doubt_legend, pair_sentence
 from judged.flows.store.warehouse import REPORTS, Store
 from judged.schemas.comparison import ComparisonSettings, measure_at
 
@@ -48,18 +48,24 @@ ROBUSTNESS_LABELS = {"robust_win": "win (whatever the unjudged are)", "robust_lo
 SIGN_COLOURS = {"win": OKABE_ITO["green"], "loss": OKABE_ITO["vermillion"], "tie": OKABE_ITO["grey"]}
 SIGN_HATCHES = {"win": "", "loss": "///", "tie": "..."}
 RUN_MARKERS = ("o", "s", "D", "^", "v", "P", "X", "*")
-RUN_COLOURS = tuple(OKABE_ITO[k] for k in ("blue", "orange", "green", "purple", "vermillion", "sky", "yellow", "grey"))
+# The runs take the Okabe-Ito colours the outcomes leave free (win green, loss vermillion, tie blue, unresolved grey),
+# and black; with the markers, 40 runs differ in colour or shape before any look alike.
+RUN_COLOURS = (OKABE_ITO["orange"], OKABE_ITO["sky"], OKABE_ITO["purple"], "#1f2328", OKABE_ITO["yellow"])
+MOST_QUERY_PANELS = 6  # per measure, the per-query differences of this many of the baseline's pairs
+MOST_PLOTTED_PAIRS = 60  # per measure, the pairs plot shows this many, in the pair table's order
 STYLE = """
 body { font-family: system-ui, -apple-system, 'Segoe UI', sans-serif; margin: 2em auto; max-width: 1100px;
        color: #1f2328; padding: 0 1em; }
 h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 1.8em; border-bottom: 1px solid #d0d7de; }
-table { border-collapse: collapse; font-size: 0.9em; margin: 0.5em 0; }
+table { border-collapse: collapse; font-size: 0.85em; margin: 0.5em 0; }
+.wide { max-width: 100%; overflow-x: auto; } .tall { max-height: 40em; overflow-y: auto; }
 th, td { border: 1px solid #d0d7de; padding: 0.25em 0.6em; text-align: right; }
-th { background: #f6f8fa; } td.text, th.text { text-align: left; }
+th { background: #f6f8fa; } td.text, th.text { text-align: left; } td { white-space: nowrap; }
 .note { background: #fff8c5; border: 1px solid #d4a72c; padding: 0.5em 0.8em; margin: 0.5em 0; }
 .plot svg { max-width: 100%; height: auto; }
 code { font-size: 0.9em; } .muted { color: #656d76; }
 h3 { font-size: 1em; margin-bottom: 0.2em; }
+.legend { font-size: 0.9em; }
 .conclusions { font-size: 1.05em; line-height: 1.5; background: #f6f8fa; border: 1px solid #d0d7de; padding: 0.6em 0.8em 0.6em 2em; }
 """
 
@@ -118,10 +124,12 @@ def _names(items: Sequence[str]) -> str:
 
 
 def conclusion_sentences(evaluations: Sequence[ComparedEvaluation], comparison: ComparisonResult | None) -> list[str]:
-    """Three to five plain sentences: the best run on each measure, the differences significant after correction,
-    whether the unjudged documents could change each best-run conclusion (from the per-run intervals: the best
-    run's lower end against every other run's upper end), and, for each pair of the comparison, whether it is
-    decided over one grading of the unjudged documents for both runs (the paired difference intervals)."""
+    """At most five short sentences, whatever the number of runs (the rest is in the pair table): the best run on
+    each measure; whether the unjudged documents could change the best run (the per-run intervals: the best run's
+    lower end against every other run's upper end); with a comparison, on its first measure, how many pairs are
+    decided and significant; and, from the pair table, the best run against the runner-up and against the
+    baseline, each saying whether the unjudged documents (and the assessors) could reverse it and whether the
+    paired test is significant (`wording.pair_sentence`)."""
     measures = _measures(evaluations[0])
     best: list[tuple[str, str, dict, list[dict]]] = []
     for measure, cutoff in measures:
@@ -139,58 +147,64 @@ def conclusion_sentences(evaluations: Sequence[ComparedEvaluation], comparison: 
         parts = [f"{name} on {_names(labels)}" for name, labels in winners.items()]
         sentences.append(f"Highest scoring run: {'; '.join(parts)}." if len(evaluations) > 1
                          else f"{evaluations[0].run_name} scores {_names(parts[0].split(' on ', 1)[1:])}.")
-    if comparison is not None and comparison.pairs.height:
-        settings = comparison.settings
-        alpha = 1 - settings.confidence_level
-        significant = comparison.pairs.filter(pl.col("p_adjusted") < alpha)
-        grouped: dict[tuple[str, str], list[str]] = {}  # (run, above or below): its significant measures
-        for r in significant.iter_rows(named=True):
-            grouped.setdefault((r["run"], "above" if r["mean_difference"] > 0 else "below"), []).append(
-                f"{measure_at(r['measure'], r['cutoff'])} ({r['mean_difference']:+.4f}, p adjusted "
-                f"{p_value(r['p_adjusted'])})")
-        described = [f"{run} {side} {comparison.baseline} on "
-                     f"{_names(items[:4] + ([f'{len(items) - 4} more'] if len(items) > 4 else []))}"
-                     for (run, side), items in grouped.items()]
-        total = comparison.pairs.height
-        if described:
-            sentences.append(f"{significant.height} of {total} differences from the baseline {comparison.baseline} "
-                             f"are significant after {settings.correction} correction at {alpha:g}: "
-                             f"{'; '.join(described)}.")
-        else:
-            sentences.append(f"None of the {total} differences from the baseline {comparison.baseline} is "
-                             f"significant after {settings.correction} correction at {alpha:g}.")
-    if len(evaluations) > 1:
+    if len(evaluations) > 1 and best:
         settled, open_, unknown = [], [], []
         for label, name, top, others in best:
             if top.get("value_min") is None or any(o.get("value_max") is None for o in others):
                 unknown.append(label)
             elif all(top["value_min"] > o["value_max"] for o in others):
-                settled.append(f"{label} ({name})")
+                settled.append(label)
             else:
-                open_.append(f"{label} ({name})")
+                open_.append(label)
+        said = []
         if settled:
-            sentences.append(f"The unjudged documents cannot change which run is best on {_names(settled)}: its "
-                             "lowest possible value is above every other run's highest.")
+            said.append(f"cannot change which run is best on {_names(settled)}")
         if open_:
-            sentences.append(f"The unjudged documents could change which run is best on {_names(open_)}: the "
-                             "runs' intervals over the unjudged documents overlap.")
-        if unknown:
-            sentences.append(f"For {_names(unknown)} there is no interval over the unjudged documents, so whether "
-                             "they could change the best run is not known.")
-    if comparison is not None and len(evaluations) > 1:
-        verdicts = [pair_verdict(r, comparison.baseline, measure_at(r["measure"], r["cutoff"]))
-                    for r in comparison.pairs.iter_rows(named=True)]
-        verdicts = [v for v in verdicts if v is not None]
-        if verdicts:
-            shown = verdicts[:10] + ([f"{len(verdicts) - 10} more pairs in the table below"] if len(verdicts) > 10 else [])
-            decided = int(comparison.pairs["decided"].fill_null(False).sum())
-            sentences.append(f"Over one grading of the unjudged documents for both runs of a pair, {decided} of "
-                             f"{len(verdicts)} pairs are decided: " + "; ".join(shown) + ".")
+            said.append(f"could change it on {_names(open_)}" if settled
+                        else f"could change which run is best on {_names(open_)}")
+        if said:
+            sentences.append(f"The unjudged documents {' but '.join(said)}"
+                             + (f" (no interval on {_names(unknown)})" if unknown else "") + ".")
+        elif unknown:
+            sentences.append(f"Without intervals over the unjudged documents on {_names(unknown)}, whether they "
+                             "could change the best run is not known.")
+    if comparison is not None and comparison.pairs.height and best:
+        sentences += _pair_sentences(comparison, {label: name for label, name, _, _ in best})
     if len(evaluations) == 1 and best:
         label, name, top, _ = best[0]
         if top.get("value_min") is not None:
             sentences.append(f"Whatever the unjudged documents are, its {label} lies between {top['value_min']:.4f} "
                              f"and {top['value_max']:.4f}.")
+    return sentences[:5]
+
+
+def _pair_sentences(comparison: ComparisonResult, best_runs: dict[str, str]) -> list[str]:
+    """On the comparison's first measure: how many pairs are decided and significant, then its best run (of
+    `best_runs`: measure label -> best run) against the runner-up and against the baseline (one sentence each, or
+    one when they are one pair)."""
+    settings = comparison.settings
+    table = comparison.pair_table()
+    measure, cutoff = table.row(0, named=True)["measure"], table.row(0, named=True)["cutoff"]
+    first = table.filter((pl.col("measure") == measure) & pl.col("cutoff").eq_missing(cutoff))
+    label = measure_at(measure, cutoff)
+    best_run = best_runs.get(label, comparison.baseline)
+    decided = first.filter(pl.col("decided").fill_null(False)).height
+    significant = first.filter(pl.col("significant").fill_null(False)).height
+    has_intervals = first["decided"].null_count() < first.height
+    counts = (f"Of the {counted(first.height, 'pair')} compared on {label}, "
+              + (f"{decided} {'is' if decided == 1 else 'are'} decided whatever the unjudged documents are and "
+                 if has_intervals else "")
+              + f"{significant} significant after {settings.correction} correction"
+              + ("; the pair table below lists every pair and measure." if comparison.pairs.height > 1 else "."))
+    sentences = [counts]
+    involving = first.filter((pl.col("better") == best_run) | (pl.col("worse") == best_run))
+    runner_up = (involving.filter(pl.col("better") == best_run).sort("mean_difference").head(1)
+                 if best_run in first["better"].to_list() else involving.head(0))
+    chosen = runner_up.to_dicts()
+    against_baseline = involving.filter((pl.col("better") == comparison.baseline)
+                                        | (pl.col("worse") == comparison.baseline))
+    chosen += [row for row in against_baseline.to_dicts() if row not in chosen]
+    sentences += [pair_sentence(row, label, settings.correction) for row in chosen[:2]]
     return sentences
 
 
@@ -198,17 +212,25 @@ def _slug(measure: str, cutoff: int | None) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "-", measure_at(measure, cutoff)).strip("-")
 
 
+def _baseline_runs(comparison: ComparisonResult | None, measure: str, cutoff: int | None) -> list[str]:
+    """The runs whose per-query differences from the baseline the report draws: the baseline's pairs, in order."""
+    if comparison is None:
+        return []
+    rows = comparison.pairs.filter((pl.col("measure") == measure) & pl.col("cutoff").eq_missing(cutoff)
+                                   & (pl.col("baseline") == comparison.baseline))
+    return rows["run"].to_list()
+
+
 def measure_plot(evaluations: Sequence[ComparedEvaluation], comparison: ComparisonResult | None, measure: str,
                  cutoff: int | None) -> str:
     """One figure for one measure and cutoff: each run's value as a dot with its interval over the unjudged
-    documents as a whisker; with a comparison, each run's mean difference from the baseline with its bootstrap CI,
-    and per run the per-query differences (query ids on the axis, whiskers from the paired difference intervals,
-    outcome (robustness, from the comparison) by colour, hatching and legend text)."""
+    documents as a whisker; with a comparison, the per-query differences of the first MOST_QUERY_PANELS of the
+    baseline's pairs (query ids on the axis, whiskers from the paired difference intervals, outcome (robustness,
+    from the comparison) by colour, hatching and legend text). Every pair's mean difference is in `pairs_plot`."""
     label = measure_at(measure, cutoff)
-    runs = [] if comparison is None else [r for r in comparison.pairs.filter(
-        (pl.col("measure") == measure) & pl.col("cutoff").eq_missing(cutoff))["run"].to_list()]
+    runs = _baseline_runs(comparison, measure, cutoff)[:MOST_QUERY_PANELS]
     figure = _figure()
-    heights = [1.0 + 0.35 * len(evaluations)] + ([1.0 + 0.35 * len(runs)] if runs else []) + [3.2] * len(runs)
+    heights = [1.0 + 0.3 * len(evaluations)] + [3.2] * len(runs)
     figure.set_size_inches(11, sum(heights) + 0.6)
     axes = figure.subplots(len(heights), 1, squeeze=False, height_ratios=heights)[:, 0]
 
@@ -225,38 +247,52 @@ def measure_plot(evaluations: Sequence[ComparedEvaluation], comparison: Comparis
         ax.plot([row["value"]], [index], marker=marker, markersize=8, color=colour, markeredgecolor="#1f2328",
                 linestyle="none")
         text = f"{row['value']:.4f}" + ("" if low is None or high is None else f"  [{low:.4f}, {high:.4f}]")
-        ax.annotate(text, (row["value"], index), xytext=(0, 7), textcoords="offset points", ha="center", fontsize=7)
-    ax.margins(x=0.08)
-    ax.set_yticks(range(len(evaluations)), [e.run_name for e in evaluations])
+        ax.annotate(text, (high if high is not None else row["value"], index), xytext=(6, 0),
+                    textcoords="offset points", ha="left", va="center", fontsize=7)
+    ax.margins(x=0.15)
+    ax.set_yticks(range(len(evaluations)), [e.run_name for e in evaluations], fontsize=8)
     ax.set_ylim(len(evaluations) - 0.4, -0.6)
-    ax.set_title(f"{label} per run: dot = value, whisker = interval over the unjudged documents", fontsize=10,
+    ax.set_title(f"{label} per run: dot = value, whisker = range over the unjudged documents", fontsize=10,
                  loc="left")
     ax.grid(alpha=0.3, axis="x")
-
     if runs:
         assert comparison is not None
-        ax = axes[1]
-        pairs = comparison.pairs.filter((pl.col("measure") == measure) & pl.col("cutoff").eq_missing(cutoff))
-        for index, row in enumerate(pairs.iter_rows(named=True)):
-            if row["mean_difference"] is None:
-                continue
-            if row["ci_low"] is not None:
-                ax.plot([row["ci_low"], row["ci_high"]], [index, index], color="#1f2328", linewidth=1.5)
-                ax.plot([row["ci_low"], row["ci_high"]], [index, index], linestyle="none", marker="|",
-                        markersize=10, color="#1f2328")
-            ax.plot([row["mean_difference"]], [index], marker="D", markersize=7, color=OKABE_ITO["blue"],
-                    linestyle="none")
-            ax.annotate(f"{row['mean_difference']:+.4f}, p adjusted {p_value(row['p_adjusted'])}",
-                        (row["mean_difference"], index), xytext=(0, 7), textcoords="offset points", ha="center",
-                        fontsize=7)
-        ax.axvline(0, color="#1f2328", linewidth=0.8, linestyle="--")
-        ax.margins(x=0.1)
-        ax.set_yticks(range(pairs.height), [f"{r} − {comparison.baseline}" for r in pairs["run"]])
-        ax.set_ylim(pairs.height - 0.4, -0.6)
-        ax.set_title(f"{label}: mean difference run − baseline with its "
-                     f"{comparison.settings.confidence_level:.0%} bootstrap CI", fontsize=10, loc="left")
+        _query_differences(axes[1:], comparison, runs, measure, cutoff)
+    return _svg(figure)
+
+
+def pairs_plot(comparison: ComparisonResult, measure: str, cutoff: int | None) -> str:
+    """Every pair of one measure and cutoff (the first MOST_PLOTTED_PAIRS, in the pair table's order), read in
+    its direction: on the left its mean difference's range over the unjudged documents, on the right its bootstrap
+    CI, both against 0 (solid: decided, resp. significant; dotted: not)."""
+    label = measure_at(measure, cutoff)
+    table = comparison.pair_table().filter((pl.col("measure") == measure) & pl.col("cutoff").eq_missing(cutoff))
+    shown = table.head(MOST_PLOTTED_PAIRS)
+    figure = _figure()
+    figure.set_size_inches(11, 1.2 + 0.24 * max(shown.height, 1))
+    unjudged, sampling = figure.subplots(1, 2, sharey=True)
+    names = [f"{r['better']} {r['direction']} {r['worse']}" for r in shown.iter_rows(named=True)]
+    for ax, (low, high, solid) in ((unjudged, ("mean_difference_min", "mean_difference_max", "decided")),
+                                   (sampling, ("ci_low", "ci_high", "significant"))):
+        for index, row in enumerate(shown.iter_rows(named=True)):
+            if row[low] is not None and row[high] is not None:
+                ax.plot([row[low], row[high]], [index, index], color="#1f2328", linewidth=1.8,
+                        linestyle="-" if row[solid] else ":")
+                ax.plot([row[low], row[high]], [index, index], linestyle="none", marker="|", markersize=8,
+                        color="#1f2328")
+            if row["mean_difference"] is not None:
+                ax.plot([row["mean_difference"]], [index], marker="D", markersize=5, color="white",
+                        markeredgecolor="#1f2328", linestyle="none")
+        ax.axvline(0, color="#1f2328", linewidth=0.9, linestyle="--")
         ax.grid(alpha=0.3, axis="x")
-        _query_differences(axes[2:], comparison, runs, measure, cutoff)
+        ax.margins(x=0.08)
+    unjudged.set_yticks(range(shown.height), names, fontsize=8)
+    unjudged.set_ylim(shown.height - 0.4, -0.6)
+    more = f" (first {shown.height} of {table.height})" if shown.height < table.height else ""
+    unjudged.set_title(f"{label}{more}: range over the unjudged\n(solid: decided, 0 outside; diamond: mean difference)", fontsize=9,
+                       loc="left")
+    sampling.set_title(f"{comparison.settings.confidence_level:.0%} bootstrap CI, query sampling\n"
+                       "(solid: significant)", fontsize=9, loc="left")
     return _svg(figure)
 
 
@@ -268,7 +304,8 @@ def _query_differences(axes: Sequence, comparison: ComparisonResult, runs: list[
     known = rows.height > 0 and rows["robustness"].null_count() < rows.height
     tolerance = comparison.settings.tie_tolerance
     for ax, run in zip(axes, runs, strict=False):
-        pairs = rows.filter(pl.col("run") == run).sort("difference", "query_id", descending=[True, False])
+        pairs = rows.filter((pl.col("run") == run) & (pl.col("baseline") == comparison.baseline)).sort(
+            "difference", "query_id", descending=[True, False])
         differences = pairs["difference"].to_list()
         if known:
             kinds = [str(r) for r in pairs["robustness"].cast(pl.String)]
@@ -291,10 +328,8 @@ def _query_differences(axes: Sequence, comparison: ComparisonResult, runs: list[
         ax.set_xlim(-0.5, max(len(differences), 1) - 0.5)
         ax.set_xticks(list(positions), pairs["query_id"].to_list(), rotation=90, fontsize=6)
         ax.set_ylabel(f"{run}\n− {comparison.baseline}", fontsize=8)
-        ax.set_title(f"{measure_at(measure, cutoff)}, {run} − {comparison.baseline} per query ({len(differences)} "
-                     "queries, sorted): bar = difference, whisker = its interval over one grading of the unjudged "
-                     "documents",
-                     fontsize=9, loc="left")
+        ax.set_title(f"{measure_at(measure, cutoff)}: {run} − {comparison.baseline}, {len(differences)} queries "
+                     "(bar = difference, whisker = range over the unjudged)", fontsize=9, loc="left")
         ax.grid(alpha=0.3, axis="y")
         legend = ROBUSTNESS_LABELS if known else {k: k for k in SIGN_COLOURS}
         palette, hatching = (ROBUSTNESS_COLOURS, ROBUSTNESS_HATCHES) if known else (SIGN_COLOURS, SIGN_HATCHES)
@@ -326,7 +361,10 @@ def coverage_plot(evaluations: Sequence[ComparedEvaluation]) -> str:
     ax.set_xlabel("cutoff k")
     ax.set_ylabel("unjudged share of the first k")
     ax.set_ylim(bottom=0)
-    ax.legend(fontsize=8)
+    columns = 1 + (len(evaluations) - 1) // 15  # 15 runs a legend column, beside the plot
+    if len(evaluations) > 15:
+        figure.set_size_inches(11, 4.5)
+    ax.legend(fontsize=7 if len(evaluations) > 8 else 8, ncols=columns, loc="upper left", bbox_to_anchor=(1.01, 1))
     ax.grid(alpha=0.3)
     return _svg(figure)
 
@@ -344,7 +382,11 @@ def distribution_plot(evaluations: Sequence[ComparedEvaluation], measure: str, c
         offsets = [index + 0.25 * ((i * 0.618) % 1 - 0.5) for i in range(len(run_values))]
         ax.scatter(offsets, run_values, s=8, alpha=0.5, color=RUN_COLOURS[(index - 1) % len(RUN_COLOURS)],
                    marker=RUN_MARKERS[(index - 1) % len(RUN_MARKERS)])
-    ax.set_xticks(range(1, len(evaluations) + 1), [e.run_name for e in evaluations])
+    many = len(evaluations) > 8
+    ax.set_xticks(range(1, len(evaluations) + 1), [e.run_name for e in evaluations], rotation=90 if many else 0,
+                  fontsize=7 if many else 9)
+    if many:
+        figure.set_size_inches(11, 5)
     ax.set_ylabel(measure_at(measure, cutoff))
     ax.grid(alpha=0.3, axis="y")
     return _svg(figure)
@@ -385,21 +427,39 @@ def summary_table(evaluations: Sequence[ComparedEvaluation]) -> str:
                   text_columns=2)
 
 
-def significance_table(comparison: ComparisonResult) -> str:
-    """Per run, measure and cutoff against the baseline: both means, their difference (run − baseline) with its CI,
-    the p-values in one format, the effect size and the wins, ties and losses."""
+def _range(low: float | None, high: float | None) -> str:
+    return "-" if low is None or high is None else f"[{low:+.3f}, {high:+.3f}]"
+
+
+def _yes(value: bool | None) -> str:
+    return "-" if value is None else "yes" if value else "no"
+
+
+def pair_table_html(comparison: ComparisonResult) -> str:
+    """Every pair, measure and cutoff read in its direction (`ComparisonResult.pair_table`, decided pairs first,
+    then significant ones): the mean difference with its range over the unjudged documents, the assessor worlds
+    that agree (with several assessors), the bootstrap CI, p adjusted, decided and significant as separate columns,
+    then n, d_z and W/T/L (the other tests' p-values are in `judged compare` and the comparisons view: the table
+    fits the page); its legend says what each kind of doubt means."""
     settings = comparison.settings
+    table = comparison.pair_table()
+    assessors = table["assessor_worlds"].null_count() < table.height
     rows = [
-        [r["run"], measure_at(r["measure"], r["cutoff"]), r["n_queries"], r["run_mean"], r["baseline_mean"],
-         r["mean_difference"], r["ci_low"], r["ci_high"], p_value(r["p_t"]), p_value(r["p_randomization"]),
-         p_value(r["p_adjusted"]), p_value(r["p_tukey_hsd"]), r["effect_size"],
-         f"{r['wins']}/{r['ties']}/{r['losses']}", r["unresolved"]]
-        for r in comparison.pairs.iter_rows(named=True)
+        [measure_at(r["measure"], r["cutoff"]), f"{r['better']} {r['direction']} {r['worse']}", r["mean_difference"],
+         _range(r["mean_difference_min"], r["mean_difference_max"]),
+         *([f"{r['assessor_worlds_agree']} of {r['assessor_worlds']}" if r["assessor_worlds"] else "-"]
+           if assessors else []),
+         _range(r["ci_low"], r["ci_high"]), p_value(r["p_adjusted"]), _yes(r["decided"]), _yes(r["significant"]),
+         r["n_queries"], r["effect_size"], f"{r['wins']}/{r['ties']}/{r['losses']}"]
+        for r in table.iter_rows(named=True)
     ]
-    headers = ["run", "measure", "n", "run mean", f"baseline mean ({comparison.baseline})",
-               "mean diff (run − baseline)", f"{settings.confidence_level:.0%} CI low", "CI high", "p t",
-               "p randomization", f"p adjusted ({settings.correction})", "p Tukey HSD", "d_z", "W/T/L", "unresolved"]
-    return _table(headers, rows, text_columns=2)
+    headers = ["measure", "pair (better > worse)", "mean diff", "over unjudged", *(["assessors agree"] if assessors
+                                                                                      else []),
+               f"{settings.confidence_level:.0%} CI", f"p {settings.correction}", "decided", "significant", "n",
+               "d_z", "W/T/L"]
+    legend = html.escape(doubt_legend(settings.confidence_level, settings.correction, assessors))
+    return (f"<p class='legend'>{legend}</p>"
+            f"<div class='wide tall' id='pair-table'>{_table(headers, rows, text_columns=2)}</div>")
 
 
 def provenance_section(evaluations: Sequence[ComparedEvaluation], comparison: ComparisonResult | None) -> str:
@@ -421,6 +481,12 @@ def provenance_section(evaluations: Sequence[ComparedEvaluation], comparison: Co
     return f"<table id='provenance'>{rows}</table>"
 
 
+def _runs_named(evaluations: Sequence[ComparedEvaluation], most: int = 5) -> str:
+    """The runs' names, or beyond `most` runs their number and the first names (the summary lists them all)."""
+    names = [e.run_name for e in evaluations]
+    return ", ".join(names) if len(names) <= most else f"{len(names)} runs ({', '.join(names[:3])}, ...)"
+
+
 def render_report(evaluations: Sequence[ComparedEvaluation], comparison: ComparisonResult | None) -> str:
     """The whole report as one HTML document."""
     import matplotlib
@@ -432,42 +498,49 @@ def render_report(evaluations: Sequence[ComparedEvaluation], comparison: Compari
     short = measure_at(measure, cutoff)
     sentences = "".join(f"<li>{html.escape(sentence)}</li>" for sentence in conclusion_sentences(evaluations, comparison))
     parts = [
-        f"<h1>judged report: {html.escape(', '.join(e.run_name for e in evaluations))}</h1>",
+        f"<h1>judged report: {html.escape(_runs_named(evaluations))}</h1>",
         f"<p class='muted'>{html.escape(first.judgments_label)} · <code>{html.escape(first.spec.full_label())}</code>"
         f" · written {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}</p>",
         f"<ul id='conclusions' class='conclusions'>{sentences}</ul>",
-        "<h2 id='summary'>Summary</h2>", summary_table(evaluations),
+        "<h2 id='summary'>Summary</h2>", f"<div class='wide tall'>{summary_table(evaluations)}</div>",
     ]
     if "value_min" not in first.per_query.columns and comparison is None:
         parts.append("<p class='note'>No intervals: these evaluations carry no per-query value_min/value_max over "
                      "their unjudged documents.</p>")
     if comparison is not None:
         parts += [f"<p class='note'>{html.escape(note)}</p>" for note in comparison.notes if note == NO_INTERVALS_NOTE]
+    if comparison is not None:
+        settings = comparison.settings
+        pairs_note = next((note for note in comparison.notes if note.startswith("pairs: ")), "")
+        parts += [
+            "<h2 id='pairs'>Pairs</h2>",
+            f"<p class='muted'>{html.escape(pairs_note.removeprefix('pairs: ').capitalize())}. Differences read "
+            "better − worse.</p>",
+            pair_table_html(comparison),
+            f"<p class='muted'>Randomization test: {settings.permutations} sign flips (exact enumeration when 2^n is"
+            f" fewer), seed {settings.seed}; CI: paired percentile bootstrap, {settings.bootstrap_resamples} "
+            f"resamples; p {settings.correction}: corrected over all {comparison.pairs.height} tests; d_z: mean "
+            f"difference / sd of the differences; ties: |difference| &lt;= {settings.tie_tolerance:g}; queries: "
+            f"{settings.query_set}. The t-test, the uncorrected and the Tukey HSD p-values: <code>judged compare</code>"
+            " and the <code>comparisons</code> view.</p>",
+        ]
     parts.append("<h2 id='measures'>Every measure and cutoff</h2>")
     for each, at in measures:
         label = measure_at(each, at)
-        parts += [f"<h3>{html.escape(label)}</h3>",
-                  f"<div class='plot measure-plot' id='measure-plot-{_slug(each, at)}' "
-                  f"data-measure='{html.escape(label)}'>{measure_plot(evaluations, comparison, each, at)}</div>"]
+        parts.append(f"<h3>{html.escape(label)}</h3>")
+        if comparison is not None:
+            parts.append(f"<div class='plot pairs-plot' id='pairs-plot-{_slug(each, at)}'>"
+                         f"{pairs_plot(comparison, each, at)}</div>")
+        parts.append(f"<div class='plot measure-plot' id='measure-plot-{_slug(each, at)}' "
+                     f"data-measure='{html.escape(label)}'>{measure_plot(evaluations, comparison, each, at)}</div>")
     parts += [
         "<h2 id='coverage'>Unjudged coverage by cutoff</h2>",
         f"<div class='plot' id='coverage-plot'>{coverage_plot(evaluations)}</div>",
         f"<h2 id='distribution'>Per-query {html.escape(short)} per run</h2>",
         f"<div class='plot' id='distribution-plot'>{distribution_plot(evaluations, measure, cutoff)}</div>",
     ]
-    if comparison is not None:
-        settings = comparison.settings
-        parts += [
-            "<h2 id='significance'>Significance</h2>",
-            significance_table(comparison),
-            f"<p class='muted'>Randomization test: {settings.permutations} sign flips (exact enumeration when 2^n is"
-            f" fewer), seed {settings.seed}; CI: paired percentile bootstrap, {settings.bootstrap_resamples} "
-            f"resamples; p adjusted: {settings.correction} over all {comparison.pairs.height} tests; d_z: mean "
-            f"difference / sd of the differences; ties: |difference| &lt;= {settings.tie_tolerance:g}; queries: "
-            f"{settings.query_set}.</p>",
-        ]
     parts += ["<h2 id='provenance-heading'>Provenance</h2>", provenance_section(evaluations, comparison)]
-    title = html.escape(f"judged report: {', '.join(e.run_name for e in evaluations)}")
+    title = html.escape(f"judged report: {_runs_named(evaluations)}")
     return (f"<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'><title>{title}</title>"
             f"<style>{STYLE}</style></head><body>{''.join(parts)}</body></html>\n")
 
@@ -478,13 +551,16 @@ def write_report(path: Path, evaluations: Sequence[ComparedEvaluation], comparis
     return replace_atomically(path, render_report(evaluations, comparison))
 
 
-def nightly_report(warehouse: Store, evaluation_ids: Sequence[str], name: str, baseline: str | None = None) -> Path:
+def nightly_report(warehouse: Store, evaluation_ids: Sequence[str], name: str, baseline: str | None = None,
+                   pairs: str | None = None) -> Path:
     """A night's report in the warehouse (`reports/<name>.html`): its evaluations, compared (and the comparison
     stored) under the default settings when there are at least two, against `baseline` (the nightly's
-    configuration) or else the one `choose_baseline` picks for runs in no order of the user's."""
+    configuration) or else the one `choose_baseline` picks for runs in no order of the user's, comparing `pairs`
+    (`all` or `baseline`; None: the default by the number of runs)."""
     evaluations = [from_warehouse(warehouse, identifier) for identifier in evaluation_ids]
     comparison = None
     if len(evaluations) >= 2:
-        comparison = compare_evaluations(evaluations, ComparisonSettings(), baseline, warehouse, listed=False)
+        comparison = compare_evaluations(evaluations, ComparisonSettings(pairs=pairs), baseline, warehouse,
+                                         listed=False)
         store_comparison(warehouse, comparison, name)
     return write_report(warehouse.root / REPORTS / f"{name}.html", evaluations, comparison)

@@ -40,18 +40,53 @@ def distinct_names(names: list[str], ids: list[str]) -> list[str]:
             for name, identifier in zip(names, ids, strict=True)]
 
 
-def pair_verdict(row: dict, baseline: str, label: str) -> str | None:
-    """One line on whether the unjudged documents could reverse a pair's conclusion, from a comparison's pair row
-    (`decided`, `decided_direction`, `unjudged_documents`, `open_queries`); None when the pair has no difference
-    interval."""
+def pair_sentence(row: dict, label: str, correction: str) -> str:
+    """One short sentence on a pair, from a row of a pair table (`transforms.compare.pair_table`: `better`,
+    `worse`, `decided`, the counts of what the measure reads at its cutoff, the assessor worlds, `significant`,
+    `p_adjusted`): whether the unjudged documents (and the assessors) could reverse it, and whether the paired test
+    is significant. E.g. "pash_r3 > p_bm25 on nDCG@10 whatever the 73 unjudged documents it reads are and
+    whichever assessor is right; significant (p holm 0.0060)"."""
+    better, worse = row["better"], row["worse"]
+    documents, worlds, agree = row.get("unjudged_documents"), row.get("assessor_worlds"), row.get("assessor_worlds_agree")
+    disputed = row.get("disputed_documents")
+    in_worlds = f"decided in {agree} of {worlds} single-assessor worlds"
     if row.get("decided") is None:
-        return None
-    documents = row.get("unjudged_documents")
-    if row["decided"]:
-        better, worse = (row["run"], baseline) if row["decided_direction"] == "run" else (baseline, row["run"])
-        which = "the unjudged documents are" if documents is None else f"the {documents:,} unjudged documents are"
-        return f"{better} > {worse} on {label} whatever {which}"
-    where = counted(row["open_queries"] or 0, "query", "queries")
-    what = ("the unjudged documents" if documents is None
-            else f"{documents:,} unjudged document{'' if documents == 1 else 's'}")
-    return f"{row['run']} vs {baseline} on {label} undecided: depends on {what} in {where}"
+        head = f"{better} {row['direction']} {worse} on {label} (no interval over the unjudged documents)"
+    elif row["decided"]:
+        read = [f"{counted(n, noun)}" for n, noun in ((documents, "unjudged document"), (disputed, "disputed judgment"))
+                if n]
+        which = (f"the {' and the '.join(read)} it reads {'is' if read == ['1 unjudged document'] else 'are'}" if read
+                 else "the unjudged documents are" if documents is None else "every document it reads judged")
+        head = f"{better} > {worse} on {label} " + ("with" if which.startswith("every") else "whatever") + f" {which}"
+        if worlds:
+            head += " and whichever assessor is right" if agree == worlds else f", though {in_worlds}"
+    else:
+        reasons = []
+        if documents:
+            reasons.append(f"{counted(documents, 'unjudged document')} in "
+                           f"{counted(row.get('open_queries') or 0, 'query', 'queries')}")
+        if disputed:
+            reasons.append(f"{counted(disputed, 'disputed judgment')} in "
+                           f"{counted(row.get('disputed_queries') or 0, 'query', 'queries')}")
+        head = (f"{better} vs {worse} on {label} is undecided: it depends on "
+                + (" and ".join(reasons) if reasons else "the unjudged documents"))
+        if worlds:
+            head += f" ({in_worlds})"
+    p_value = row.get("p_adjusted")
+    if p_value is None:
+        return head + "; no paired test."
+    shown = "<0.0001" if p_value < 1e-4 else f"{p_value:.4f}"
+    return head + f"; {'significant' if row.get('significant') else 'not significant'} (p {correction} {shown})."
+
+
+def doubt_legend(confidence_level: float, correction: str, assessors: bool) -> str:
+    """One line on what each kind of doubt in a pair table means: the unjudged documents (the interval, `decided`),
+    the assessors (in how many single-assessor worlds the direction holds) and query sampling (the CI, the
+    corrected p and `significant`, computed on the point values, which count unjudged documents as non-relevant)."""
+    alpha = 1 - confidence_level
+    return ("Three kinds of doubt. Unjudged documents: 'over unjudged' is the mean difference's range over every "
+            "grading of the unjudged documents; decided = that range excludes 0. "
+            + ("Assessors: in how many single-assessor worlds (one assessor's grades where they judged) the pair is "
+               "decided the same way. " if assessors else "")
+            + f"Query sampling: the {confidence_level:.0%} bootstrap CI and p {correction} (significant = p {correction}"
+            f" < {alpha:g}) use the point values, which count unjudged documents as non-relevant.")

@@ -46,14 +46,16 @@ def stored(prefect_harness: str, tmp_path_factory: pytest.TempPathFactory) -> di
 def test_the_stored_numbers_are_the_printed_ones(stored: dict) -> None:
     output, warehouse = stored["output"], stored["warehouse"]
     rows = sql(warehouse, "SELECT * FROM comparisons ORDER BY run DESC")
-    assert len(rows) == 2 and {r["comparison_id"] for r in rows} == {output["comparison_id"]}
-    printed = {row["run"]: row for row in output["comparisons"]}
+    # Every pair of the three runs (the default up to 12 runs), each as computed.
+    assert len(rows) == 3 and {r["comparison_id"] for r in rows} == {output["comparison_id"]}
+    printed = {(row["baseline"], row["run"]): row for row in output["comparisons"]}
+    assert set(printed) == {(r["baseline"], r["run"]) for r in rows}
     for row in rows:
         for key in ("n_queries", "mean_difference", "ci_low", "ci_high", "p_t", "p_randomization", "p_adjusted",
-                    "correction", "effect_size", "wins", "ties", "losses", "p_tukey_hsd"):
-            assert row[key] == printed[row["run"]][key], key
+                    "correction", "significant", "effect_size", "wins", "ties", "losses", "p_tukey_hsd", "decided"):
+            assert row[key] == printed[(row["baseline"], row["run"])][key], key
     per_query = sql(warehouse, "SELECT count(*) AS n, count(robustness) AS known FROM comparison_per_query")
-    assert per_query == [{"n": 2 * 54, "known": 2 * 54}]  # every query has its nDCG interval
+    assert per_query == [{"n": 3 * 54, "known": 3 * 54}]  # every query has its nDCG interval
     (record,) = sql(warehouse, "SELECT * FROM comparison_records")
     provenance = json.loads(record["provenance_json"])
     assert provenance["settings"]["permutations"] == 1000 and "scipy" in provenance["libraries"]
@@ -101,9 +103,12 @@ def test_options_with_a_stored_comparison_are_refused(stored: dict) -> None:
 def test_the_docs_comparison_queries(stored: dict) -> None:
     assert len(ANALYST_QUERIES) == 2
     better = sql(stored["warehouse"], ANALYST_QUERIES[0])
-    # pash_r3 beats p_bm25 at NDCG@10 by about 0.32 (DL 2020, trec_eval -c): far below 0.05 after Holm
-    assert [row["run"] for row in better] == ["pash_r3"]
-    assert better[0]["effect_size"] > 0.8 and better[0]["p_adjusted"] < 0.05
+    # pash_r3 beats p_bm25 at NDCG@10 by about 0.32 (DL 2020, trec_eval -c): far below 0.05 after Holm, and decided;
+    # p_bm25 > DoRA_Large is significant too, but the unjudged documents could reverse it.
+    pairs = [(row["better"], row["worse"], row["decided"]) for row in better]
+    assert ("pash_r3", "p_bm25", True) in pairs and ("p_bm25", "DoRA_Large", False) in pairs
+    assert all(row["difference"] > 0 and row["effect_size"] > 0.8 and row["p_adjusted"] < 0.05 for row in better)
+    assert [decided for _, _, decided in pairs] == sorted((decided for _, _, decided in pairs), reverse=True)
     lost = sql(stored["warehouse"], ANALYST_QUERIES[1])
     assert lost and all(row["difference"] < -0.2 for row in lost)
     assert {row["run"] for row in lost} <= {"pash_r3", "DoRA_Large"}

@@ -139,7 +139,10 @@ def test_worklist_targets_undecided_pairs_by_default(warehouse: Path, tmp_path: 
     assert len(rows) == 15 and [r["position"] for r in rows] == list(range(1, 16))
     assert all(set(r["evaluations"]) == {"DoRA_Large", "p_bm25"} for r in rows)  # only the open pair's documents
     assert [r["priority"] for r in rows] == sorted((r["priority"] for r in rows), reverse=True)
-    assert "2 of 3 pairs of runs decided now" in stderr
+    assert "2 of 3 pairs of runs decided now (" in stderr  # and which
+    assert sorted(report["decided_pairs"]) == sorted(f"{s['baseline']}:{s['run']}" for s in report["pair_states"]
+                                                     if s["decided"])
+    assert all(pair in stderr for pair in report["decided_pairs"])
     # --pairs restricts the objective; a decided pair alone makes it fall back to the width objective.
     code, stdout, stderr = judged("worklist", "--judgments", NIST, "--warehouse", warehouse, *THREE_RUNS,
                                   "--budget", 5, "--preset", "trec_eval", "--pairs", "p_bm25:pash_r3",

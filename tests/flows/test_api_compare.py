@@ -17,14 +17,14 @@ RUNS = {name: SAMPLE / "runs" / f"input.{name}.gz" for name in ("DoRA_Large", "p
 def test_compare_says_which_pairs_are_decided() -> None:
     comparison = judged.compare(QRELS, RUNS, measures=["nDCG@10"], preset="trec_eval")
     assert comparison.baseline == "DoRA_Large"
-    pairs = {row["run"]: row for row in comparison.pairs.iter_rows(named=True)}
+    pairs = {row["run"]: row for row in comparison.pairs.filter(pl.col("baseline") == "DoRA_Large").iter_rows(named=True)}
     # pash_r3 beats DoRA_Large whatever its unjudged documents are; p_bm25 against DoRA_Large stays open.
     assert pairs["pash_r3"]["decided"] and pairs["pash_r3"]["decided_direction"] == "run"
     assert pairs["pash_r3"]["mean_difference_min"] > 0
     assert not pairs["p_bm25"]["decided"] and pairs["p_bm25"]["decided_direction"] is None
     assert pairs["p_bm25"]["mean_difference_min"] < 0 < pairs["p_bm25"]["mean_difference_max"]
-    assert comparison.summary.row(0, named=True) | {} == {"measure": "nDCG", "cutoff": 10, "pairs": 2,
-                                                         "pairs_decided": 1}
+    assert comparison.summary.row(0, named=True) | {} == {"measure": "nDCG", "cutoff": 10, "pairs": 3,
+                                                         "pairs_decided": 2}
     per_query = comparison.per_query
     assert {"difference_min", "difference_max", "difference_kind", "robustness"} <= set(per_query.columns)
     inside = per_query.select(
@@ -43,6 +43,14 @@ def test_compare_takes_what_evaluate_takes_and_refuses_with_its_errors() -> None
     runs = {"x": {"q1": {"a": 2.0, "u": 1.0}, "q2": {"c": 1.0}}, "y": {"q1": {"u": 2.0, "a": 1.0}, "q2": {"v": 1.0}}}
     comparison = judged.compare(qrels, runs, measures="nDCG@10", baseline="y")
     assert comparison.baseline == "y" and comparison.pairs.height == 1
+    runs3 = {**runs, "z": {"q1": {"b": 1.0}, "q2": {"c": 1.0}}}
+    listed = judged.compare(qrels, runs3, measures="nDCG@10", pairs=[("z", "x")])
+    assert listed.pairs.select("baseline", "run").rows() == [("z", "x")]
+    assert listed.pair_table.select("better", "direction", "worse").rows() == [("x", ">", "z")]
+    assert judged.compare(qrels, runs3, measures="nDCG@10", pairs="baseline").pairs.height == 2
+    assert judged.compare(qrels, runs3, measures="nDCG@10").pairs.height == 3
+    with pytest.raises(judged.SpecError, match="--pairs: x:x: a run is compared with other runs, not with itself"):
+        judged.compare(qrels, runs3, pairs="x:x")
     with pytest.raises(judged.InputError, match="at least two runs"):
         judged.compare(qrels, {"x": runs["x"]})
     with pytest.raises(judged.SpecError, match="runs must be a dict"):
@@ -124,3 +132,34 @@ def test_one_run_twice_under_two_names_is_refused() -> None:
     for call in (lambda: judged.compare(TOY_QRELS, twice), lambda: judged.worklist(TOY_QRELS, twice, budget=5)):
         with pytest.raises(judged.InputError, match="'x' and 'again' are one run \\(the same rows\\) given twice"):
             call()
+
+
+def test_pairs_name_both_kinds_of_doubt_with_several_assessors() -> None:
+    """data/assessors-example (two synthetic assessors): under `set` a pair is decided only if it holds whatever the
+    unjudged documents are and whichever grade each disputed judgment takes; the sentence and the report say so."""
+    from judged.flows.report.html import pair_table_html
+    from judged.flows.report.wording import pair_sentence
+
+    example = SAMPLE.parent / "assessors-example"
+    qrels = pl.concat([
+        pl.read_csv(example / f"{name}.txt", separator=" ", has_header=False,
+                    new_columns=["query_id", "iteration", "doc_id", "relevance"],
+                    schema_overrides={"query_id": pl.String, "doc_id": pl.String}).drop("iteration")
+        .with_columns(assessor=pl.lit(name))
+        for name in ("synthetic_a", "synthetic_b")
+    ])
+    runs = {name: RUNS[name] for name in ("p_bm25", "pash_r3")}
+    comparison = judged.compare(qrels, runs, measures="nDCG@10", assessor_model="set")
+    (row,) = comparison.pair_table.to_dicts()
+    assert (row["better"], row["worse"], row["decided"]) == ("pash_r3", "p_bm25", True)
+    assert (row["assessor_worlds"], row["assessor_worlds_agree"]) == (2, 2)
+    assert (row["unjudged_documents"], row["disputed_documents"], row["disputed_queries"]) == (0, 12, 6)
+    assert pair_sentence(row, "nDCG@10", "holm").startswith(
+        "pash_r3 > p_bm25 on nDCG@10 whatever the 12 disputed judgments it reads are and whichever assessor is right;")
+    from judged.flows.engine.compare import ComparisonResult
+    from judged.schemas.comparison import ComparisonSettings
+
+    result = ComparisonResult(comparison.comparison_id, comparison.baseline, ComparisonSettings(), (),
+                              comparison.pairs, comparison.per_query, comparison.notes)
+    table = pair_table_html(result)
+    assert ">assessors agree</th>" in table and "2 of 2" in table and "Assessors: in how many" in table

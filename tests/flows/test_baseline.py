@@ -75,3 +75,15 @@ def test_the_comparison_says_which_baseline_and_why(tmp_path: Path) -> None:
 def test_nightly_takes_a_baseline() -> None:
     result = CliRunner().invoke(app, ["nightly", "--help"], env={"COLUMNS": "200"})
     assert result.exit_code == 0 and "--baseline" in result.stdout
+
+
+@pytest.mark.parametrize("command", ["nightly", "serve"])
+def test_nightly_takes_all_or_baseline_pairs_and_refuses_a_list(command: str, tmp_path) -> None:
+    help_text = CliRunner().invoke(app, [command, "--help"], env={"COLUMNS": "200"}).stdout
+    assert "--pairs" in help_text
+    result = CliRunner().invoke(app, [command, "--pairs", "p_bm25:pash_r3", "--warehouse", str(tmp_path / "w"),
+                                      "--inbox", str(tmp_path / "inbox")], env={"COLUMNS": "200"})
+    assert result.exit_code != 0 and not (tmp_path / "w").exists()
+    assert result.output.strip().splitlines() == [
+        "judged: error: --pairs: 'p_bm25:pash_r3': the nightly job takes all or baseline (its runs change night by "
+        "night; compare listed pairs with judged compare --pairs A:B)"]

@@ -65,24 +65,64 @@ def per_query_values() -> dict[str, dict[tuple[str, int], float]]:
 def test_json_has_one_object_per_pair_measure_and_cutoff() -> None:
     output = compared_json()
     rows = output["comparisons"]
-    assert [(r["run"], r["cutoff"]) for r in rows] == [
-        ("pash_r3", 10), ("pash_r3", 100), ("DoRA_Large", 10), ("DoRA_Large", 100)
+    # Three runs: every pair (the default up to 12 runs), the baseline's pairs first, each pair's first run its
+    # reference.
+    assert [(r["baseline"], r["run"], r["cutoff"]) for r in rows] == [
+        ("p_bm25", "pash_r3", 10), ("p_bm25", "pash_r3", 100), ("p_bm25", "DoRA_Large", 10),
+        ("p_bm25", "DoRA_Large", 100), ("pash_r3", "DoRA_Large", 10), ("pash_r3", "DoRA_Large", 100),
     ]
+    assert "pairs: all 3 pairs of the 3 runs" in " ".join(output["notes"])
     for row in rows:
         assert FIELDS <= set(row)
-        assert row["baseline"] == "p_bm25" and row["correction"] == "holm" and row["effect_size_kind"] == "d_z"
+        assert row["correction"] == "holm" and row["effect_size_kind"] == "d_z"
         assert row["n_queries"] == 54 and row["wins"] + row["ties"] + row["losses"] == 54
         assert row["ci_low"] < row["mean_difference"] < row["ci_high"]
         assert row["unresolved"] is not None  # the per-query intervals (value_min/value_max) say which signs are open
         assert row["p_tukey_hsd"] is not None  # three runs
-    assert len(output["per_query"]) == 2 * 2 * 54
+    assert len(output["per_query"]) == 3 * 2 * 54
+
+
+def test_pair_table_reads_each_pair_in_its_direction() -> None:
+    output = compared_json()
+    table = output["pair_table"]
+    assert len(table) == len(output["comparisons"]) == 6
+    assert all(row["mean_difference"] >= 0 and row["direction"] == ">" for row in table)
+    assert [row["cutoff"] for row in table] == [10, 10, 10, 100, 100, 100]
+    # Per cutoff, decided pairs come first; a pair read the other way round has its interval mirrored.
+    for cutoff in (10, 100):
+        decided = [row["decided"] for row in table if row["cutoff"] == cutoff]
+        assert decided == sorted(decided, reverse=True)
+    computed = {(r["baseline"], r["run"], r["cutoff"]): r for r in output["comparisons"]}
+    for row in table:
+        same = computed.get((row["worse"], row["better"], row["cutoff"]))
+        mirrored = computed.get((row["better"], row["worse"], row["cutoff"]))
+        if same is not None:
+            assert row["ci_low"] == same["ci_low"] and row["mean_difference_min"] == same["mean_difference_min"]
+        else:
+            assert row["ci_low"] == -mirrored["ci_high"]
+            assert row["mean_difference_min"] == -mirrored["mean_difference_max"]
+
+
+def test_pairs_option_selects_the_pairs_and_refuses_what_is_no_pair() -> None:
+    result = judged("compare", QRELS, *RUNS[:3], "--preset", "trec_eval", "--cutoffs", "10", "--format", "json",
+                    "--permutations", "200", "--resamples", "200", "--pairs", "DoRA_Large:p_bm25")
+    assert result.exit_code == 0, result.output
+    output = json.loads(result.stdout)
+    assert [(r["baseline"], r["run"]) for r in output["comparisons"]] == [("DoRA_Large", "p_bm25")]
+    assert "pairs: the pair listed" in output["notes"] and output["settings"]["pairs"] == [["DoRA_Large", "p_bm25"]]
+    unknown = judged("compare", QRELS, *RUNS[:2], "--pairs", "p_bm25:bm99")
+    assert unknown.exit_code != 0
+    assert "--pairs: bm99 is none of the runs compared: p_bm25, pash_r3" in unknown.output
+    malformed = judged("compare", QRELS, *RUNS[:2], "--pairs", "p_bm25")
+    assert malformed.exit_code != 0 and "--pairs: 'p_bm25': expected all, baseline or REFERENCE:RUN" in malformed.output
+    assert len(malformed.output.strip().splitlines()) == 1
 
 
 def test_numbers_against_independent_computations() -> None:
     rows = compared_json()["comparisons"]
     values = per_query_values()
     for row in rows:
-        base, run = values["p_bm25"], values[row["run"]]
+        base, run = values[row["baseline"]], values[row["run"]]
         queries = sorted(q for q in base if q[1] == row["cutoff"] and q in run)
         a = np.array([base[q] for q in queries])
         b = np.array([run[q] for q in queries])
@@ -113,8 +153,10 @@ def test_table_names_the_corrected_p_values_intervals_and_effect_sizes() -> None
     result = judged("compare", QRELS, *RUNS, "--preset", "trec_eval", "--cutoffs", "10", "--permutations", "500",
                     "--resamples", "500")
     assert result.exit_code == 0, result.output
-    for text in ("nDCG@10: each run - p_bm25", "95% CI", "p holm", "p HSD", "d_z", "pash_r3", "DoRA_Large"):
+    for text in ("nDCG@10: 3 pairs, diff = better - worse", "95% CI", "p holm", "p HSD", "d_z", "decided",
+                 "signif.", "Three kinds of doubt.", "count unjudged documents as non-relevant"):
         assert text in result.stdout
+    assert any(line.split()[:2] == ["pash_r3", "p_bm25"] for line in result.stdout.splitlines())
 
 
 @pytest.mark.slow  # three comparisons of its own
@@ -255,3 +297,15 @@ def test_one_evaluation_twice_is_refused_in_one_line() -> None:
     twice = judged("compare", QRELS, SAMPLE / "runs" / "input.p_bm25.gz", SAMPLE / "runs" / "input.p_bm25.gz")
     assert twice.exit_code == 2 and "input.p_bm25.gz is given twice" in twice.stderr
     assert "Traceback" not in twice.output
+
+
+@pytest.mark.slow  # a comparison and a report of its own
+def test_report_takes_pairs_and_says_which(tmp_path) -> None:
+    out = tmp_path / "report.html"
+    result = judged("report", QRELS, *RUNS, "--preset", "trec_eval", "--cutoffs", "10", "--permutations", "200",
+                    "--resamples", "200", "--pairs", "baseline", "--out", out)
+    assert result.exit_code == 0, result.output
+    text = out.read_text()
+    assert "The baseline against each other run, 2 of the 3 pairs." in text
+    table = text.split("id='pair-table'>", 1)[1].split("</table>", 1)[0]
+    assert table.count("<tr>") == 1 + 2 and "pash_r3 &gt; p_bm25" in table and "pash_r3 &gt; DoRA_Large" not in table

@@ -169,3 +169,16 @@ def test_topics_give_the_query_text_of_a_worklist_stored_before(tmp_path: Path) 
     texts = dict(again.rows.select("query_id", "query_text").iter_rows())
     assert texts == {"q1": "first question", "q2": "second question"}
     assert again.rows.select("query_id", "doc_id").equals(first.rows.select("query_id", "doc_id"))
+
+
+def test_worklist_names_the_pairs_it_counts() -> None:
+    from judged.flows.pipeline.judging import WorklistReport
+
+    states = pl.DataFrame({"baseline": ["a", "a", "b", "c"], "run": ["b", "c", "c", "d"],
+                           "decided": [True, False, True, False], "could_decide": [True, True, True, False]})
+    report = WorklistReport("w", "j", pl.DataFrame(), True, "pairs", states)
+    assert report.named_pairs() == {"decided": ["a:b", "b:c"], "could_decide": ["a:c"]}
+    assert report.pairs_line() == ("2 of 4 pairs of runs decided now (a:b, b:c); judging the listed documents could "
+                                   "decide 1 more at best (a:c) (an estimate: docs/method.md, \"Worklist objectives\")")
+    assert report.pairs_line(most_named=1).startswith("2 of 4 pairs of runs decided now (a:b and 1 more);")
+    assert WorklistReport("w", "j", pl.DataFrame(), True).pairs_line() is None

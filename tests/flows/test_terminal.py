@@ -66,41 +66,50 @@ def p_text(value: float) -> str:
     return f"{value:.4f}" if value >= 1e-3 else f"{value:.0e}"
 
 
+def _pair_lines(lines: list[str], row: dict) -> list[str]:
+    """The table lines of one pair (better, worse: its two key columns)."""
+    return [line for line in lines if line.split()[:2] == [row["better"], row["worse"]]]
+
+
 def test_compare_of_five_runs_at_80_columns_keeps_run_names_and_numbers_whole(five_runs) -> None:  # type: ignore[no-untyped-def]
     text, numbers = compared(five_runs, TERMINAL_80)
     print(f"\n--- judged compare, five runs, an 80-column terminal ---\n{text}--- end ---")
     lines = text.splitlines()
     assert max(len(line) for line in lines) <= 80
     assert "…" not in text
-    table_rows = [line for line in lines if line.split(" ", 1)[0] in RUN_NAMES]
-    for row in numbers["comparisons"]:
-        mine = [line for line in table_rows if line.split()[0] == row["run"]]
-        assert len(mine) >= 2  # the table is split into parts, each with the run's name whole
-        cells = " ".join(line.split(None, 1)[1] for line in mine).split()
+    assert len(numbers["pair_table"]) == 10  # every pair of five runs
+    for row in numbers["pair_table"]:
+        mine = _pair_lines(lines, row)
+        assert len(mine) >= 2  # the table is split into parts, each with both run names whole
+        cells = " ".join(line.split(None, 2)[2] for line in mine).split()
         for value in ("p_t", "p_randomization", "p_adjusted", "p_tukey_hsd"):
             assert p_text(row[value]) in cells, (value, row[value], mine)
         assert f"{row['mean_difference']:+.3f}" in cells
         assert f"{row['ci_low']:+.3f}..{row['ci_high']:+.3f}" in cells
+        assert f"{row['mean_difference_min']:+.3f}..{row['mean_difference_max']:+.3f}" in cells
         assert f"{row['wins']}/{row['ties']}/{row['losses']}" in cells
-    headers = " ".join(line for line in lines if line.startswith("run "))
-    for header in ("diff", "95% CI", "p t", "p rand", "p holm", "p HSD", "d_z", "W/T/L", "unres."):
+        assert ("yes" if row["decided"] else "no") in cells and ("yes" if row["significant"] else "no") in cells
+    headers = " ".join(line for line in lines if line.startswith("better "))
+    for header in ("diff", "over unjudged", "95% CI", "p t", "p rand", "p holm", "decided", "signif.", "p HSD", "d_z",
+                   "W/T/L", "unres."):
         assert header in headers
 
 
-def test_compare_piped_prints_plain_lines_one_per_run(five_runs) -> None:  # type: ignore[no-untyped-def]
+def test_compare_piped_prints_plain_lines_one_per_pair(five_runs) -> None:  # type: ignore[no-untyped-def]
     text, numbers = compared(five_runs, PIPED)
     assert not set(text) & set("─━│┃╭╰…")
     lines = text.splitlines()
-    header = next(line for line in lines if line.startswith("run "))
-    assert header.split() == ["run", "n", "diff", "95%", "CI", "p", "t", "p", "rand", "p", "holm", "p", "HSD", "d_z",
-                              "W/T/L", "unres."]
-    for row in numbers["comparisons"]:
-        (line,) = [line for line in lines if line.startswith(row["run"] + " ")]
+    header = next(line for line in lines if line.startswith("better "))
+    assert header.split() == ["better", "worse", "diff", "over", "unjudged", "95%", "CI", "p", "holm", "decided",
+                              "signif.", "n", "p", "t", "p", "rand", "p", "HSD", "d_z", "W/T/L", "unres."]
+    for row in numbers["pair_table"]:
+        (line,) = _pair_lines(lines, row)
         cells = line.split()
-        assert cells[:2] == [row["run"], str(row["n_queries"])]
-        assert [p_text(row[value]) for value in ("p_t", "p_randomization", "p_adjusted", "p_tukey_hsd")] == cells[4:8]
+        assert cells[2] == f"{row['mean_difference']:+.3f}" and cells[5] == p_text(row["p_adjusted"])
+        assert [p_text(row[value]) for value in ("p_t", "p_randomization", "p_tukey_hsd")] == cells[9:12]
     legend = next(line for line in lines if line.startswith("diff: mean per-query difference"))
     assert legend.endswith("unres.: queries whose sign the missing judgments leave open")  # one line, not wrapped
+    assert next(line for line in lines if line.startswith("Three kinds of doubt.")).endswith("as non-relevant.")
 
 
 def test_evaluate_and_sql_tables_at_80_columns_and_piped(five_runs, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]

@@ -15,10 +15,13 @@ from judged.transforms.paired_intervals import with_difference_intervals
 from judged.transforms.compare import (
     adjusted_p_values,
     bootstrap_interval,
+    bootstrap_intervals,
     cohens_d_z,
     paired_per_query,
+    pair_table,
     paired_t_test,
     randomization_test,
+    randomization_tests,
     randomised_tukey_hsd,
     sample_matrix,
     with_robustness,
@@ -89,6 +92,37 @@ def test_same_seed_same_numbers() -> None:
     assert randomization_test(differences, 3000, 42) != randomization_test(differences, 3000, 43)
 
 
+def test_bootstrap_is_scipy_percentile_bootstrap() -> None:
+    """The draws are scipy.stats.bootstrap's (one generator, DRAWS_PER_BLOCK resamples at a time): same seed, same
+    interval to rounding, across more than one block."""
+    generator = np.random.default_rng(5)
+    for n in (7, 40):
+        differences = generator.normal(0.02, 0.1, n)
+        expected = stats.bootstrap((differences,), np.mean, n_resamples=3000, confidence_level=0.9,
+                                   method="percentile", vectorized=True, batch=1000, rng=np.random.default_rng(11))
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr("judged.transforms.compare.DRAWS_PER_BLOCK", 1000)
+            low, high = bootstrap_interval(differences, 3000, 0.9, 11)
+        assert (low, high) == pytest.approx((expected.confidence_interval.low, expected.confidence_interval.high),
+                                            abs=1e-12)
+
+
+@pytest.mark.parametrize("shared_cells", [16_000_000, 10])
+def test_draws_shared_across_samples_give_each_its_own_numbers(shared_cells: int) -> None:
+    """Many pairs of one comparison share their draws (or, beyond SHARED_DRAW_CELLS, draw again): each sample's
+    p-value and interval are those it has alone, whatever came before it."""
+    generator = np.random.default_rng(2)
+    samples = [generator.normal(0.01 * i, 0.1, n) for i, n in enumerate((10, 30, 10, 0, 1, 30, 20))]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("judged.transforms.compare.SHARED_DRAW_CELLS", shared_cells)
+        tests = randomization_tests(samples, 3000, 9)
+        intervals = bootstrap_intervals(samples, 2000, 0.95, 9)
+    assert tests == [randomization_test(sample, 3000, 9) for sample in samples]
+    assert intervals == [bootstrap_interval(sample, 2000, 0.95, 9) for sample in samples]
+    assert tests[0].method == "exact" and tests[1].method == "sampled" and tests[3].p_value is None
+    assert intervals[4] == (None, None) and intervals[0] != intervals[2]
+
+
 def test_bootstrap_interval_covers_the_true_mean_95_percent_of_the_time() -> None:
     """200 simulated samples of 40 differences with true mean 0.05: a 95% interval covers it in about 190 of them.
     The binomial(200, 0.95) count has standard deviation 3.08; 3 of them each side gives 181..199."""
@@ -152,13 +186,13 @@ def test_paired_table_common_and_judged_query_sets() -> None:
                                  ("q3", 10, "missing_from_run", None), ("q9", 10, "no_judgments", None)]), spec)
     b = with_measure(_per_query([("q1", 10, "scored", 0.7), ("q2", 10, "scored", 0.1),
                                  ("q3", 10, "scored", 0.4), ("q8", 10, "no_judgments", None)]), spec)
-    common = paired_per_query([("a", a), ("b", b)], "a", "common").collect()
+    common = paired_per_query([("a", a), ("b", b)], [("a", "b")], "common").collect()
     assert common["query_id"].to_list() == ["q1", "q2"]
     assert common["difference"].to_list() == pytest.approx([0.2, -0.1])
     assert common["measure"].to_list() == [spec.label(10)] * 2
     robust = with_robustness(with_difference_intervals(common.lazy(), None), 1e-9).collect()
     assert robust["robustness"].null_count() == 2  # no intervals: unknown, never guessed
-    judged = paired_per_query([("a", a), ("b", b)], "a", "judged").collect()
+    judged = paired_per_query([("a", a), ("b", b)], [("a", "b")], "judged").collect()
     assert judged["query_id"].to_list() == ["q1", "q2", "q3"]
     assert judged.filter(pl.col("query_id") == "q3")["baseline_value"].item() == 0.0  # missing: scored 0 (-c)
     matrix = sample_matrix([("a", a), ("b", b)], "common").collect()
@@ -178,7 +212,7 @@ def test_paired_table_robustness_from_intervals() -> None:
                   ("q5", 0.7, 0.7, 0.7)])
     run = frame([("q1", 0.6, 0.5, 0.6), ("q2", 0.4, 0.3, 0.45), ("q3", 0.55, 0.55, 0.9), ("q4", 0.7, 0.7, 0.7),
                  ("q5", 0.7, 0.7, 0.75)])
-    paired = paired_per_query([("base", base), ("run", run)], "base", "common")
+    paired = paired_per_query([("base", base), ("run", run)], [("base", "run")], "common")
     table = with_robustness(with_difference_intervals(paired, None), 1e-9).collect()
     # The per-run intervals bound the difference: [run min - base max, run max - base min].
     # q1: run's min 0.5 > base's max 0.4; q2: run's max 0.45 < base's min 0.5; q3: [0.55, 0.9] meets [0.4, 0.6];
@@ -186,3 +220,28 @@ def test_paired_table_robustness_from_intervals() -> None:
     assert table["robustness"].cast(pl.String).to_list() == [
         "robust_win", "robust_loss", "unresolved", "robust_tie", "unresolved"
     ]
+
+
+def test_pair_table_reads_each_pair_in_its_direction_and_sorts_decided_then_significant() -> None:
+    rows = [  # baseline, run, measure, cutoff, mean_difference, its interval, CI, decided, significant
+        ("a", "b", "nDCG", 10, -0.2, -0.3, -0.1, -0.25, -0.15, True, True),
+        ("a", "c", "nDCG", 10, 0.05, -0.1, 0.2, 0.01, 0.09, False, True),
+        ("b", "c", "nDCG", 10, 0.3, 0.1, 0.5, 0.2, 0.4, True, False),
+        ("a", "b", "AP", None, 0.0, -0.1, 0.1, -0.05, 0.05, False, False),
+    ]
+    names = ["baseline", "run", "measure", "cutoff", "mean_difference", "mean_difference_min", "mean_difference_max",
+             "ci_low", "ci_high", "decided", "significant"]
+    frame = pl.DataFrame(rows, schema=names, orient="row").with_columns(
+        *(pl.lit(None, pl.Int64).alias(c) for c in ("assessor_worlds_agree", "assessor_worlds", "unjudged_documents",
+                                                    "open_queries", "disputed_documents", "disputed_queries")),
+        *(pl.lit(None, pl.Float64).alias(c) for c in ("p_t", "p_randomization", "p_tukey_hsd")),
+        p_adjusted=pl.lit(0.01), n_queries=pl.lit(50), effect_size=pl.col("mean_difference") * 2, wins=pl.lit(30),
+        ties=pl.lit(5), losses=pl.lit(15), unresolved=pl.lit(0))
+    table = pair_table(frame.lazy()).collect()
+    assert table.select("better", "direction", "worse", "measure").rows() == [
+        ("a", ">", "b", "nDCG"), ("c", ">", "b", "nDCG"), ("c", ">", "a", "nDCG"), ("b", "=", "a", "AP")]
+    flipped = table.row(0, named=True)  # a - b read as b's loss: every end mirrored
+    assert (flipped["mean_difference"], flipped["mean_difference_min"], flipped["mean_difference_max"],
+            flipped["ci_low"], flipped["ci_high"], flipped["effect_size"]) == pytest.approx((0.2, 0.1, 0.3, 0.15, 0.25, 0.4))
+    assert (flipped["wins"], flipped["ties"], flipped["losses"]) == (15, 5, 30)
+    assert table.row(1, named=True)["mean_difference_min"] == pytest.approx(0.1)
