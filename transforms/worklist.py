@@ -426,6 +426,16 @@ def adjudication_worklist(
         raise ValueError("the adjudicate objective needs the assessor model set or range: under any other a disputed "
                          "judgment has one grade, and its intervals hold no dispute to settle")
     worlds, per_pair = pair_states(ranked, judgments, spec, grades, pairs, query_weights)
+    # The width the unjudged documents alone leave: every dispute at its consensus grade (one grade of its set).
+    pointwise, _ = pair_states(
+        ranked.with_columns(grade_set=pl.lit(None, pl.List(pl.Int32))),
+        judgments.with_columns(grade_set=pl.lit(None, pl.List(pl.Int32))), spec, grades, pairs, query_weights,
+    )
+    keys = ["baseline", "run", QUERY]
+    worlds = worlds.join(pointwise.select(*keys, unjudged_width="width"), on=keys, how="left").with_columns(
+        # What adjudication can remove: the width beyond the unjudged documents' own.
+        width=(pl.col("width") - pl.col("unjudged_width").fill_null(0.0)).clip(lower_bound=0.0)
+    )
     total = weights_of_scored(judgments, spec, query_weights).select(pl.col("weight").sum()).collect().item() or 0.0
     undecided = per_pair.filter(~pl.col("decided")).with_columns(
         pair_width=pl.col("mean_difference_max") - pl.col("mean_difference_min"),
@@ -434,7 +444,6 @@ def adjudication_worklist(
     )
     levels = worlds["levels"][0].to_list() if worlds.height else [0.0]
     smallest_gain = min([g for g in levels if g > 0], default=1.0)
-    keys = ["baseline", "run", QUERY]
     open_worlds = (
         worlds.join(undecided.select("baseline", "run", "pair_width", "need"), on=["baseline", "run"])
         .filter((pl.col("width") > 0) & (pl.col("disputed_universe_docs").list.len() > 0))

@@ -381,7 +381,7 @@ def worklist(
              "(assessors gave different grades; needs --assessor-model set or range) whose adjudication would "
              "decide the most pairs.", show_default="pairs")] = None,
     pairs: Annotated[str | None, typer.Option(
-        help="Under --objective pairs, only these pairs: BASELINE:RUN,... (run names as listed).")] = None,
+        help="Under --objective pairs or adjudicate, only these pairs: BASELINE:RUN,... (run names as listed).")] = None,
     relative: Annotated[bool, typer.Option(
         help="Under --objective pairs, divide each pair's share by its current width (small gaps first).")] = False,
     force: ForceOption = False,
