@@ -196,7 +196,8 @@ def measure(args: argparse.Namespace) -> dict:
 
     worlds: dict[str, dict] = {}
     plain = nist.with_columns(source_line=pl.int_range(1, pl.len() + 1)).lazy()
-    for label, judgments in [("NIST alone", plain), *[(m, resolved(rows, m)) for m in ("set", "range")],
+    models = [m for m in args.models.split(",") if m]
+    for label, judgments in [("NIST alone", plain), *[(m, resolved(rows, m)) for m in models],
                              *[(f"single:{a}", resolved(rows, f"single:{a}")) for a in ("nist", *ANNOTATORS)]]:
         per_pair, seconds = states(candidates, judgments, spec, pairs)
         worlds[label] = {"decided": int(per_pair["decided"].sum()), "seconds": round(seconds, 2),
@@ -282,6 +283,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     run.add_argument("--runs", type=Path, required=True, help="the folder of the 37 official runs (*input.NAME.gz)")
     run.add_argument("--nist", type=Path, required=True, help="NIST's qrels.dl19-passage.txt")
     run.add_argument("--annotations", type=Path, default=DEFAULT_CACHE)
+    run.add_argument("--models", default="set,range", help="the set models to time (empty: the worlds only)")
     run.add_argument("--out", type=Path, default=Path("benchmarks/results"))
     adjudication = commands.add_parser("loop", help="the adjudication loop")
     adjudication.add_argument("--runs", type=Path, required=True)
