@@ -414,7 +414,8 @@ def adjudication_worklist(
     at most `s_d (|v_d| + D_pq) / IDCG_q` (the numerator by `s_d |v_d|`; the shared ideal, at least IDCG_q, the
     ideal DCG@k of the undisputed judged documents, by at most `s_d`), so it removes
     `r_pqd = min(W_pq, s_d (|v_d| + D_pq) / IDCG_q, n_p Lambda / lambda_q)` of the width: an estimate, exact when the
-    difference moves linearly with d's gain. The priority of d is `sum over undecided p of r_pqd lambda_q /
+    difference moves linearly with d's gain. W_pq here is the width beyond the one the unjudged documents alone leave
+    (every dispute at its consensus grade): adjudication cannot narrow that. The priority of d is `sum over undecided p of r_pqd lambda_q /
     (Lambda n_p)`: the share of each pair's need it covers, so that the pairs nearest to decided count most. The
     list is one batch, chosen greedily as under the pairs objective (`chosen_together`); ties go to the best rank,
     then query_id and doc_id (a disputed document no run retrieved within k has no rank and comes after)."""
