@@ -307,6 +307,14 @@ def disputed_sum_arrays(
     return values, counts, np.atleast_1d(most[cells]), np.atleast_1d(least[cells])
 
 
+@lru_cache(maxsize=64)
+def _cached_sum_arrays(
+    weights: tuple[float, ...], sets: tuple[tuple[float, ...], ...]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """`disputed_sum_arrays`, kept for the next calls with the same documents (read only)."""
+    return disputed_sum_arrays(weights, sets)
+
+
 def interval_with_disputes(
     fixed: float,
     weights: Sequence[float],
@@ -337,7 +345,11 @@ def interval_with_disputes(
         if len(weights):
             return None
         levels_array = np.zeros(1)
-    gain_values, gain_counts, disputed_most, disputed_least = disputed_sum_arrays(disputed_weights, disputed_sets)
+    # Both ends of a paired row (ideal-only documents at the bottom and at the top gain) share the documents: one
+    # programme for the two calls.
+    gain_values, gain_counts, disputed_most, disputed_least = _cached_sum_arrays(
+        tuple(float(w) for w in disputed_weights), tuple(tuple(float(g) for g in allowed) for allowed in disputed_sets)
+    )
     n_sums = gain_counts.shape[0]
     configurations = {
         tuple(sorted(min(float(g) for g in allowed) for allowed in ideal_only_sets)),
