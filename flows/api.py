@@ -710,7 +710,8 @@ def worklist(
 
     `objective` "pairs" narrows the paired difference intervals of the pairs of runs not yet decided (all pairs,
     or `pairs` as "A:B,C:D"; falls back to "width" when every pair is decided), "width" each run's own nDCG@k
-    interval. `query_weights=(("q1", 3.0), ...)` weighs each query's share of the priority, as the CLI's
+    interval, "adjudicate" lists the disputed judgments (assessors gave different grades; needs
+    `assessor_model="set"` or `"range"`) whose adjudication would decide the most pairs. `query_weights=(("q1", 3.0), ...)` weighs each query's share of the priority, as the CLI's
     `--query-weights` does (queries not listed weigh 1). Inputs as for `judged.compare`; it refuses what
     `judged worklist` refuses (a budget out of range, weights that sum to 0)."""
     from judged.flows.pipeline.judging import rank_for_judging, worklist_spec

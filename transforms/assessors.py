@@ -18,6 +18,10 @@ The consensus is the median of the grades given, the lower middle one of an even
 a value between two: with two assessors it is the lower grade, a cautious choice that is stated wherever it is
 used). Under `set` and `range` the value a measure reports is the consensus's; the intervals range over the sets. An
 unresolved row (a null grade) is no grade: the pair is unjudged only when every row of it is unresolved.
+
+Adjudication. An assessor of kind `adjudicator` settles the others' disputes: where an adjudicator graded a pair, that
+grade is the pair's grade under every model (`single:NAME` included, a point under `set` and `range`); elsewhere the
+model reads the other assessors' rows as above. With several adjudicators on one pair, their consensus.
 """
 
 from __future__ import annotations
@@ -44,17 +48,22 @@ def consensus(grades: pl.Expr) -> pl.Expr:
 
 
 def resolve_assessors(
-    judgments: pl.LazyFrame, model: str | None, scale: Sequence[int] | None = None
+    judgments: pl.LazyFrame, model: str | None, scale: Sequence[int] | None = None,
+    adjudicators: Sequence[str] = (),
 ) -> pl.LazyFrame:
     """One row per (query, document): `relevance`, the grade a measure sees under the assessor `model`, and
     `grade_set`, the grades the pair may have (sorted; null when it has one grade or none), with the pair's first
     `source_line` (for messages). `judgments` has one row per assessor and pair (`assessor`; a set without it has
     one assessor). `scale`: the grades `range` fills in (the judgment set's declared scale, else the grades
-    present). Without a model, the rows are taken as they are (one per pair)."""
+    present). `adjudicators`: the assessors whose grade, where they gave one, is the pair's under every model.
+    Without a model, the rows are taken as they are (one per pair)."""
     if model is None or "assessor" not in judgments.collect_schema().names():
         kept = [c for c in judgments.collect_schema().names() if c != "assessor"]
         return judgments.select(kept).with_columns(grade_set=pl.lit(None, pl.List(pl.Int32)))
-    grades = pl.col("relevance")
+    by_adjudicator = pl.col("assessor").is_in(list(adjudicators))
+    # The disputants' grades: an adjudicator's grade is no voice among them, it settles them (`settled`).
+    grades = pl.when(~by_adjudicator).then(pl.col("relevance"))
+    settled = consensus(pl.col("relevance").filter(by_adjudicator))
     given = grades.drop_nulls().unique().sort()
     if model.startswith("single:"):
         name = model.removeprefix("single:")
@@ -70,7 +79,7 @@ def resolve_assessors(
         raise ValueError(f"unknown assessor model {model!r}")
     resolved = judgments.group_by(PAIR, maintain_order=True).agg(
         relevance=point.cast(pl.Int32), grade_set=grade_set.cast(pl.List(pl.Int32)),
-        source_line=pl.col("source_line").min(),
+        source_line=pl.col("source_line").min(), settled=settled.cast(pl.Int32),
     )
     if model == "range":
         low, high = pl.col("grade_set").list.min(), pl.col("grade_set").list.max()
@@ -78,10 +87,11 @@ def resolve_assessors(
         if scale:  # the declared scale's grades between the lowest and the highest given
             filled = filled.list.set_intersection(pl.lit(sorted(set(scale)), pl.List(pl.Int32))).list.sort()
         resolved = resolved.with_columns(grade_set=pl.when(pl.col("grade_set").list.len() > 0).then(filled))
-    # One grade (or none): a point, as today.
+    # One grade (or none): a point, as today; an adjudicated pair: the adjudicator's grade.
     return resolved.with_columns(
-        grade_set=pl.when(pl.col("grade_set").list.len() > 1).then(pl.col("grade_set"))
-    )
+        relevance=pl.coalesce("settled", "relevance"),
+        grade_set=pl.when((pl.col("grade_set").list.len() > 1) & pl.col("settled").is_null()).then(pl.col("grade_set")),
+    ).drop("settled")
 
 
 # -- who the assessors are ------------------------------------------------------------------------------------------

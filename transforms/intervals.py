@@ -256,6 +256,65 @@ def disputed_sums(weights: Sequence[float], sets: Sequence[Sequence[float]]) -> 
     return sums
 
 
+DISPUTED_STATES_MAX = 2_000_000
+"""Cells of `disputed_sum_arrays`' dense table (the multisets of the disputed documents' gains, by their counts of
+every gain level but the last); a larger one takes the dictionary programme of `disputed_sums`."""
+
+
+def disputed_sum_arrays(
+    weights: Sequence[float], sets: Sequence[Sequence[float]]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """`disputed_sums` as arrays: the gain levels (ascending), then per multiset the documents can take, its count
+    of each level (one row), and the largest and smallest sum of gain x weight over the assignments giving it.
+
+    The same programme over a dense table indexed by the counts of every level but the last (the last is the number
+    of documents less the others): each document adds its gain x weight to the table shifted by one along its gain's
+    level, kept at the largest (smallest) of its allowed gains, a numpy maximum (minimum) per allowed gain. Falls
+    back to `disputed_sums` when the table would exceed DISPUTED_STATES_MAX cells."""
+    values = np.array(sorted({float(g) for allowed in sets for g in allowed}), dtype=np.float64)
+    n, levels = len(weights), values.size
+    if levels == 0:
+        return values, np.zeros((1, 0), dtype=np.int64), np.zeros(1), np.zeros(1)
+    dims = max(levels - 1, 0)
+    if (n + 1) ** dims > DISPUTED_STATES_MAX:
+        sums = disputed_sums(weights, sets)
+        index = {float(g): i for i, g in enumerate(values)}
+        counts = np.array([np.bincount([index[g] for g in gains], minlength=levels) for gains in sums], dtype=np.int64)
+        return (values, counts.reshape(-1, levels), np.array([m for m, _ in sums.values()]),
+                np.array([m for _, m in sums.values()]))
+    shape = (n + 1,) * dims
+    most = np.full(shape, -np.inf)
+    least = np.full(shape, np.inf)
+    most[(0,) * dims] = least[(0,) * dims] = 0.0
+    level_of = {float(g): i for i, g in enumerate(values)}
+    for weight, allowed in zip(weights, sets, strict=True):
+        grown_most, grown_least = np.full(shape, -np.inf), np.full(shape, np.inf)
+        for gain in {float(g) for g in allowed}:
+            level, credit = level_of[gain], gain * float(weight)
+            if level == levels - 1:  # the last level: counted as the rest, no shift
+                target = source = Ellipsis  # a view even of a table of no dimension
+            else:
+                target = tuple(slice(1, None) if axis == level else slice(None) for axis in range(dims))
+                source = tuple(slice(None, -1) if axis == level else slice(None) for axis in range(dims))
+            np.maximum(grown_most[target], most[source] + credit, out=grown_most[target])
+            np.minimum(grown_least[target], least[source] + credit, out=grown_least[target])
+        most, least = grown_most, grown_least
+    reached = np.argwhere(np.isfinite(most)).astype(np.int64)
+    last = n - reached.sum(axis=1, keepdims=True)
+    keep = last[:, 0] >= 0
+    counts = np.concatenate([reached, last], axis=1)[keep]
+    cells = tuple(reached[keep].T)
+    return values, counts, np.atleast_1d(most[cells]), np.atleast_1d(least[cells])
+
+
+@lru_cache(maxsize=64)
+def _cached_sum_arrays(
+    weights: tuple[float, ...], sets: tuple[tuple[float, ...], ...]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """`disputed_sum_arrays`, kept for the next calls with the same documents (read only)."""
+    return disputed_sum_arrays(weights, sets)
+
+
 def interval_with_disputes(
     fixed: float,
     weights: Sequence[float],
@@ -286,17 +345,24 @@ def interval_with_disputes(
         if len(weights):
             return None
         levels_array = np.zeros(1)
-    sums = disputed_sums(disputed_weights, disputed_sets)
+    # Both ends of a paired row (ideal-only documents at the bottom and at the top gain) share the documents: one
+    # programme for the two calls.
+    gain_values, gain_counts, disputed_most, disputed_least = _cached_sum_arrays(
+        tuple(float(w) for w in disputed_weights), tuple(tuple(float(g) for g in allowed) for allowed in disputed_sets)
+    )
+    n_sums = gain_counts.shape[0]
     configurations = {
         tuple(sorted(min(float(g) for g in allowed) for allowed in ideal_only_sets)),
         tuple(sorted(max(float(g) for g in allowed) for allowed in ideal_only_sets)),
     }
     slots = len(weights)
-    if len(sums) * multisets(slots, levels_array.size) * (levels_array.size + len(sums)) > DISPUTED_CELLS_MAX:
+    if n_sums * multisets(slots, levels_array.size) * (levels_array.size + n_sums) > DISPUTED_CELLS_MAX:
+        sums = {tuple(np.repeat(gain_values, row).tolist()): (float(most), float(least))
+                for row, most, least in zip(gain_counts, disputed_most, disputed_least, strict=True)}
         return _disputes_one_by_one(fixed, weights, judged_ideal, levels_array, cutoff, zero_if_no_ideal, sums,
                                     configurations)
     judged = [float(g) for g in judged_ideal if g > 0]
-    gains_seen = {float(g) for d in sums for g in d} | {float(g) for c in configurations for g in c}
+    gains_seen = set(gain_values.tolist()) | {float(g) for c in configurations for g in c}
     all_levels = np.array(sorted(set(levels_array.tolist()) | set(judged) | gains_seen, reverse=True))
     index = {float(g): i for i, g in enumerate(all_levels)}
     n_levels = all_levels.size
@@ -304,9 +370,10 @@ def interval_with_disputes(
     def counts_of(gains: Sequence[float]) -> np.ndarray:
         return np.bincount([index[float(g)] for g in gains], minlength=n_levels).astype(np.int64)
 
-    disputed_counts = np.stack([counts_of(d) for d in sums])
-    disputed_most = np.array([m for m, _ in sums.values()])
-    disputed_least = np.array([m for _, m in sums.values()])
+    # Each multiset's counts over `all_levels` (the disputed gains' levels mapped into them).
+    disputed_counts = np.zeros((n_sums, n_levels), dtype=np.int64)
+    if gain_values.size:
+        disputed_counts[:, [index[float(g)] for g in gain_values]] = gain_counts
     assignable = [index[float(g)] for g in levels_array]
     unjudged_counts = np.zeros((multisets(slots, levels_array.size), n_levels), dtype=np.int64)
     unjudged_counts[:, assignable] = _count_vectors(slots, levels_array.size)
@@ -318,7 +385,7 @@ def interval_with_disputes(
     unjudged_most = ((highest_first[used_after] - highest_first[used_before]) * all_levels).sum(axis=1)
     unjudged_least = ((lowest_first[used_after] - lowest_first[used_before]) * all_levels).sum(axis=1)
     positive = np.where(all_levels > 0, all_levels, 0.0)
-    total = len(judged) + len(ideal_only_sets) + max((len(d) for d in sums), default=0) + slots
+    total = len(judged) + len(ideal_only_sets) + len(disputed_weights) + slots
     discounts = discount_prefix(total, cutoff)
     lows, highs = [], []
     for configuration in configurations:

@@ -1,5 +1,7 @@
 """The judging worklist: which unjudged (query, document) pairs to judge next, ranked by how much judging each would
-narrow the nDCG@k intervals of the evaluations that retrieved it in their top k.
+narrow the nDCG@k intervals of the evaluations that retrieved it in their top k (the width objective), the paired
+difference intervals of the pairs of runs not yet decided (the pairs objective), or which disputed judgments to
+adjudicate so as to decide the most pairs (the adjudicate objective).
 
 Belongs here: the pure ranking of candidate pairs (LazyFrame in, LazyFrame out) and the priority rule. Reading the
 evaluations, storing the worklist and writing the assessor file belong to flows/.
@@ -343,8 +345,6 @@ def pairs_worklist(
         raise ValueError(f"the budget must be a positive number of judgments, not {budget}")
     if len(spec.cutoffs) != 1 or spec.cutoffs[0] is None:
         raise ValueError("a worklist needs exactly one numeric cutoff k")
-    from judged.transforms.intervals import discount_prefix
-
     worlds, per_pair = pair_states(ranked, judgments, spec, grades, pairs, query_weights)
     # The aggregate's denominator, as pair_states takes it: each query's weight once (worlds repeat it per pair).
     total = weights_of_scored(judgments, spec, query_weights).select(pl.col("weight").sum()).collect().item() or 0.0
@@ -354,17 +354,10 @@ def pairs_worklist(
     levels = worlds["levels"][0].to_list() if worlds.height else [0.0]
     spread = max(levels) - min(levels) if levels else 0.0
     k = spec.cutoffs[0]
-    discounts = np.diff(discount_prefix(k, k))
     smallest_gain = min([g for g in levels if g > 0], default=1.0)
     open_worlds = worlds.join(undecided.select("baseline", "run", "pair_width"), on=["baseline", "run"]).filter(
         pl.col("width") > 0
-    ).with_columns(
-        ideal=pl.col("judged_ideal").map_elements(
-            lambda gains: float(np.sort(np.asarray(gains))[::-1][:k] @ discounts[: min(k, len(gains))])
-            if len(gains) else smallest_gain,
-            return_dtype=pl.Float64,
-        ),
-    )
+    ).with_columns(ideal=smallest_ideal(k, smallest_gain))
     scale = pl.col("weight") / total / (pl.col("pair_width") if relative else pl.lit(1.0))
     credited = (
         open_worlds.select("baseline", "run", QUERY, "width", "ideal", "weight", "pair_width", "docs", "weights")
@@ -386,8 +379,122 @@ def pairs_worklist(
         credited.select("baseline", "run", QUERY, "docs", "removed", "width", "weight", "pair_width"),
         ideal_only.select("baseline", "run", QUERY, "docs", "removed", "width", "weight", "pair_width"),
     ]).with_columns(scale=scale).rename({"docs": "doc_id"})
+    listed = (
+        chosen_together(per_document, documents_touched(per_document, ranked), budget)
+        .with_columns(position=pl.int_range(1, pl.len() + 1, dtype=pl.Int64))
+        .select(list(WORKLIST))
+        .cast(WORKLIST)
+    )
+    return listed, with_could_decide(per_pair, undecided, per_document, listed, total)
+
+
+# -- the adjudicate objective ----------------------------------------------------------------------------------------
+
+
+def adjudication_worklist(
+    ranked: pl.LazyFrame,
+    judgments: pl.LazyFrame,
+    spec: EvaluationSpec,
+    grades: Sequence[int],
+    pairs: pl.LazyFrame,
+    budget: int,
+    query_weights: pl.LazyFrame | None = None,
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The `budget` disputed judgments (pairs whose grade is a set under the spec's assessor model, `set` or
+    `range`: assessors gave different grades) whose adjudication is expected to decide the most pairs of runs still
+    undecided (contract `WORKLIST`; `evaluations` names the runs of those pairs), and the pairs' state
+    (`pair_states`, with `could_decide` at best, as under the pairs objective). An adjudicated judgment has one
+    grade: its dispute leaves the intervals; unjudged documents stay free, and adjudication does not narrow them.
+
+    Priority rule. For an undecided pair p with aggregate difference interval [L_p, U_p], the least narrowing that
+    could decide it is its need `n_p = min(U_p, -L_p)` (what is left must lie on one side of 0). For a query q of
+    width W_pq and a disputed document d whose gains may be any of a set spanning `s_d` (the highest gain of the set
+    minus the lowest), with weight difference `v_d` in the two lists (0 when neither run credits it: the ideal only
+    sees it) and `D_pq` the largest |difference| of the query's interval, settling d's grade moves the difference by
+    at most `s_d (|v_d| + D_pq) / IDCG_q` (the numerator by `s_d |v_d|`; the shared ideal, at least IDCG_q, the
+    ideal DCG@k of the undisputed judged documents, by at most `s_d`), so it removes
+    `r_pqd = min(W_pq, s_d (|v_d| + D_pq) / IDCG_q, n_p Lambda / lambda_q)` of the width: an estimate, exact when the
+    difference moves linearly with d's gain. W_pq here is the width beyond the one the unjudged documents alone leave
+    (every dispute at its consensus grade): adjudication cannot narrow that. The priority of d is `sum over undecided p of r_pqd lambda_q /
+    (Lambda n_p)`: the share of each pair's need it covers, so that the pairs nearest to decided count most. The
+    list is one batch, chosen greedily as under the pairs objective (`chosen_together`); ties go to the best rank,
+    then query_id and doc_id (a disputed document no run retrieved within k has no rank and comes after)."""
+    if budget <= 0:
+        raise ValueError(f"the budget must be a positive number of judgments, not {budget}")
+    if len(spec.cutoffs) != 1 or spec.cutoffs[0] is None:
+        raise ValueError("a worklist needs exactly one numeric cutoff k")
+    if spec.assessor_model not in ("set", "range"):
+        raise ValueError("the adjudicate objective needs the assessor model set or range: under any other a disputed "
+                         "judgment has one grade, and its intervals hold no dispute to settle")
+    worlds, per_pair = pair_states(ranked, judgments, spec, grades, pairs, query_weights)
+    # The width the unjudged documents alone leave: every dispute at its consensus grade (one grade of its set).
+    pointwise, _ = pair_states(
+        ranked.with_columns(grade_set=pl.lit(None, pl.List(pl.Int32))),
+        judgments.with_columns(grade_set=pl.lit(None, pl.List(pl.Int32))), spec, grades, pairs, query_weights,
+    )
+    keys = ["baseline", "run", QUERY]
+    worlds = worlds.join(pointwise.select(*keys, unjudged_width="width"), on=keys, how="left").with_columns(
+        # What adjudication can remove: the width beyond the unjudged documents' own.
+        width=(pl.col("width") - pl.col("unjudged_width").fill_null(0.0)).clip(lower_bound=0.0)
+    )
+    total = weights_of_scored(judgments, spec, query_weights).select(pl.col("weight").sum()).collect().item() or 0.0
+    undecided = per_pair.filter(~pl.col("decided")).with_columns(
+        pair_width=pl.col("mean_difference_max") - pl.col("mean_difference_min"),
+        # An end at 0 itself is open by as little as it gets: kept positive, so that the share stays finite.
+        need=pl.min_horizontal(pl.col("mean_difference_max"), -pl.col("mean_difference_min")).clip(lower_bound=1e-12),
+    )
+    levels = worlds["levels"][0].to_list() if worlds.height else [0.0]
+    smallest_gain = min([g for g in levels if g > 0], default=1.0)
+    open_worlds = (
+        worlds.join(undecided.select("baseline", "run", "pair_width", "need"), on=["baseline", "run"])
+        .filter((pl.col("width") > 0) & (pl.col("disputed_universe_docs").list.len() > 0))
+        .with_columns(ideal=smallest_ideal(spec.cutoffs[0], smallest_gain),
+                      largest=pl.max_horizontal(pl.col("difference_min").abs(), pl.col("difference_max").abs()))
+    )
+    columns = [*keys, "width", "weight", "pair_width", "need", "ideal", "largest"]
+    # Every disputed document of the query moves the shared ideal; those a run credits move the numerator too.
+    universe = (
+        open_worlds.select(*columns, doc_id="disputed_universe_docs", gains="disputed_universe_sets")
+        .explode("doc_id", "gains")
+        .drop_nulls("doc_id")
+    )
+    credited = (
+        open_worlds.select(*keys, doc_id="disputed_docs", difference_weight="disputed_weights")
+        .explode("doc_id", "difference_weight")
+        .drop_nulls("doc_id")
+    )
+    spread = pl.col("gains").list.max() - pl.col("gains").list.min()
+    per_document = (
+        universe.join(credited, on=[*keys, "doc_id"], how="left")
+        .with_columns(
+            removed=pl.min_horizontal(
+                pl.col("width"),
+                spread * (pl.col("difference_weight").fill_null(0.0).abs() + pl.col("largest")) / pl.col("ideal"),
+            ),
+            scale=pl.col("weight") / total / pl.col("need"),
+        )
+        .filter(pl.col("removed") > 0)
+        .select(*keys, "doc_id", "removed", "width", "weight", "pair_width", "scale", "need")
+    )
+    # Priced, no document covers more than its pair's need; whether the list could decide a pair reads the whole
+    # width each removes.
+    priced = per_document.with_columns(
+        removed=pl.min_horizontal(pl.col("removed"), pl.col("need") * total / pl.col("weight"))
+    )
+    listed = (
+        chosen_together(priced, documents_touched(per_document, ranked), budget)
+        .with_columns(position=pl.int_range(1, pl.len() + 1, dtype=pl.Int64))
+        .select(list(WORKLIST))
+        .cast(WORKLIST)
+    )
+    return listed, with_could_decide(per_pair, undecided, per_document, listed, total)
+
+
+def documents_touched(per_document: pl.DataFrame, ranked: pl.LazyFrame) -> pl.DataFrame:
+    """Per (query, document) of `per_document` (the pairs of runs it moves: `baseline`, `run`): its best rank in
+    either run of those pairs (null where neither retrieved it), the runs (`evaluations`) and their count."""
     ranks = ranked.group_by("run", QUERY, "doc_id").agg(rank=pl.col("rank").min()).collect()
-    documents = (
+    return (
         per_document.join(ranks.rename({"run": "baseline", "rank": "baseline_rank"}),
                           on=["baseline", QUERY, "doc_id"], how="left")
         .join(ranks.rename({"rank": "run_rank"}), on=["run", QUERY, "doc_id"], how="left")
@@ -398,12 +505,13 @@ def pairs_worklist(
         )
         .with_columns(n_evaluations=pl.col("evaluations").list.len().cast(pl.Int64))
     )
-    listed = (
-        chosen_together(per_document, documents, budget)
-        .with_columns(position=pl.int_range(1, pl.len() + 1, dtype=pl.Int64))
-        .select(list(WORKLIST))
-        .cast(WORKLIST)
-    )
+
+
+def with_could_decide(
+    per_pair: pl.DataFrame, undecided: pl.DataFrame, per_document: pl.DataFrame, listed: pl.DataFrame, total: float
+) -> pl.DataFrame:
+    """`per_pair` with `could_decide`: whether the `listed` documents could decide each pair at best, by
+    `per_document`'s accounting (what each removes from each (pair, query) interval); a decided pair is."""
     # At best, the listed judgments remove their width from each undecided pair's aggregate interval (no more than a
     # query's width from that query), which then lies on one side of 0 if what is left is narrower than the larger
     # side.
@@ -421,10 +529,22 @@ def pairs_worklist(
         could_decide=(pl.col("pair_width") - pl.col("removed").fill_null(0.0))
         < pl.max_horizontal(pl.col("mean_difference_max"), -pl.col("mean_difference_min"))
     ).select("baseline", "run", "could_decide")
-    states = per_pair.join(could, on=["baseline", "run"], how="left").with_columns(
+    return per_pair.join(could, on=["baseline", "run"], how="left").with_columns(
         pl.col("could_decide").fill_null(pl.col("decided"))
     )
-    return listed, states
+
+
+def smallest_ideal(k: int, smallest_gain: float) -> pl.Expr:
+    """The ideal DCG@k of a (pair, query) world's `judged_ideal` gains: the smallest its ideal can be, whatever the
+    open documents get; `smallest_gain` where nothing judged is relevant."""
+    from judged.transforms.intervals import discount_prefix
+
+    discounts = np.diff(discount_prefix(k, k))
+    return pl.col("judged_ideal").map_elements(
+        lambda gains: float(np.sort(np.asarray(gains))[::-1][:k] @ discounts[: min(k, len(gains))])
+        if len(gains) else smallest_gain,
+        return_dtype=pl.Float64,
+    )
 
 
 def chosen_together(per_document: pl.DataFrame, documents: pl.DataFrame, budget: int) -> pl.DataFrame:

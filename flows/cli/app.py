@@ -282,6 +282,9 @@ def ingest_judgments_command(
         bool, typer.Option("--revise", help="With --extends: a new grade for a judged pair replaces it (a revision).")
     ] = False,
     worklist: Annotated[str | None, typer.Option(help="With --extends: the worklist id the answers reply to.")] = None,
+    adjudicator: Annotated[str | None, typer.Option(
+        metavar="NAME", help="With --extends of a set that names its assessors: the answers are this adjudicator's "
+                             "(kind adjudicator); their grade settles the pair under every --assessor-model.")] = None,
     allow_empty: AllowEmptyOption = False,
 ) -> None:
     """Validate a judgment set and store it, content-addressed, with its metadata. Metadata comes from the sidecar
@@ -293,10 +296,10 @@ def ingest_judgments_command(
     if extends is not None:
         if len(qrels) != 1 or assessor or assessor_kind:
             raise fail("--extends takes one answers file, without --assessor or --assessor-kind", EXIT_USAGE)
-        _extend_judgments(qrels[0], warehouse, extends, version, revise, assessors, worklist)
+        _extend_judgments(qrels[0], warehouse, extends, version, revise, assessors, worklist, adjudicator)
         return
-    if revise or worklist is not None:
-        raise fail("--revise and --worklist go with --extends", EXIT_USAGE)
+    if revise or worklist is not None or adjudicator is not None:
+        raise fail("--revise, --worklist and --adjudicator go with --extends", EXIT_USAGE)
     require_prefect_api()
     from judged.flows.pipeline.flows import ingest_judgments
     from judged.flows.store.assessor_files import merged_sidecars, parse_assessor_kinds
@@ -330,7 +333,7 @@ def ingest_judgments_command(
 
 def _extend_judgments(
     answers: Path, warehouse: Path, parent: str, version: str | None, revise: bool, assessors: str | None,
-    worklist: str | None,
+    worklist: str | None, adjudicator: str | None = None,
 ) -> None:
     from judged.flows.pipeline.judging import extend_judgments
     from judged.flows.store.warehouse import Store
@@ -339,7 +342,7 @@ def _extend_judgments(
         raise fail("--extends needs --version (the new version's label)", EXIT_USAGE)
     try:
         store = Store(warehouse)
-        report = extend_judgments(store, str(answers), parent, version, revise, assessors, worklist)
+        report = extend_judgments(store, str(answers), parent, version, revise, assessors, worklist, adjudicator)
         if report.store.created:
             store.refresh_catalog()
     except InputError as error:
@@ -373,9 +376,11 @@ def worklist(
                                                                 "rows and the pairs' state).")] = "qrels",
     objective: Annotated[str | None, typer.Option(
         help="pairs: narrow the paired difference intervals of the pairs of runs still undecided (default with two "
-             "or more runs); width: narrow each run's own nDCG@k interval.", show_default="pairs")] = None,
+             "or more runs); width: narrow each run's own nDCG@k interval; adjudicate: the disputed judgments "
+             "(assessors gave different grades; needs --assessor-model set or range) whose adjudication would "
+             "decide the most pairs.", show_default="pairs")] = None,
     pairs: Annotated[str | None, typer.Option(
-        help="Under --objective pairs, only these pairs: BASELINE:RUN,... (run names as listed).")] = None,
+        help="Under --objective pairs or adjudicate, only these pairs: BASELINE:RUN,... (run names as listed).")] = None,
     relative: Annotated[bool, typer.Option(
         help="Under --objective pairs, divide each pair's share by its current width (small gaps first).")] = False,
     force: ForceOption = False,

@@ -18,7 +18,9 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from judged.flows.engine.evaluate import EvaluationResult, evaluate, grade_scale, run_candidates, whole_judgment_rows
+from judged.flows.engine.evaluate import (
+    EvaluationResult, adjudicators_of, evaluate, grade_scale, run_candidates, whole_judgment_rows,
+)
 from judged.flows.store.inputs import input_judgments, input_runs
 from judged.flows.store.readers import Table, load_table, open_stored
 from judged.flows.report.wording import distinct_names
@@ -489,6 +491,9 @@ class PairedWorlds:
         assessors: tuple[str, ...] = ()
         if "assessor" in rows.collect_schema().names():
             found = rows.select(pl.col("assessor").drop_nulls().unique().sort()).collect()["assessor"].to_list()
+            # An adjudicator is no world of its own: its grades settle the pairs it graded in every world.
+            settling = adjudicators_of(judgments.metadata)
+            found = [name for name in found if name not in settling]
             assessors = tuple(found) if len(found) > 1 else ()
         return cls(spec, judgments, candidates, pair_frame, grade_scale(judgments), assessors)
 

@@ -317,7 +317,14 @@ def judgment_rows(
             )
     if scale is None and spec.assessor_model == "range":
         scale = rows.select(pl.col("relevance").drop_nulls().unique().sort()).collect()["relevance"].to_list()
-    return resolve_assessors(rows, spec.assessor_model, scale), warnings
+    return resolve_assessors(rows, spec.assessor_model, scale, adjudicators_of(judgments.metadata)), warnings
+
+
+def adjudicators_of(metadata: object) -> tuple[str, ...]:
+    """The assessors a judgment set's metadata declares of kind `adjudicator` (their grade settles a pair under
+    every assessor model: transforms/assessors.py)."""
+    kinds = metadata.assessor_kinds if isinstance(metadata, JudgmentSetMetadata) else {}
+    return tuple(sorted(name for name, kind in kinds.items() if kind == "adjudicator"))
 
 
 def check_inputs(

@@ -29,7 +29,7 @@ from judged.schemas.spec import EvaluationSpec, SpecError
 from judged.transforms.errors import InputError, UsageError
 from judged.transforms.ranking import candidate_rows
 from judged.transforms.worklist import (
-    grade_counts, judging_worklist, pairs_worklist, smoothed_prior, weights_of_scored,
+    adjudication_worklist, grade_counts, judging_worklist, pairs_worklist, smoothed_prior, weights_of_scored,
 )
 
 
@@ -69,10 +69,16 @@ def extend_judgments(
     revise: bool = False,
     assessors: str | None = None,
     worklist_id: str | None = None,
+    adjudicator: str | None = None,
 ) -> ExtensionReport:
     """A new version of a stored judgment set: the parent's judgments plus the answers (TREC qrels, .gz or
     Parquet), stored content-addressed with its lineage. A new grade for a pair the parent judged is an error
-    unless `revise` (then the answer replaces it and counts as a revision); nothing is written on any error."""
+    unless `revise` (then the answer replaces it and counts as a revision); nothing is written on any error.
+
+    `adjudicator`: the answers are that adjudicator's grades of a set that names its assessors (kind `adjudicator`
+    in the new version's metadata): kept as rows of their own beside the assessors' rows, which stay as they are;
+    added, revised and confirmed then count against the adjudicator's own earlier grades. Under every assessor
+    model an adjudicator's grade is the pair's (transforms/assessors.py)."""
     parent_id = resolve_parent(warehouse, parent_reference)
     parent_record = warehouse.record(JUDGMENT_SET, parent_id)
     parent = warehouse.load_stored(JUDGMENT_SET, parent_id)
@@ -88,21 +94,28 @@ def extend_judgments(
                                        "`worklists`)")
     answers = load_table(answers_path, JUDGMENT_SET.name, JudgmentSetMetadata(unresolved_token=parent_meta.unresolved_token))
     answer_rows = answers.frame
-    # A version grows by one assessor's answers: which of several assessors a new grade belongs to, and how it
-    # weighs against the others', is not defined yet.
-    if "assessor" in parent.frame.columns or "assessor" in answer_rows.columns:
-        named = parent_id if "assessor" in parent.frame.columns else answers_path
-        raise UsageError("--extends", f"{named} names its assessors: a judgment set of several assessors' grades is "
-                                      "not extended by answers; ingest the new set whole (one file per assessor)")
+    parent_rows = parent.frame
+    if "assessor" in answer_rows.columns:
+        raise UsageError("--extends", f"{answers_path} names its assessors: answers are one assessor's (an "
+                                      "adjudicator's: --adjudicator NAME); ingest a set of several whole")
+    if adjudicator is not None:
+        parent_rows = _adjudicated_parent(parent_rows, parent_meta, parent_id, adjudicator)
+        answer_rows = answer_rows.with_columns(assessor=pl.lit(adjudicator, pl.String))
+    elif "assessor" in parent_rows.columns:
+        # Which of several assessors a new grade belongs to, and how it weighs against the others', only an
+        # adjudicator says.
+        raise UsageError("--extends", f"{parent_id} names its assessors: its answers are an adjudicator's; give "
+                                      "--adjudicator NAME (or ingest the new set whole, one file per assessor)")
     _require_declared_grades(answer_rows, parent_meta, answers_path)
     repeated = answer_rows.filter(pl.struct(PAIR).is_duplicated()).sort("source_line")
     if repeated.height:
         row = repeated.row(0, named=True)
         raise InputError(answers_path, f"(query {row['query_id']!r}, document {row['doc_id']!r}) is answered twice",
                          row["source_line"])
-    parent_rows = parent.frame
+    # Under adjudication the answers replace, confirm or add to the adjudicator's own rows only.
+    own = parent_rows.filter(pl.col("assessor") == adjudicator) if adjudicator is not None else parent_rows
     compared = answer_rows.join(
-        parent_rows.select(*PAIR, parent_relevance="relevance"), on=PAIR, how="left", maintain_order="left"
+        own.select(*PAIR, parent_relevance="relevance"), on=PAIR, how="left", maintain_order="left"
     )
     was_graded = pl.col("parent_relevance").is_not_null()
     changed = compared.filter(was_graded & (pl.col("relevance").ne_missing(pl.col("parent_relevance"))))
@@ -117,16 +130,20 @@ def extend_judgments(
         )
     n_confirmed = compared.filter(was_graded & (pl.col("relevance") == pl.col("parent_relevance"))).height
     n_added = compared.height - n_confirmed - changed.height
+    kept = parent_rows.join(answer_rows.select(PAIR), on=PAIR, how="anti")
+    if adjudicator is not None:  # the other assessors' rows of the answered pairs stay
+        kept = pl.concat([parent_rows.filter(pl.col("assessor").ne_missing(adjudicator)),
+                          kept.filter(pl.col("assessor") == adjudicator)])
     combined = pl.concat(
-        [
-            parent_rows.join(answer_rows.select(PAIR), on=PAIR, how="anti"),
-            answer_rows.with_columns(source_line=pl.col("source_line") + parent_rows.height),
-        ],
-        how="vertical_relaxed",
-    ).sort(PAIR)
+        [kept, answer_rows.with_columns(source_line=pl.col("source_line") + parent_rows.height)],
+        how="diagonal_relaxed",
+    ).sort([*PAIR, "assessor"] if adjudicator is not None else PAIR)
     described = parent_meta.with_assessors(description=assessors) if assessors else parent_meta
+    if adjudicator is not None:
+        described = described.with_assessors(kinds={**described.assessor_kinds, adjudicator: "adjudicator"})
     metadata = described.model_copy(update={"version": version, "source": answers_path})
-    content = hashlib.sha256(combined.select(*PAIR, "relevance").write_csv().encode()).hexdigest()
+    hashed = [*PAIR, "assessor", "relevance"] if adjudicator is not None else [*PAIR, "relevance"]
+    content = hashlib.sha256(combined.select(hashed).write_csv().encode()).hexdigest()
     source_sha = answers.source_sha256
     table = LoadedTable(
         kind=JUDGMENT_SET.name,
@@ -173,6 +190,27 @@ def extend_judgments(
     )
     report = warehouse.store_table(table)
     return ExtensionReport(report, parent_id, n_added, changed.height, n_confirmed)
+
+
+def _adjudicated_parent(
+    rows: pl.DataFrame, metadata: JudgmentSetMetadata, parent_id: str, adjudicator: str
+) -> pl.DataFrame:
+    """The parent's rows, checked to take an adjudicator's answers: the parent names its assessors, and
+    `adjudicator` is a valid name that is none of its other assessors (an adjudicator settles their disputes; it
+    does not join them)."""
+    from judged.schemas.provenance import assessor_name_problem
+
+    if problem := assessor_name_problem(adjudicator):
+        raise UsageError("--adjudicator", problem)
+    if "assessor" not in rows.columns or rows["assessor"].is_null().all():
+        raise UsageError("--adjudicator", f"{parent_id} names no assessors: there is no dispute to adjudicate; "
+                                          "extend it without --adjudicator")
+    kind = metadata.assessor_kinds.get(adjudicator)
+    if kind not in (None, "adjudicator") or (kind is None and adjudicator in rows["assessor"].to_list()):
+        raise UsageError("--adjudicator", f"{adjudicator!r} is one of the assessors of {parent_id} "
+                                          f"(kind {kind or 'not declared'}): an adjudicator settles their disputes, "
+                                          "give another name")
+    return rows
 
 
 def _require_declared_grades(answers: pl.DataFrame, parent: JudgmentSetMetadata, answers_path: str) -> None:
@@ -252,12 +290,13 @@ class WorklistReport:
     created: bool
     objective: str = "width"
     pairs: pl.DataFrame | None = None
-    """Under the pairs objective: each pair's state (`transforms.worklist.pair_states`, with `could_decide`)."""
+    """Under the pairs and adjudicate objectives: each pair's state (`transforms.worklist.pair_states`, with
+    `could_decide`)."""
     notes: tuple[str, ...] = ()
 
     def named_pairs(self) -> dict[str, list[str]]:
         """The pairs (`BASELINE:RUN`) decided now (`decided`) and those the listed judgments could decide at best
-        (`could_decide`), in the pairs' order; empty without the pairs objective."""
+        (`could_decide`), in the pairs' order; empty without a paired objective (pairs, adjudicate)."""
         if self.pairs is None:
             return {"decided": [], "could_decide": []}
         named = self.pairs.select(pl.concat_str("baseline", pl.lit(":"), "run").alias("pair"), "decided",
@@ -271,6 +310,7 @@ class WorklistReport:
         if self.pairs is None:
             return None
         named = self.named_pairs()
+        verb = "adjudicating" if self.objective == "adjudicate" else "judging"
 
         def listed(pairs: list[str]) -> str:
             if not pairs:
@@ -279,12 +319,13 @@ class WorklistReport:
             return f" ({', '.join(pairs[:most_named])}{f' and {more} more' if more > 0 else ''})"
 
         return (f"{len(named['decided'])} of {counted(self.pairs.height, 'pair')} of runs decided now"
-                f"{listed(named['decided'])}; judging the listed documents could decide "
+                f"{listed(named['decided'])}; {verb} the listed documents could decide "
                 f"{len(named['could_decide'])} more at best{listed(named['could_decide'])} (an estimate: "
                 "docs/method.md, \"Worklist objectives\")")
 
 
-OBJECTIVES = ("pairs", "width")
+OBJECTIVES = ("adjudicate", "pairs", "width")
+PAIRED_OBJECTIVES = ("adjudicate", "pairs")
 
 
 def worklist_spec(spec: EvaluationSpec) -> tuple[EvaluationSpec, tuple[tuple[str, float], ...]]:
@@ -346,6 +387,7 @@ def make_worklist(
     provenance = {
         "objective": objective,
         **({"pairs": [list(pair) for pair in chosen_pairs], "relative": relative} if objective == "pairs" else {}),
+        **({"pairs": [list(pair) for pair in chosen_pairs]} if objective == "adjudicate" else {}),
         "judgment_set_id": judgment_set_id,
         "runs": dict(sorted(run_ids.items())),
         "evaluations": sorted(evaluations),
@@ -401,24 +443,44 @@ def rank_for_judging(
     more runs and nDCG, else `width`), and under the pairs objective the pairs' state, the notes (a fall back to `width`
     when every pair is decided), the objective taken and the pairs chosen (`pairs`: `A:B,...`, default all)."""
     if objective is not None and objective not in OBJECTIVES:
-        raise UsageError("--objective", f"{objective!r}: expected pairs or width")
+        raise UsageError("--objective", f"{objective!r}: expected adjudicate, pairs or width")
     names = sorted(runs)
     ndcg = all(m.name == "nDCG" for m in spec.measure_list())
     if objective is None:
         objective = "pairs" if len(names) >= 2 and ndcg else "width"
-    if objective == "pairs" and len(names) < 2:
-        raise UsageError("--objective", "the pairs objective needs two or more runs")
-    if objective == "pairs" and not ndcg:
-        raise UsageError("--objective", "the pairs objective narrows nDCG@k's paired difference intervals: give "
-                                        "nDCG@k, or --objective width for another measure")
-    if pairs is not None and objective != "pairs":
-        raise UsageError("--pairs", "--pairs chooses the pairs of the pairs objective: leave out --objective width")
+    if objective in PAIRED_OBJECTIVES and len(names) < 2:
+        raise UsageError("--objective", f"the {objective} objective needs two or more runs")
+    if objective in PAIRED_OBJECTIVES and not ndcg:
+        raise UsageError("--objective", f"the {objective} objective reads nDCG@k's paired difference intervals: "
+                                        "give nDCG@k, or --objective width for another measure")
+    if objective == "adjudicate" and spec.assessor_model not in ("set", "range"):
+        raise UsageError("--objective", "the adjudicate objective settles the disputes an assessor model of set or "
+                                        "range leaves open: give --assessor-model set (or range)")
+    if pairs is not None and objective not in PAIRED_OBJECTIVES:
+        raise UsageError("--pairs", "--pairs chooses the pairs of the pairs and adjudicate objectives: leave out "
+                                    "--objective width")
+    if relative and objective == "adjudicate":
+        raise UsageError("--relative", "--relative weighs the pairs objective's pairs; the adjudicate objective "
+                                       "weighs each pair by what it needs to be decided: leave it out")
     chosen_pairs = parse_pairs(pairs, names) if pairs is not None else list(itertools.combinations(names, 2))
     judgment_rows = whole_judgment_rows(judgments, spec)
     if query_weights is not None:
         _require_weight(weights_of_scored(judgment_rows, spec, query_weights).collect())
     grades = grade_scale(judgments)
     states, notes = None, ()
+    if objective == "adjudicate":
+        ranked = pl.concat([
+            ranked_rows(runs[name], judgments, spec).with_columns(run=pl.lit(name)) for name in names
+        ], how="diagonal_relaxed")
+        pair_frame = pl.LazyFrame(chosen_pairs, schema=["baseline", "run"], orient="row")
+        rows, states = adjudication_worklist(ranked, judgment_rows, spec, grades, pair_frame, budget, query_weights)
+        if bool(states["decided"].all()):
+            notes = (f"every one of the {counted(states.height, 'pair')} of runs is decided: no dispute needs "
+                     "adjudicating",)
+        elif rows.height == 0:
+            notes = ("no disputed judgment moves an undecided pair: adjudication cannot decide them (the unjudged "
+                     "documents keep them open)",)
+        return rows, states, notes, objective, chosen_pairs
     if objective == "pairs":
         ranked = pl.concat([
             ranked_rows(runs[name], judgments, spec).with_columns(run=pl.lit(name)) for name in names

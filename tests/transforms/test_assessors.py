@@ -53,6 +53,33 @@ def test_without_a_model_the_rows_are_taken_as_they_are() -> None:
     assert resolve_assessors(single, None).collect()["relevance"].to_list() == [1, 2, 2, None]
 
 
+# ROWS and an adjudicator's grades: a (x 1, y 3) settled at 2; d (x unresolved only) settled at 0; b and c not.
+ADJUDICATED = pl.concat([ROWS, pl.LazyFrame(
+    {"query_id": ["q", "q"], "doc_id": ["a", "d"], "relevance": [2, 0], "assessor": ["adj", "adj"],
+     "source_line": [8, 9]},
+    schema_overrides={"relevance": pl.Int32},
+)])
+
+
+@pytest.mark.parametrize(
+    ("model", "b_and_c"),
+    [
+        ("median", {"b": (0, None), "c": (2, None)}),
+        ("max", {"b": (2, None), "c": (2, None)}),
+        ("single:y", {"b": (0, None), "c": (2, None)}),
+        ("set", {"b": (0, [0, 2]), "c": (2, None)}),
+        ("range", {"b": (0, [0, 1, 2]), "c": (2, None)}),
+    ],
+)
+def test_an_adjudicator_s_grade_settles_the_pair_under_every_model(model: str, b_and_c: dict) -> None:
+    resolved = resolve_assessors(ADJUDICATED, model, [0, 1, 2, 3], adjudicators=["adj"]).collect()
+    found = {r["doc_id"]: (r["relevance"], r["grade_set"]) for r in resolved.iter_rows(named=True)}
+    # a: 2 whatever x and y said (no set left); d: judged 0 now; b and c: the model reads x, y and z as before.
+    assert found == {"a": (2, None), "d": (0, None), **b_and_c}
+    # Not declared an adjudicator, adj is one more voice: under max, a is 3 (y's), not 2.
+    assert resolve_assessors(ADJUDICATED, "max").collect().filter(pl.col("doc_id") == "a")["relevance"].item() == 3
+
+
 def test_cohens_kappa_by_hand() -> None:
     # Four pairs: a = 0, 1, 2, 2 and b = 0, 1, 1, 2. Observed agreement 3/4; by chance
     # 1/4 * 1/4 + 1/4 * 1/2 + 1/2 * 1/4 = 0.3125; kappa = (0.75 - 0.3125) / (1 - 0.3125) = 0.63636.

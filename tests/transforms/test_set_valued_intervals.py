@@ -8,6 +8,7 @@ from __future__ import annotations
 import itertools
 import random
 
+import numpy as np
 import polars as pl
 import pytest
 
@@ -134,3 +135,26 @@ def test_set_valued_intervals_against_every_assignment(no_relevant: str) -> None
     assert checked >= 1_000 and disputed_rows >= 300
     print(f"\nset-valued intervals checked against every assignment: {checked} rows ({disputed_rows} per-run rows of "
           f"queries with disputed grades), no_relevant={no_relevant}")
+
+
+def test_the_dense_table_of_disputed_sums_is_the_dictionary_programme() -> None:
+    """`disputed_sum_arrays` (numpy, by counts of gain levels) gives the multisets and sums `disputed_sums` gives,
+    for one level, several, and through its fallback (a table beyond DISPUTED_STATES_MAX cells)."""
+    from judged.transforms import intervals
+    from judged.transforms.intervals import disputed_sum_arrays, disputed_sums
+
+    rng = random.Random(5)
+    for _ in range(40):
+        weights = [rng.choice((-1.0, 1.0)) * rng.random() for _ in range(rng.randint(1, 5))]
+        sets = [sorted(rng.sample((0.0, 1.0, 3.0, 7.0), rng.randint(1, 3))) for _ in weights]
+        expected = disputed_sums(weights, sets)
+        for limit in (intervals.DISPUTED_STATES_MAX, 0):
+            intervals.DISPUTED_STATES_MAX, saved = limit, intervals.DISPUTED_STATES_MAX
+            try:
+                values, counts, most, least = disputed_sum_arrays(weights, sets)
+            finally:
+                intervals.DISPUTED_STATES_MAX = saved
+            found = {tuple(np.repeat(values, row).tolist()): (m, lo) for row, m, lo in zip(counts, most, least)}
+            assert found.keys() == expected.keys()
+            for key, (m, lo) in found.items():
+                assert (m, lo) == pytest.approx(expected[key])
