@@ -352,8 +352,8 @@ def interval_with_disputes(
     )
     n_sums = gain_counts.shape[0]
     configurations = {
-        tuple(sorted(min(float(g) for g in allowed) for allowed in ideal_only_sets)),
-        tuple(sorted(max(float(g) for g in allowed) for allowed in ideal_only_sets)),
+        tuple(sorted(map(float, map(min, ideal_only_sets)))),
+        tuple(sorted(map(float, map(max, ideal_only_sets)))),
     }
     slots = len(weights)
     if n_sums * multisets(slots, levels_array.size) * (levels_array.size + n_sums) > DISPUTED_CELLS_MAX:
