@@ -21,13 +21,25 @@ runner = CliRunner()
 ANALYST_QUERIES = re.findall(r"```sql\n(.*?)```", (REPO / "docs" / "warehouse.md").read_text(), flags=re.S)
 
 
-@pytest.fixture(scope="module")
-def demo_warehouse(prefect_harness: str, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
-    root = tmp_path_factory.mktemp("quickstart")
-    warehouse = root / "warehouse"
-    result = runner.invoke(app, ["demo", "--warehouse", str(warehouse), "--inbox", str(root / "inbox")])
+def _run_the_demo(folder: Path) -> str:
+    result = runner.invoke(app, ["demo", "--warehouse", str(folder / "warehouse"), "--inbox", str(folder / "inbox")])
     assert result.exit_code == 0, result.output
-    return warehouse, result.stdout
+    return result.stdout
+
+
+@pytest.fixture(scope="module")
+def demo_night(prefect_harness: str, request: pytest.FixtureRequest,
+               tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """(folder holding `warehouse` and `inbox`, what `judged demo` printed): the quick start's night, run once per
+    test run (about 20 s in CI). The tests here only read it; tests/e2e/test_sql_versions.py goes on from a copy."""
+    folder, output = once_per_run(request.config, tmp_path_factory, "quickstart-demo", _run_the_demo)
+    return folder, str(output)
+
+
+@pytest.fixture(scope="module")
+def demo_warehouse(demo_night: tuple[Path, str]) -> tuple[Path, str]:
+    folder, output = demo_night
+    return folder / "warehouse", output
 
 
 def sql_rows(warehouse: Path, query: str) -> list[dict]:

@@ -17,7 +17,9 @@ from typer.testing import CliRunner
 
 from judged.flows.cli.app import app
 from tests.conftest import REPO, SAMPLE
-from tests.e2e.test_quickstart import _RUN_IN_OLD_CLIENT, OLDEST_CLIENT, oldest_duckdb  # noqa: F401 - a fixture
+from tests.e2e.test_quickstart import (  # noqa: F401 - fixtures
+    _RUN_IN_OLD_CLIENT, OLDEST_CLIENT, demo_night, oldest_duckdb,
+)
 
 PAGE = (REPO / "docs" / "warehouse.md").read_text()
 QUERIES = re.findall(r"```sql\n(.*?)```", PAGE, flags=re.S)
@@ -37,10 +39,15 @@ def sql(warehouse: Path, query: str) -> list[dict]:
 
 
 @pytest.fixture(scope="module")
-def two_versions(prefect_harness: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def two_versions(
+    prefect_harness: str, demo_night: tuple[Path, str], tmp_path_factory: pytest.TempPathFactory
+) -> Path:
     root = tmp_path_factory.mktemp("two-versions")
     warehouse, inbox = root / "warehouse", root / "inbox"
-    judged("demo", "--warehouse", warehouse, "--inbox", inbox)
+    # The quick start's night (`judged demo`), run once for tests/e2e/test_quickstart.py too: a copy of its
+    # warehouse and inbox (a warehouse answers from its own files wherever it lies).
+    shutil.copytree(demo_night[0] / "warehouse", warehouse)
+    shutil.copytree(demo_night[0] / "inbox", inbox)
     worklist = root / "worklist.txt"
     judged("worklist", "--judgments", "trec-dl-2020-passage", "--cutoff", "10", "--budget", "40", "--out", worklist,
            "--warehouse", warehouse)

@@ -84,10 +84,13 @@ def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Pa
         "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "180",
     }
     # Without a pip of its own: this environment's pip (upgraded by .ci/setup) installs into it, a little faster
-    # than the one venv bundles, and without ensurepip.
+    # than the one venv bundles, and without ensurepip. --no-compile: pip would byte-compile every module of every
+    # dependency (Prefect, SciPy, scikit-learn, Matplotlib...), most of the install's CPU, for a demo that imports a
+    # fraction of them (compiled as it imports them, as a user's first run would).
     _run([sys.executable, "-m", "venv", "--without-pip", root / "venv"], root, environment)
     bin_folder = root / "venv" / "bin"
-    _run([sys.executable, "-m", "pip", "--python", bin_folder / "python", "install", "--quiet", wheel], root, environment)
+    _run([sys.executable, "-m", "pip", "--python", bin_folder / "python", "install", "--quiet", "--no-compile", wheel],
+         root, environment)
     return bin_folder, root, environment
 
 

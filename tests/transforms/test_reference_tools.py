@@ -203,7 +203,9 @@ def assert_matches_pytrec_eval(collection: Collection, cutoffs: tuple[Cutoff, ..
     assert_values(rows, {query_id: dict.fromkeys(cutoffs, 0.0) for query_id in all_negative_retrieved})
 
 
-@settings(deadline=None)
+# Each example runs the measure engine on a random collection (~70 ms of Polars plans): half the profile's count
+# (200 in CI, fixed by derandomize) keeps the adversarial cases coming; the float32 tie runs as an explicit example.
+@settings(max_examples=max(1, settings.default.max_examples // 2), deadline=None)
 @given(collection=collections(min_grade=-1), cutoffs=CUTOFF_SETS)
 @example(collection=FLOAT32_TIE_EXAMPLE, cutoffs=(1, 2, None))
 def test_trec_eval9_preset_matches_pytrec_eval(collection: Collection, cutoffs: tuple[Cutoff, ...]) -> None:
@@ -211,7 +213,7 @@ def test_trec_eval9_preset_matches_pytrec_eval(collection: Collection, cutoffs: 
     assert_matches_pytrec_eval(collection, cutoffs, PRESETS["trec_eval9"].with_options(cutoffs=cutoffs))
 
 
-@settings(deadline=None)
+@settings(max_examples=max(1, settings.default.max_examples // 2), deadline=None)  # as above
 @given(collection=collections(min_grade=-1), cutoffs=CUTOFF_SETS)
 @example(collection=FLOAT32_TIE_EXAMPLE, cutoffs=(1, 2, None))
 def test_condensed_lists_match_pytrec_eval_judged_docs_only(
@@ -241,7 +243,7 @@ def sklearn_values(collection: Collection, cutoffs: tuple[Cutoff, ...]) -> PerQu
     return values
 
 
-@settings(deadline=None)
+@settings(max_examples=max(1, settings.default.max_examples // 2), deadline=None)  # as above
 @given(collection=collections(min_grade=0), cutoffs=CUTOFF_SETS)
 @example(collection=FLOAT32_TIE_EXAMPLE, cutoffs=(1, 2, None))
 def test_sklearn_preset_matches_ndcg_score(collection: Collection, cutoffs: tuple[Cutoff, ...]) -> None:
