@@ -56,9 +56,10 @@ def extreme_aggregate(
     base_sum = ordered_sum((pl.col(end) * weight).filter(counted)).fill_null(0.0)
     base_weight = ordered_sum(weight.filter(counted)).fill_null(0.0)
     ends, weights = pl.col(end).filter(may_count), weight.filter(may_count)
-    order = ends.arg_sort(descending=not lowest)
-    sums = base_sum + (ends * weights).gather(order).cum_sum()
-    totals = base_weight + weights.gather(order).cum_sum()
+    # sort_by, not gather(arg_sort): an eager group_by of a frame without rows types a gathered column as Null,
+    # which has no cumulative sum.
+    sums = base_sum + (ends * weights).sort_by(ends, descending=not lowest, maintain_order=True).cum_sum()
+    totals = base_weight + weights.sort_by(ends, descending=not lowest, maintain_order=True).cum_sum()
     joined = (sums / totals).filter(totals > 0)
     alone = pl.when(base_weight > 0).then(base_sum / base_weight)
     if lowest:

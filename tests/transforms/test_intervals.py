@@ -361,3 +361,21 @@ def test_disputed_gains_against_every_assignment() -> None:
         assert found[1] == pytest.approx(max(values), abs=1e-12)
         compared += 1
     assert compared >= 250
+
+
+def test_the_mean_interval_of_no_rows_is_no_row_in_an_eager_group_by() -> None:
+    """An empty comparison (a night whose only run was empty) aggregates a frame without rows eagerly: no group, not
+    a Polars error about the cumulative sums' type."""
+    from judged.transforms.summary import aggregate_interval
+
+    ends = {"difference": pl.Float64, "difference_min": pl.Float64, "difference_max": pl.Float64,
+            "weight": pl.Float64}
+    empty = pl.DataFrame(schema={"pair": pl.String, **ends})
+    may_join = pl.col("difference").is_null() & pl.col("difference_min").is_not_null()
+    low, high = aggregate_interval("difference_min", "difference_max", "difference", pl.col("weight"), may_join)
+    assert empty.group_by("pair").agg(low=low, high=high).height == 0
+    one = pl.DataFrame({"pair": ["a", "a", "a"], "difference": [0.5, None, None], "difference_min": [0.2, -0.4, 0.9],
+                        "difference_max": [0.6, 0.1, 1.0], "weight": [1.0, 1.0, 1.0]})
+    # The mean's low end takes the may-join row of the lowest end (-0.4): (0.2 - 0.4) / 2; its high end the row
+    # of 1.0, and not the one whose highest end (0.1) would lower it: (0.6 + 1.0) / 2.
+    assert one.group_by("pair").agg(low=low, high=high).row(0) == ("a", pytest.approx(-0.1), pytest.approx(0.8))
