@@ -158,7 +158,7 @@ def test_worklist_targets_undecided_pairs_by_default(warehouse: Path, tmp_path: 
     [
         (["--pairs", "p_bm25"], "expected BASELINE:RUN"),
         (["--pairs", "p_bm25:nobody"], "'nobody' is none of the runs ranked"),
-        (["--objective", "depth"], "expected pairs or width"),
+        (["--objective", "depth"], "expected adjudicate, pairs or width"),
         (["--objective", "width", "--pairs", "p_bm25:pash_r3"], "leave out --objective width"),
         (["--objective", "width", "--relative"], "leave out --objective width"),
     ],
@@ -272,4 +272,4 @@ def test_worklist_refuses_a_measure_without_interval_or_pairs_on_another_measure
     assert code == 2 and "a worklist narrows the interval of one measure" in stderr
     code, _, stderr = judged("worklist", "--judgments", NIST, "--warehouse", warehouse, *THREE_RUNS,
                              "--measures", "P@10", "--objective", "pairs")
-    assert code == 2 and "the pairs objective narrows nDCG@k" in stderr
+    assert code == 2 and "the pairs objective reads nDCG@k's paired difference intervals" in stderr

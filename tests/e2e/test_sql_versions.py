@@ -116,12 +116,11 @@ def test_provenance_of_one_result_is_one_row(two_versions: Path) -> None:
 
 def test_comparison_queries_read_the_newest_comparison_with_its_cutoff(two_versions: Path) -> None:
     better = sql(two_versions, COMPARISON_QUERIES[0])
-    newest = sql(two_versions,
-                 "SELECT comparison_id, baseline FROM comparison_records ORDER BY created_at DESC LIMIT 1")
-    keys = [(r["run"], r["measure"], r["cutoff"]) for r in better]
-    assert better and len(set(keys)) == len(keys)  # one row per run, measure and cutoff: one comparison
+    # One row per pair, measure and cutoff: one comparison, each pair read once as better > worse.
+    keys = [(frozenset((r["better"], r["worse"])), r["measure"], r["cutoff"]) for r in better]
+    assert better and len(set(keys)) == len(keys)
+    assert all(r["better"] != r["worse"] and {r["better"], r["worse"]} <= set(RUNS) for r in better)
     assert {r["judgment_version"] for r in better} == {"v2"}
-    assert {r["baseline"] for r in better} == {newest[0]["baseline"]}
     assert {r["cutoff"] for r in better} == {10, 100, 1000}
     lost = sql(two_versions, COMPARISON_QUERIES[1])
     keys = [(r["run"], r["measure"], r["cutoff"], r["query_id"]) for r in lost]

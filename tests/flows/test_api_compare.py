@@ -69,7 +69,7 @@ def test_worklist_returns_the_documents_to_judge_first() -> None:
     assert width.height == 7 and width.columns == listed.columns
     with pytest.raises(judged.SpecError, match="budget must be a positive"):
         judged.worklist(QRELS, RUNS, budget=0)
-    with pytest.raises(judged.SpecError, match="expected pairs or width"):
+    with pytest.raises(judged.SpecError, match="expected adjudicate, pairs or width"):
         judged.worklist(QRELS, RUNS, objective="depth")
 
 
