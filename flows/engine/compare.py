@@ -10,10 +10,12 @@ comparisons. The Prefect flow around it (`compare_flow`) is in `flows/pipeline/f
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -205,6 +207,22 @@ def _refuse_repeated(names: Sequence[str], evaluation_ids: Sequence[str]) -> Non
         )
 
 
+def too_few_draws_notes(rows: Sequence[dict[str, Any]], settings: ComparisonSettings) -> tuple[str, ...]:
+    """A note when Holm's correction over the family cannot make any sampled randomization test significant: the
+    smallest p-value B draws give is 1 / (B + 1), and Holm multiplies the smallest by the family's size. Without it
+    "0 significant" would read as evidence about the runs rather than about the number of draws."""
+    tested = [row for row in rows if row["p_randomization"] is not None]
+    if settings.correction != "holm" or not any(row["randomization"] == "sampled" for row in tested):
+        return ()
+    family, alpha = len(tested), 1 - settings.confidence_level
+    if family / (settings.permutations + 1) < alpha:
+        return ()
+    needed = math.ceil(family / alpha)
+    return (f"significance: with {settings.permutations:,} permutations no test of this family of "
+            f"{family:,} can be significant after Holm's correction (the smallest p-value is 1/"
+            f"{settings.permutations + 1:,}, times {family:,}); --permutations {needed:,} or more lets one be",)
+
+
 def older_method_notes(evaluations: Sequence[ComparedEvaluation]) -> tuple[str, ...]:
     """A note when the evaluations (all of one method version, see `check_basis`) were computed by an older one."""
     version = evaluations[0].method_version
@@ -355,6 +373,7 @@ def compare_evaluations(
         .cast(COMPARISON_PER_QUERY_FILES.schema)
     )
     notes = ((f"baseline: {base_name}, {reason}",) + ((pairs_note,) if pairs_note else ())
+             + too_few_draws_notes(rows, settings)
              + (() if has_intervals else (NO_INTERVALS_NOTE,)) + older_method_notes(evaluations))
     return ComparisonResult(identifier, base_name, settings, tuple(evaluations), pairs_table, per_query, notes)
 

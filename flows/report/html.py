@@ -508,7 +508,8 @@ def render_report(evaluations: Sequence[ComparedEvaluation], comparison: Compari
         parts.append("<p class='note'>No intervals: these evaluations carry no per-query value_min/value_max over "
                      "their unjudged documents.</p>")
     if comparison is not None:
-        parts += [f"<p class='note'>{html.escape(note)}</p>" for note in comparison.notes if note == NO_INTERVALS_NOTE]
+        parts += [f"<p class='note'>{html.escape(note)}</p>" for note in comparison.notes
+                  if note == NO_INTERVALS_NOTE or note.startswith("significance: ")]
     if comparison is not None:
         settings = comparison.settings
         pairs_note = next((note for note in comparison.notes if note.startswith("pairs: ")), "")

@@ -309,3 +309,17 @@ def test_report_takes_pairs_and_says_which(tmp_path) -> None:
     assert "The baseline against each other run, 2 of the 3 pairs." in text
     table = text.split("id='pair-table'>", 1)[1].split("</table>", 1)[0]
     assert table.count("<tr>") == 1 + 2 and "pash_r3 &gt; p_bm25" in table and "pash_r3 &gt; DoRA_Large" not in table
+
+
+def test_a_family_too_large_for_its_permutations_is_said_not_left_as_no_significance() -> None:
+    """Three runs, two cutoffs: six tests. With 100 permutations the smallest p is 1/101, which Holm multiplies by
+    6: 0.059, so no pair can be significant whatever the runs are; the notes say so and how many permutations let
+    one be (6 / 0.05 = 120). With 2,000 (6/2001 = 0.003) nothing is said."""
+    few = judged("compare", QRELS, *RUNS, "--preset", "trec_eval", "--cutoffs", "10,100", "--format", "json",
+                 "--permutations", "100", "--resamples", "100")
+    assert few.exit_code == 0, few.output
+    document = json.loads(few.stdout)
+    assert all(not row["significant"] for row in document["comparisons"])
+    (note,) = [n for n in document["notes"] if n.startswith("significance:")]
+    assert "family of 6" in note and "1/101" in note and "--permutations 120 or more" in note
+    assert not [n for n in compared_json()["notes"] if n.startswith("significance:")]
