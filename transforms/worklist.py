@@ -379,12 +379,7 @@ def pairs_worklist(
         credited.select("baseline", "run", QUERY, "docs", "removed", "width", "weight", "pair_width"),
         ideal_only.select("baseline", "run", QUERY, "docs", "removed", "width", "weight", "pair_width"),
     ]).with_columns(scale=scale).rename({"docs": "doc_id"})
-    listed = (
-        chosen_together(per_document, documents_touched(per_document, ranked), budget)
-        .with_columns(position=pl.int_range(1, pl.len() + 1, dtype=pl.Int64))
-        .select(list(WORKLIST))
-        .cast(WORKLIST)
-    )
+    listed = listed_batch(per_document, per_document, ranked, budget)
     return listed, with_could_decide(per_pair, undecided, per_document, listed, total)
 
 
@@ -481,13 +476,21 @@ def adjudication_worklist(
     priced = per_document.with_columns(
         removed=pl.min_horizontal(pl.col("removed"), pl.col("need") * total / pl.col("weight"))
     )
-    listed = (
+    listed = listed_batch(priced, per_document, ranked, budget)
+    return listed, with_could_decide(per_pair, undecided, per_document, listed, total)
+
+
+def listed_batch(
+    priced: pl.DataFrame, per_document: pl.DataFrame, ranked: pl.LazyFrame, budget: int
+) -> pl.DataFrame:
+    """The paired objectives' one batch (contract `WORKLIST`): the `budget` documents `chosen_together` picks by
+    their priced removals (`priced`, the rows of `per_document` with what each may remove), in order."""
+    return (
         chosen_together(priced, documents_touched(per_document, ranked), budget)
         .with_columns(position=pl.int_range(1, pl.len() + 1, dtype=pl.Int64))
         .select(list(WORKLIST))
         .cast(WORKLIST)
     )
-    return listed, with_could_decide(per_pair, undecided, per_document, listed, total)
 
 
 def documents_touched(per_document: pl.DataFrame, ranked: pl.LazyFrame) -> pl.DataFrame:
