@@ -156,9 +156,8 @@ def as_json(results: Sequence[EvaluationResult]) -> str:
 def _rows_json(frame: pl.DataFrame) -> str:
     """A table's rows as a JSON array, one object per line, written by Polars (NaN as null, as `_clean` does).
 
-    json.dumps with indent encodes in Python, a dict per row, which at thousands of queries costs more than the
-    evaluation (benchmarks/README, the direct path with JSON output). `as_json` puts a placeholder string where the
-    rows go and splices them in."""
+    json.dumps with indent encodes in Python, a dict per row, a cost that grows with the queries (benchmarks/README,
+    the direct path with JSON output). `as_json` puts a placeholder string where the rows go and splices them in."""
     import polars as pl  # loaded already by the evaluation; this module stays light for the commands that print less
 
     lines = frame.with_columns(pl.col(pl.Float32, pl.Float64).fill_nan(None)).write_ndjson().splitlines()

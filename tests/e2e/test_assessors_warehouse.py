@@ -14,10 +14,9 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from typer.testing import CliRunner, Result
 
-from judged.flows.cli import app
 from tests.conftest import REPO, SAMPLE
+from tests.e2e.test_compare_warehouse import judged, sql
 
 EXAMPLE = REPO / "data" / "assessors-example"
 FILES = [EXAMPLE / "synthetic_a.txt", EXAMPLE / "synthetic_b.txt"]
@@ -25,16 +24,6 @@ NAMES = ["--assessor", "synthetic_a", "--assessor", "synthetic_b"]
 RUNS = [SAMPLE / "runs" / f"input.{name}.gz" for name in ("p_bm25", "pash_r3")]
 SPEC = ["--assessor-model", "set", "--measures", "nDCG@10,P@10"]
 FAST = ["--permutations", "1000", "--resamples", "1000"]
-
-
-def judged(*args: object) -> Result:
-    return CliRunner().invoke(app, [str(arg) for arg in args], env={"COLUMNS": "200", "NO_COLOR": "1"})
-
-
-def sql(warehouse: Path, query: str) -> list[dict]:
-    result = judged("sql", query, "--warehouse", warehouse, "--format", "json")
-    assert result.exit_code == 0, result.output
-    return json.loads(result.stdout)
 
 
 @pytest.fixture(scope="module")
