@@ -231,11 +231,6 @@ def ndcg_interval(
     return min(low, high), max(low, high), True
 
 
-DISPUTED_CELLS_MAX = 4_000_000
-"""Multisets of the disputed documents' gains x multisets of the unjudged slots' grades x levels held at once by
-`interval_with_disputes`' vectorised enumeration; a larger world takes one `ndcg_interval` per multiset."""
-
-
 def disputed_sums(weights: Sequence[float], sets: Sequence[Sequence[float]]) -> dict[tuple[float, ...], tuple[float, float]]:
     """For documents credited `weights` whose gain may be any of `sets` (one set each: the grades several assessors
     gave, through the gain): per multiset of gains they can take (a sorted tuple), the largest and smallest sum of
@@ -256,65 +251,6 @@ def disputed_sums(weights: Sequence[float], sets: Sequence[Sequence[float]]) -> 
     return sums
 
 
-DISPUTED_STATES_MAX = 2_000_000
-"""Cells of `disputed_sum_arrays`' dense table (the multisets of the disputed documents' gains, by their counts of
-every gain level but the last); a larger one takes the dictionary programme of `disputed_sums`."""
-
-
-def disputed_sum_arrays(
-    weights: Sequence[float], sets: Sequence[Sequence[float]]
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """`disputed_sums` as arrays: the gain levels (ascending), then per multiset the documents can take, its count
-    of each level (one row), and the largest and smallest sum of gain x weight over the assignments giving it.
-
-    The same programme over a dense table indexed by the counts of every level but the last (the last is the number
-    of documents less the others): each document adds its gain x weight to the table shifted by one along its gain's
-    level, kept at the largest (smallest) of its allowed gains, a numpy maximum (minimum) per allowed gain. Falls
-    back to `disputed_sums` when the table would exceed DISPUTED_STATES_MAX cells."""
-    values = np.array(sorted({float(g) for allowed in sets for g in allowed}), dtype=np.float64)
-    n, levels = len(weights), values.size
-    if levels == 0:
-        return values, np.zeros((1, 0), dtype=np.int64), np.zeros(1), np.zeros(1)
-    dims = max(levels - 1, 0)
-    if (n + 1) ** dims > DISPUTED_STATES_MAX:
-        sums = disputed_sums(weights, sets)
-        index = {float(g): i for i, g in enumerate(values)}
-        counts = np.array([np.bincount([index[g] for g in gains], minlength=levels) for gains in sums], dtype=np.int64)
-        return (values, counts.reshape(-1, levels), np.array([m for m, _ in sums.values()]),
-                np.array([m for _, m in sums.values()]))
-    shape = (n + 1,) * dims
-    most = np.full(shape, -np.inf)
-    least = np.full(shape, np.inf)
-    most[(0,) * dims] = least[(0,) * dims] = 0.0
-    level_of = {float(g): i for i, g in enumerate(values)}
-    for weight, allowed in zip(weights, sets, strict=True):
-        grown_most, grown_least = np.full(shape, -np.inf), np.full(shape, np.inf)
-        for gain in {float(g) for g in allowed}:
-            level, credit = level_of[gain], gain * float(weight)
-            if level == levels - 1:  # the last level: counted as the rest, no shift
-                target = source = Ellipsis  # a view even of a table of no dimension
-            else:
-                target = tuple(slice(1, None) if axis == level else slice(None) for axis in range(dims))
-                source = tuple(slice(None, -1) if axis == level else slice(None) for axis in range(dims))
-            np.maximum(grown_most[target], most[source] + credit, out=grown_most[target])
-            np.minimum(grown_least[target], least[source] + credit, out=grown_least[target])
-        most, least = grown_most, grown_least
-    reached = np.argwhere(np.isfinite(most)).astype(np.int64)
-    last = n - reached.sum(axis=1, keepdims=True)
-    keep = last[:, 0] >= 0
-    counts = np.concatenate([reached, last], axis=1)[keep]
-    cells = tuple(reached[keep].T)
-    return values, counts, np.atleast_1d(most[cells]), np.atleast_1d(least[cells])
-
-
-@lru_cache(maxsize=64)
-def _cached_sum_arrays(
-    weights: tuple[float, ...], sets: tuple[tuple[float, ...], ...]
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """`disputed_sum_arrays`, kept for the next calls with the same documents (read only)."""
-    return disputed_sum_arrays(weights, sets)
-
-
 def interval_with_disputes(
     fixed: float,
     weights: Sequence[float],
@@ -331,13 +267,15 @@ def interval_with_disputes(
     gains, `ideal_only_sets` those of the ones that only enter the ideal (below k, or retrieved by nobody). The
     unjudged slots (`weights`) take any of `levels`, as in `ndcg_interval`, to which this reduces without disputes.
 
-    For a fixed multiset of the disputed documents' gains the ideal gains them as judged documents, and the best
-    numerator takes their largest (smallest) sum of credits (`disputed_sums`); for a fixed multiset of the unjudged
-    slots' grades, the rearrangement of `ndcg_interval`. So every pair of multisets is one ideal and two
-    numerators, enumerated together (vectorised). An ideal-only document raises the ideal with its gain, so the
-    largest value gives every one of them its lowest gain when the numerator is >= 0 and its highest when < 0 (the
-    smallest, the other way round): both choices are tried, each end the extreme of the two (as for the unjudged
-    documents below k)."""
+    An ideal-only document raises the ideal with its gain, so the largest value gives every one of them its lowest
+    gain when the numerator is >= 0 and its highest when < 0 (the smallest, the other way round): both choices are
+    tried, each end the extreme of the two (as for the unjudged documents below k). Each choice is one world of
+    the kernel of transforms/disputed_worlds.py (a programme over the disputed documents' gains, the unjudged
+    slots' multisets enumerated) where it applies (gains >= 0, few enough multisets and states); otherwise one
+    `ndcg_interval` per multiset of the disputed documents' gains (`disputed_sums`)."""
+    # disputed_worlds builds on this module's kernel, hence the import here.
+    from judged.transforms.disputed_worlds import DISPUTED_STATES_PER_TASK_MAX, disputed_ends_batch
+
     if not disputed_weights and not ideal_only_sets:
         return ndcg_interval(fixed, weights, judged_ideal, levels, cutoff, zero_if_no_ideal)
     levels_array = np.unique(np.asarray(levels, dtype=np.float64))
@@ -345,69 +283,38 @@ def interval_with_disputes(
         if len(weights):
             return None
         levels_array = np.zeros(1)
-    # Both ends of a paired row (ideal-only documents at the bottom and at the top gain) share the documents: one
-    # programme for the two calls.
-    gain_values, gain_counts, disputed_most, disputed_least = _cached_sum_arrays(
-        tuple(float(w) for w in disputed_weights), tuple(tuple(float(g) for g in allowed) for allowed in disputed_sets)
-    )
-    n_sums = gain_counts.shape[0]
+    judged = [float(g) for g in judged_ideal if g > 0]
     configurations = {
-        tuple(sorted(map(float, map(min, ideal_only_sets)))),
-        tuple(sorted(map(float, map(max, ideal_only_sets)))),
+        tuple(sorted(float(min(allowed)) for allowed in ideal_only_sets)),
+        tuple(sorted(float(max(allowed)) for allowed in ideal_only_sets)),
     }
-    slots = len(weights)
-    if n_sums * multisets(slots, levels_array.size) * (levels_array.size + n_sums) > DISPUTED_CELLS_MAX:
-        sums = {tuple(np.repeat(gain_values, row).tolist()): (float(most), float(least))
-                for row, most, least in zip(gain_counts, disputed_most, disputed_least, strict=True)}
+    every_gain = {0.0, *levels_array.tolist(), *judged, *(float(g) for allowed in disputed_sets for g in allowed),
+                  *(g for configuration in configurations for g in configuration)}
+    gains = np.array(sorted(every_gain, reverse=True))
+    positive = int((gains > 0).sum())
+    n_disputed = len(disputed_weights)
+    states = (min(n_disputed, cutoff if cutoff is not None else n_disputed) + 1) ** positive
+    if (gains.min() < 0 or multisets(len(weights), levels_array.size) > ENUMERATED_MULTISETS_MAX
+            or states > DISPUTED_STATES_PER_TASK_MAX):
+        sums = disputed_sums(disputed_weights, disputed_sets)
         return _disputes_one_by_one(fixed, weights, judged_ideal, levels_array, cutoff, zero_if_no_ideal, sums,
                                     configurations)
-    judged = [float(g) for g in judged_ideal if g > 0]
-    gains_seen = set(gain_values.tolist()) | {float(g) for c in configurations for g in c}
-    all_levels = np.array(sorted(set(levels_array.tolist()) | set(judged) | gains_seen, reverse=True))
-    index = {float(g): i for i, g in enumerate(all_levels)}
-    n_levels = all_levels.size
-
-    def counts_of(gains: Sequence[float]) -> np.ndarray:
-        return np.bincount([index[float(g)] for g in gains], minlength=n_levels).astype(np.int64)
-
-    # Each multiset's counts over `all_levels` (the disputed gains' levels mapped into them).
-    disputed_counts = np.zeros((n_sums, n_levels), dtype=np.int64)
-    if gain_values.size:
-        disputed_counts[:, [index[float(g)] for g in gain_values]] = gain_counts
-    assignable = [index[float(g)] for g in levels_array]
-    unjudged_counts = np.zeros((multisets(slots, levels_array.size), n_levels), dtype=np.int64)
-    unjudged_counts[:, assignable] = _count_vectors(slots, levels_array.size)
-    weights_array = np.asarray(weights, dtype=np.float64)
-    used_after = np.cumsum(unjudged_counts, axis=1)
-    used_before = used_after - unjudged_counts
-    highest_first = np.concatenate([[0.0], np.cumsum(np.sort(weights_array)[::-1])])
-    lowest_first = np.concatenate([[0.0], np.cumsum(np.sort(weights_array))])
-    unjudged_most = ((highest_first[used_after] - highest_first[used_before]) * all_levels).sum(axis=1)
-    unjudged_least = ((lowest_first[used_after] - lowest_first[used_before]) * all_levels).sum(axis=1)
-    positive = np.where(all_levels > 0, all_levels, 0.0)
-    total = len(judged) + len(ideal_only_sets) + len(disputed_weights) + slots
-    discounts = discount_prefix(total, cutoff)
-    lows, highs = [], []
-    for configuration in configurations:
-        base = counts_of([*judged, *configuration])
-        counts = base[None, None, :] + disputed_counts[:, None, :] + unjudged_counts[None, :, :]
-        after = np.cumsum(counts, axis=2)
-        ideal = ((discounts[after] - discounts[after - counts]) * positive).sum(axis=2)
-        defined = ideal > 0
-        safe = np.where(defined, ideal, 1.0)
-        high = (fixed + disputed_most[:, None] + unjudged_most[None, :]) / safe
-        low = (fixed + disputed_least[:, None] + unjudged_least[None, :]) / safe
-        if zero_if_no_ideal:
-            high, low = np.where(defined, high, 0.0), np.where(defined, low, 0.0)
-        elif defined.any():
-            high, low = high[defined], low[defined]
-        else:
-            continue
-        highs.append(float(high.max()))
-        lows.append(float(low.min()))
-    if not lows:
+    index = {float(g): i for i, g in enumerate(gains)}
+    base = np.zeros((len(configurations), gains.size), dtype=np.int64)
+    for row, configuration in enumerate(configurations):
+        np.add.at(base[row], [index[g] for g in (*judged, *configuration)], 1)
+    allowed = np.zeros((1, n_disputed, gains.size), dtype=bool)
+    for document, gains_allowed in enumerate(disputed_sets):
+        allowed[0, document, [index[float(g)] for g in gains_allowed]] = True
+    low, high = disputed_ends_batch(
+        np.array([float(fixed)]), np.asarray(weights, dtype=np.float64).reshape(1, -1),
+        np.asarray(disputed_weights, dtype=np.float64).reshape(1, -1), allowed, np.array([n_disputed]),
+        np.zeros(len(configurations), dtype=np.int64), base, np.full(len(configurations), zero_if_no_ideal), gains,
+        np.isin(gains, levels_array), cutoff,
+    )
+    if np.isnan(low).all():
         return None
-    return min(lows), max(highs), True
+    return float(np.nanmin(low)), float(np.nanmax(high)), True
 
 
 def _disputes_one_by_one(
@@ -723,10 +630,13 @@ def worlds_in_batches(
     batchable: Callable[[pl.DataFrame, np.ndarray], np.ndarray],
     batch: Callable[[pl.DataFrame, np.ndarray, int | None, int], tuple[np.ndarray, np.ndarray, np.ndarray]],
     one: Callable[[dict], tuple[float | None, float | None, str | None]],
+    disputed: Callable[[pl.DataFrame], tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] | None = None,
 ) -> pl.Series:
     """The (low, high, kind) of every world of `worlds` as a struct Series with fields `names`: the `batchable`
-    worlds (one scale of non-negative gains) through `batch`, one call per cutoff and number of credited slots,
-    the others through `one`, row by row. Shared by the per-run and the paired intervals."""
+    worlds (one scale of non-negative gains) through `batch`, one call per cutoff and number of credited slots;
+    of the others, those `disputed` takes (it returns which it took, then low, high and exact arrays, NaN ends
+    where no assignment has a value) at once; the rest through `one`, row by row. Shared by the per-run and the
+    paired intervals."""
     frame = worlds.struct.unnest()
     n = frame.height
     low, high = np.full(n, np.nan), np.full(n, np.nan)
@@ -742,6 +652,13 @@ def worlds_in_batches(
             group_low, group_high, exact = batch(frame.filter(pl.Series(in_group)), levels, cutoff, slots)
             low[in_group], high[in_group] = group_low, group_high
             kind[in_group] = np.where(exact, "exact", "bound")
+    if disputed is not None and not batched.all():
+        rest = np.flatnonzero(~batched)
+        taken, rest_low, rest_high, exact = disputed(frame[rest])
+        rows = rest[taken]
+        low[rows], high[rows] = rest_low[taken], rest_high[taken]
+        kind[rows] = np.where(np.isnan(rest_low[taken]), None, np.where(exact[taken], "exact", "bound"))
+        batched[rows] = True
     for index in np.flatnonzero(~batched):
         row_low, row_high, kind[index] = one(frame.row(int(index), named=True))
         low[index] = np.nan if row_low is None else row_low

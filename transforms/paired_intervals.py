@@ -45,10 +45,14 @@ import polars as pl
 from judged.schemas.fields import PAIRED_QUERY, QUERY
 from judged.schemas.tables import PAIRED_DIFFERENCE
 from judged.schemas.spec import EvaluationSpec
+from judged.transforms.disputed_worlds import (
+    DISPUTED_STATES_PER_TASK_MAX, batch_gains, credited_disputes, disputed_ends_batch, ideal_only_counts, judged_counts,
+    level_index,
+)
 from judged.transforms.intervals import (
-    INTERVAL_KIND, assignable_grades, discount_prefix, disputed_universe, enumerated_ends_batch, ideal_only_sets,
-    interval_with_disputes, judged_at_levels, position_weight, slot_matrix, unseen_rows, usual_worlds,
-    with_grade_sets, world_rows, worlds_in_batches,
+    ENUMERATED_MULTISETS_MAX, INTERVAL_KIND, assignable_grades, discount_prefix, disputed_universe,
+    enumerated_ends_batch, ideal_only_sets, interval_with_disputes, judged_at_levels, multisets, position_weight,
+    slot_matrix, unseen_rows, usual_worlds, with_grade_sets, world_rows, worlds_in_batches,
 )
 from judged.transforms.ranking import ordered_sum
 
@@ -134,7 +138,102 @@ def differences_of_worlds(worlds: pl.Series, zero_if_no_ideal: bool) -> pl.Serie
     return worlds_in_batches(
         worlds, ("difference_min", "difference_max", "difference_kind"),
         lambda frame, levels: usual_worlds(frame, levels, nonnegative_credit=False), _difference_ends_batch, one,
+        lambda frame: _disputed_differences(frame, zero_if_no_ideal),
     )
+
+
+def _disputed_differences(
+    frame: pl.DataFrame, zero_if_no_ideal: bool
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """`difference_interval` of the worlds of `frame` with disputed documents, at once where the kernel of
+    `transforms.disputed_worlds` takes them: (taken, difference_min, difference_max, exact) arrays, NaN ends where
+    no assignment gives a value.
+
+    Each world is the tasks `difference_interval` reduces it to: the ideal-only disputed documents at their lowest
+    or their highest gains, times, with a judged relevant document, the ideal-only unjudged documents judged at the
+    bottom gain (the fewest of them) or at the top gain (the most). Without one, those documents (the fewest or the
+    most) only raise the ideal, which may stay 0 (scored as `zero_if_no_ideal` says): for a fixed numerator the
+    value is monotone in the ideal, so the extremes take them all at the bottom gain, all at the top gain, or one
+    at the lowest positive gain and the rest at the bottom (the smallest positive ideal), three tasks each. A
+    world's ends are the extremes over its tasks."""
+    n = frame.height
+    low, high = np.full(n, np.nan), np.full(n, np.nan)
+    fewest, most = frame["ideal_only_fewest"].to_numpy(), frame["ideal_only_most"].to_numpy()
+    taken = np.zeros(n, dtype=bool)
+    gains = batch_gains(frame) if n and "disputed_universe_docs" in frame.columns else None
+    if gains is None or frame["levels"].n_unique() != 1:
+        return taken, low, high, fewest == most
+    scale = np.unique(np.asarray(frame["levels"][0], dtype=np.float64))
+    if scale.size == 0:
+        return taken, low, high, fewest == most
+    assignable = np.isin(gains, scale)
+    judged = judged_counts(frame, gains)
+    lowest, highest = ideal_only_counts(frame, gains)
+    has_judged = judged.sum(axis=1) > 0
+    slots = frame["weights"].list.len().to_numpy()
+    disputed_weights, allowed, n_disputed = credited_disputes(frame, gains)
+    positive = int((gains > 0).sum())
+    states = (np.minimum(n_disputed, frame["cutoff"].fill_null(np.iinfo(np.int32).max).to_numpy()) + 1) ** positive
+    taken = (
+        (frame["disputed_universe_docs"].list.len().to_numpy() > 0)
+        & np.array([multisets(int(s), scale.size) <= ENUMERATED_MULTISETS_MAX for s in slots])
+        & (states <= DISPUTED_STATES_PER_TASK_MAX)
+    )
+    top, bottom = level_index(np.array([scale.max(), scale.min()]), gains)
+    lowest_positive = int(level_index(scale[scale > 0][:1], gains)[0]) if (scale > 0).any() else None
+    with_judged, without = taken & has_judged, taken & ~has_judged
+    task_world, task_base, task_zero = [], [], []
+
+    def add_tasks(worlds: np.ndarray, base: np.ndarray, zero: bool) -> None:
+        task_world.append(np.flatnonzero(worlds))
+        task_base.append(base[worlds])
+        task_zero.append(np.full(int(worlds.sum()), zero))
+
+    for ideal_only in (lowest, highest):
+        base = judged + ideal_only
+        at_bottom, at_top = base.copy(), base.copy()
+        if scale.min() > 0:
+            at_bottom[:, bottom] += fewest
+        at_top[:, top] += most
+        add_tasks(with_judged, at_bottom, False)
+        add_tasks(with_judged, at_top, False)
+        for count in (fewest, most):
+            all_bottom, all_top = base.copy(), base.copy()
+            all_bottom[:, bottom] += count
+            all_top[:, top] += count
+            add_tasks(without, all_bottom, zero_if_no_ideal)
+            add_tasks(without, all_top, zero_if_no_ideal)
+            if lowest_positive is not None:
+                one_positive = base.copy()
+                one_positive[:, bottom] += np.maximum(count - 1, 0)
+                one_positive[:, lowest_positive] += np.minimum(count, 1)
+                add_tasks(without, one_positive, zero_if_no_ideal)
+    world = np.concatenate(task_world)
+    base, zero = np.concatenate(task_base), np.concatenate(task_zero)
+    widest_slots = int(slots.max(initial=0))
+    weights = np.zeros((n, widest_slots))
+    if widest_slots:
+        listed = frame.select("weights").with_row_index("world").explode("weights").drop_nulls()
+        position = listed.select(pl.int_range(pl.len()).over("world")).to_series().to_numpy()
+        weights[listed["world"].to_numpy(), position] = listed["weights"].to_numpy()
+    fixed = frame["fixed"].to_numpy()
+    task_low, task_high = np.full(world.size, np.nan), np.full(world.size, np.nan)
+    groups = frame.select("cutoff", slots=pl.col("weights").list.len()).with_row_index("world").filter(
+        pl.Series(taken)).group_by("cutoff", "slots").agg("world")
+    for cutoff, slot_count, worlds in groups.iter_rows():
+        worlds = np.asarray(worlds)
+        in_group = np.zeros(n, dtype=bool)
+        in_group[worlds] = True
+        tasks = np.flatnonzero(in_group[world])
+        local = np.full(n, -1)
+        local[worlds] = np.arange(worlds.size)
+        task_low[tasks], task_high[tasks] = disputed_ends_batch(
+            fixed[worlds], weights[worlds, :slot_count], disputed_weights[worlds], allowed[worlds],
+            n_disputed[worlds], local[world[tasks]], base[tasks], zero[tasks], gains, assignable, cutoff,
+        )
+    np.fmin.at(low, world, task_low)
+    np.fmax.at(high, world, task_high)
+    return taken, low, high, fewest == most
 
 
 def _difference_ends_batch(

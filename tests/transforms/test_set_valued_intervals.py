@@ -137,24 +137,60 @@ def test_set_valued_intervals_against_every_assignment(no_relevant: str) -> None
           f"queries with disputed grades), no_relevant={no_relevant}")
 
 
-def test_the_dense_table_of_disputed_sums_is_the_dictionary_programme() -> None:
-    """`disputed_sum_arrays` (numpy, by counts of gain levels) gives the multisets and sums `disputed_sums` gives,
-    for one level, several, and through its fallback (a table beyond DISPUTED_STATES_MAX cells)."""
-    from judged.transforms import intervals
-    from judged.transforms.intervals import disputed_sum_arrays, disputed_sums
+def random_pair_worlds(rng: random.Random, count: int) -> pl.DataFrame:
+    """Paired worlds (`DIFFERENCE_INPUTS` rows) larger than brute force can value: up to 9 credited disputed
+    documents of either sign, up to 2 credited unjudged slots, up to 4 ideal-only disputed documents and up to 3
+    ideal-only unjudged ones, with or without a judged relevant document, at cutoffs from 1 to all."""
+    rows = []
+    for _ in range(count):
+        disputed = [rng.choice((-1.0, 1.0)) / np.log2(rng.randint(2, 12)) for _ in range(rng.randint(0, 9))]
+        docs = [f"d{i}" for i in range(len(disputed))]
+        ideal_only = [f"i{i}" for i in range(rng.randint(0 if disputed else 1, 4))]
+        sets = [sorted(rng.sample((0.0, 1.0, 2.0, 3.0), rng.randint(2, 3))) for _ in docs + ideal_only]
+        fewest = rng.randint(0, 3)
+        rows.append({
+            "cutoff": rng.choice((1, 3, 5, 10, None)),
+            "fixed": rng.choice((0.0, rng.uniform(-2.0, 2.0))),
+            "weights": [rng.choice((-1.0, 1.0)) / np.log2(rng.randint(2, 12)) for _ in range(rng.randint(0, 2))],
+            "ideal_only_fewest": fewest,
+            "ideal_only_most": fewest + rng.choice((0, 0, 2)),
+            "judged_ideal": [float(rng.randint(1, 3)) for _ in range(rng.choice((0, 0, 1, 3, 12)))],
+            "levels": [0.0, 1.0, 2.0, 3.0],
+            "disputed_weights": disputed,
+            "disputed_sets": sets[: len(docs)],
+            "disputed_docs": docs,
+            "disputed_universe_docs": docs + ideal_only,
+            "disputed_universe_sets": sets,
+        })
+    return pl.DataFrame(rows, schema_overrides={"cutoff": pl.Int32})
 
-    rng = random.Random(5)
-    for _ in range(40):
-        weights = [rng.choice((-1.0, 1.0)) * rng.random() for _ in range(rng.randint(1, 5))]
-        sets = [sorted(rng.sample((0.0, 1.0, 3.0, 7.0), rng.randint(1, 3))) for _ in weights]
-        expected = disputed_sums(weights, sets)
-        for limit in (intervals.DISPUTED_STATES_MAX, 0):
-            intervals.DISPUTED_STATES_MAX, saved = limit, intervals.DISPUTED_STATES_MAX
-            try:
-                values, counts, most, least = disputed_sum_arrays(weights, sets)
-            finally:
-                intervals.DISPUTED_STATES_MAX = saved
-            found = {tuple(np.repeat(values, row).tolist()): (m, lo) for row, m, lo in zip(counts, most, least)}
-            assert found.keys() == expected.keys()
-            for key, (m, lo) in found.items():
-                assert (m, lo) == pytest.approx(expected[key])
+
+@pytest.mark.parametrize("zero_if_no_ideal", [False, True])
+def test_the_batched_disputed_worlds_are_the_programme_one_multiset_at_a_time(
+    zero_if_no_ideal: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The paired worlds with disputed documents, valued together (`differences_of_worlds`: the batched kernel of
+    transforms/disputed_worlds.py, worlds of several cutoffs, sizes and caps in one call), equal each world valued
+    alone by the other method: one `ndcg_interval` per multiset of the disputed documents' gains (the dictionary
+    programme `disputed_sums`), which `interval_with_disputes` takes when the kernel's state limit is 0."""
+    from judged.transforms import disputed_worlds
+    from judged.transforms.paired_intervals import DIFFERENCE_INPUTS, difference_interval, differences_of_worlds
+
+    frame = random_pair_worlds(random.Random(37 + zero_if_no_ideal), 60)
+    batched = differences_of_worlds(frame.select(pl.struct(DIFFERENCE_INPUTS).alias("w"))["w"], zero_if_no_ideal)
+    monkeypatch.setattr(disputed_worlds, "DISPUTED_STATES_PER_TASK_MAX", 0)
+    valued = 0
+    for row, found in zip(frame.iter_rows(named=True), batched.struct.unnest().iter_rows(), strict=True):
+        ideal_only = [s for d, s in zip(row["disputed_universe_docs"], row["disputed_universe_sets"])
+                      if d not in row["disputed_docs"]]
+        alone = difference_interval(
+            row["fixed"], row["weights"], row["judged_ideal"], row["levels"], row["cutoff"], zero_if_no_ideal,
+            row["ideal_only_fewest"], row["ideal_only_most"], row["disputed_weights"], row["disputed_sets"], ideal_only,
+        )
+        if alone is None:
+            assert found == (None, None, None), row
+            continue
+        assert found[2] == ("exact" if alone[2] else "bound"), row
+        assert (found[0], found[1]) == (pytest.approx(alone[0], abs=1e-12), pytest.approx(alone[1], abs=1e-12)), row
+        valued += 1
+    assert valued >= 50
