@@ -160,7 +160,9 @@ def _disputed_differences(
     low, high = np.full(n, np.nan), np.full(n, np.nan)
     fewest, most = frame["ideal_only_fewest"].to_numpy(), frame["ideal_only_most"].to_numpy()
     taken = np.zeros(n, dtype=bool)
-    gains = batch_gains(frame) if n and "disputed_universe_docs" in frame.columns else None
+    if "disputed_universe_docs" not in frame.columns or not (frame["disputed_universe_docs"].list.len() > 0).any():
+        return taken, low, high, fewest == most
+    gains = batch_gains(frame)
     if gains is None or frame["levels"].n_unique() != 1:
         return taken, low, high, fewest == most
     scale = np.unique(np.asarray(frame["levels"][0], dtype=np.float64))
