@@ -27,15 +27,30 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from judged.transforms.intervals import _count_vectors, _distinct_rows, discount_prefix, multisets
+from judged.transforms.intervals import (
+    ENUMERATED_MULTISETS_MAX, _count_vectors, _distinct_rows, discount_prefix, multisets,
+)
 
 DISPUTED_TABLE_CELLS_MAX = 4_000_000
 """Tasks x states x unjudged multisets x gain levels held at once by `disputed_ends_batch` (doubles: 32 MB a
 temporary); larger groups of tasks are taken in parts."""
 
-DISPUTED_STATES_PER_TASK_MAX = 250_000
-"""States of one task's programme (the product of its capped counts plus one) above which the world is left to
-`interval_with_disputes`' other paths."""
+DISPUTED_WORLD_CELLS_MAX = 1_000_000
+"""States of a world's programme (the product of its capped counts plus one) x multisets of its unjudged slots'
+grades above which the world is left to `interval_with_disputes`' other path (one `ndcg_interval` per multiset of
+the disputed documents' gains)."""
+
+
+def fits_the_kernel(n_disputed: np.ndarray, cutoff: np.ndarray, positive: int, slots: np.ndarray,
+                    levels: int) -> np.ndarray:
+    """Which worlds the kernel takes: `n_disputed` credited disputed documents, `slots` unjudged slots taking one of
+    `levels` grades, `positive` positive gain levels, and the cutoff (-1: none), each an array over the worlds.
+    Enumerable multisets of grades, and a programme table (at its widest caps, rounded as the kernel rounds them)
+    times those multisets within DISPUTED_WORLD_CELLS_MAX."""
+    cap = np.where(cutoff >= 0, np.minimum(n_disputed, np.maximum(cutoff, 0)), n_disputed)
+    states = (_coarse_caps(cap.astype(np.int64)).astype(np.float64) + 1.0) ** positive
+    counts = np.array([multisets(int(s), levels) for s in slots], dtype=np.float64).reshape(np.shape(slots))
+    return (counts <= ENUMERATED_MULTISETS_MAX) & (states * counts <= DISPUTED_WORLD_CELLS_MAX)
 
 
 def disputed_ends_batch(
@@ -74,38 +89,41 @@ def disputed_ends_batch(
     unjudged = _UnjudgedSlots(slot_weights, gains, assignable)
     unjudged_at_or_above = unjudged.at_or_above(positive)
     credits = {1.0: unjudged.credit(1.0), -1.0: unjudged.credit(-1.0)}
+    local = np.full(fixed.shape[0], -1)
     for which, cap in enumerate(distinct):
-        worlds = np.flatnonzero(caps_of_world == which)
-        worlds = worlds[np.argsort(-n_disputed[worlds], kind="stable")]  # the programme's active worlds first
-        tables = _credit_tables(disputed_weights[worlds], disputed_allowed[worlds], n_disputed[worlds], gains,
-                                positive, cap)
-        most, least = (table.reshape(worlds.size, -1) for table in tables)
-        reached = np.flatnonzero(np.isfinite(most).any(axis=0))
-        most, least = most[:, reached], least[:, reached]
-        states = np.indices(tuple(cap + 1)).reshape(positive, -1).T[reached]  # one count vector per state
-        local = np.full(fixed.shape[0], -1)
-        local[worlds] = np.arange(worlds.size)
-        members = np.flatnonzero(local[task_world] >= 0)
-        # The ideal depends on a task only through its base's counts, capped at the cutoff: once per distinct one.
-        base = base_at_or_above[members] if cutoff is None else np.minimum(base_at_or_above[members], cutoff)
-        bases, task_base = _distinct_rows(base)
-        ideal_of_base = _ideal_dcg(bases, states, unjudged_at_or_above, gains[:positive], cutoff)
-        step = max(1, DISPUTED_TABLE_CELLS_MAX // max(1, states.shape[0] * unjudged.count))
-        for start in range(0, members.size, step):
-            rows = slice(start, start + step)
-            part = members[rows]
-            world, in_group = task_world[part], local[task_world[part]]
-            ideal = ideal_of_base[task_base[rows]]
-            defined = ideal > 0
-            safe_ideal = np.where(defined, ideal, 1.0)
-            zero = zero_if_no_ideal[part][:, None, None]
-            for sign, table, ends in ((1.0, most[in_group], high), (-1.0, least[in_group], low)):
-                left_out = -sign * np.inf
-                numerator = fixed[world][:, None, None] + table[:, :, None] + credits[sign][world][:, None, :]
-                values = np.where(defined, numerator / safe_ideal, np.where(zero, 0.0, left_out))
-                values = np.where(np.isfinite(table)[:, :, None], values, left_out)
-                extreme = values.max(axis=(1, 2)) if sign > 0 else values.min(axis=(1, 2))
-                ends[part] = np.where(np.isinf(extreme), np.nan, extreme)
+        in_group = np.flatnonzero(caps_of_world == which)
+        in_group = in_group[np.argsort(-n_disputed[in_group], kind="stable")]  # the programme's active worlds first
+        per_world = 2 * int(np.prod(cap + 1))
+        world_step = max(1, DISPUTED_TABLE_CELLS_MAX // per_world)
+        for world_start in range(0, in_group.size, world_step):
+            worlds = in_group[world_start:world_start + world_step]
+            tables = _credit_tables(disputed_weights[worlds], disputed_allowed[worlds], n_disputed[worlds], gains,
+                                    positive, cap)
+            most, least = (table.reshape(worlds.size, -1) for table in tables)
+            reached = np.flatnonzero(np.isfinite(most).any(axis=0))
+            most, least = most[:, reached], least[:, reached]
+            states = np.indices(tuple(cap + 1)).reshape(positive, -1).T[reached]  # one count vector per state
+            local[worlds] = np.arange(worlds.size)
+            members = np.flatnonzero(np.isin(task_world, worlds))
+            step = max(1, DISPUTED_TABLE_CELLS_MAX // max(1, states.shape[0] * unjudged.count * max(positive, 1)))
+            for start in range(0, members.size, step):
+                part = members[start:start + step]
+                world, row = task_world[part], local[task_world[part]]
+                # The ideal depends on a task only through its base's counts, capped at the cutoff: once per
+                # distinct one.
+                base = base_at_or_above[part] if cutoff is None else np.minimum(base_at_or_above[part], cutoff)
+                bases, task_base = _distinct_rows(base)
+                ideal = _ideal_dcg(bases, states, unjudged_at_or_above, gains[:positive], cutoff)[task_base]
+                defined = ideal > 0
+                safe_ideal = np.where(defined, ideal, 1.0)
+                zero = zero_if_no_ideal[part][:, None, None]
+                for sign, table, ends in ((1.0, most[row], high), (-1.0, least[row], low)):
+                    left_out = -sign * np.inf
+                    numerator = fixed[world][:, None, None] + table[:, :, None] + credits[sign][world][:, None, :]
+                    values = np.where(defined, numerator / safe_ideal, np.where(zero, 0.0, left_out))
+                    values = np.where(np.isfinite(table)[:, :, None], values, left_out)
+                    extreme = values.max(axis=(1, 2)) if sign > 0 else values.min(axis=(1, 2))
+                    ends[part] = np.where(np.isinf(extreme), np.nan, extreme)
     return low, high
 
 

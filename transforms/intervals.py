@@ -274,7 +274,7 @@ def interval_with_disputes(
     slots' multisets enumerated) where it applies (gains >= 0, few enough multisets and states); otherwise one
     `ndcg_interval` per multiset of the disputed documents' gains (`disputed_sums`)."""
     # disputed_worlds builds on this module's kernel, hence the import here.
-    from judged.transforms.disputed_worlds import DISPUTED_STATES_PER_TASK_MAX, disputed_ends_batch
+    from judged.transforms.disputed_worlds import disputed_ends_batch, fits_the_kernel
 
     if not disputed_weights and not ideal_only_sets:
         return ndcg_interval(fixed, weights, judged_ideal, levels, cutoff, zero_if_no_ideal)
@@ -291,11 +291,9 @@ def interval_with_disputes(
     every_gain = {0.0, *levels_array.tolist(), *judged, *(float(g) for allowed in disputed_sets for g in allowed),
                   *(g for configuration in configurations for g in configuration)}
     gains = np.array(sorted(every_gain, reverse=True))
-    positive = int((gains > 0).sum())
     n_disputed = len(disputed_weights)
-    states = (min(n_disputed, cutoff if cutoff is not None else n_disputed) + 1) ** positive
-    if (gains.min() < 0 or multisets(len(weights), levels_array.size) > ENUMERATED_MULTISETS_MAX
-            or states > DISPUTED_STATES_PER_TASK_MAX):
+    if gains.min() < 0 or not fits_the_kernel(np.array([n_disputed]), np.array([-1 if cutoff is None else cutoff]),
+                                              int((gains > 0).sum()), np.array([len(weights)]), levels_array.size)[0]:
         sums = disputed_sums(disputed_weights, disputed_sets)
         return _disputes_one_by_one(fixed, weights, judged_ideal, levels_array, cutoff, zero_if_no_ideal, sums,
                                     configurations)

@@ -46,12 +46,12 @@ from judged.schemas.fields import PAIRED_QUERY, QUERY
 from judged.schemas.tables import PAIRED_DIFFERENCE
 from judged.schemas.spec import EvaluationSpec
 from judged.transforms.disputed_worlds import (
-    DISPUTED_STATES_PER_TASK_MAX, batch_gains, credited_disputes, disputed_ends_batch, ideal_only_counts, judged_counts,
+    batch_gains, credited_disputes, disputed_ends_batch, fits_the_kernel, ideal_only_counts, judged_counts,
     level_index,
 )
 from judged.transforms.intervals import (
-    ENUMERATED_MULTISETS_MAX, INTERVAL_KIND, assignable_grades, discount_prefix, disputed_universe,
-    enumerated_ends_batch, ideal_only_sets, interval_with_disputes, judged_at_levels, multisets, position_weight,
+    INTERVAL_KIND, assignable_grades, discount_prefix, disputed_universe,
+    enumerated_ends_batch, ideal_only_sets, interval_with_disputes, judged_at_levels, position_weight,
     slot_matrix, unseen_rows, usual_worlds, with_grade_sets, world_rows, worlds_in_batches,
 )
 from judged.transforms.ranking import ordered_sum
@@ -174,13 +174,8 @@ def _disputed_differences(
     has_judged = judged.sum(axis=1) > 0
     slots = frame["weights"].list.len().to_numpy()
     disputed_weights, allowed, n_disputed = credited_disputes(frame, gains)
-    positive = int((gains > 0).sum())
-    states = (np.minimum(n_disputed, frame["cutoff"].fill_null(np.iinfo(np.int32).max).to_numpy()) + 1) ** positive
-    taken = (
-        (frame["disputed_universe_docs"].list.len().to_numpy() > 0)
-        & np.array([multisets(int(s), scale.size) <= ENUMERATED_MULTISETS_MAX for s in slots])
-        & (states <= DISPUTED_STATES_PER_TASK_MAX)
-    )
+    taken = (frame["disputed_universe_docs"].list.len().to_numpy() > 0) & fits_the_kernel(
+        n_disputed, frame["cutoff"].fill_null(-1).to_numpy(), int((gains > 0).sum()), slots, scale.size)
     top, bottom = level_index(np.array([scale.max(), scale.min()]), gains)
     lowest_positive = int(level_index(scale[scale > 0][:1], gains)[0]) if (scale > 0).any() else None
     with_judged, without = taken & has_judged, taken & ~has_judged

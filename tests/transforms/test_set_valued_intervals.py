@@ -172,13 +172,13 @@ def test_the_batched_disputed_worlds_are_the_programme_one_multiset_at_a_time(
     """The paired worlds with disputed documents, valued together (`differences_of_worlds`: the batched kernel of
     transforms/disputed_worlds.py, worlds of several cutoffs, sizes and caps in one call), equal each world valued
     alone by the other method: one `ndcg_interval` per multiset of the disputed documents' gains (the dictionary
-    programme `disputed_sums`), which `interval_with_disputes` takes when the kernel's state limit is 0."""
+    programme `disputed_sums`), which `interval_with_disputes` takes when the kernel's cell limit is 0."""
     from judged.transforms import disputed_worlds
     from judged.transforms.paired_intervals import DIFFERENCE_INPUTS, difference_interval, differences_of_worlds
 
     frame = random_pair_worlds(random.Random(37 + zero_if_no_ideal), 60)
     batched = differences_of_worlds(frame.select(pl.struct(DIFFERENCE_INPUTS).alias("w"))["w"], zero_if_no_ideal)
-    monkeypatch.setattr(disputed_worlds, "DISPUTED_STATES_PER_TASK_MAX", 0)
+    monkeypatch.setattr(disputed_worlds, "DISPUTED_WORLD_CELLS_MAX", 0)
     valued = 0
     for row, found in zip(frame.iter_rows(named=True), batched.struct.unnest().iter_rows(), strict=True):
         ideal_only = [s for d, s in zip(row["disputed_universe_docs"], row["disputed_universe_sets"])
