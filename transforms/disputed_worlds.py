@@ -28,7 +28,7 @@ import numpy as np
 import polars as pl
 
 from judged.transforms.intervals import (
-    ENUMERATED_MULTISETS_MAX, _count_vectors, _distinct_rows, discount_prefix, multisets,
+    ENUMERATED_MULTISETS_MAX, count_vectors, distinct_rows, discount_prefix, multisets,
 )
 
 DISPUTED_TABLE_CELLS_MAX = 4_000_000
@@ -85,7 +85,7 @@ def disputed_ends_batch(
         needed = np.clip(cutoff - base_at_or_above, 0, needed)
     world_caps = np.zeros((fixed.shape[0], positive), dtype=np.int64)
     np.maximum.at(world_caps, task_world, needed.astype(np.int64))
-    distinct, caps_of_world = _distinct_rows(_coarse_caps(world_caps))
+    distinct, caps_of_world = distinct_rows(_coarse_caps(world_caps))
     unjudged = _UnjudgedSlots(slot_weights, gains, assignable)
     unjudged_at_or_above = unjudged.at_or_above(positive)
     credits = {1.0: unjudged.credit(1.0), -1.0: unjudged.credit(-1.0)}
@@ -112,7 +112,7 @@ def disputed_ends_batch(
                 # The ideal depends on a task only through its base's counts, capped at the cutoff: once per
                 # distinct one.
                 base = base_at_or_above[part] if cutoff is None else np.minimum(base_at_or_above[part], cutoff)
-                bases, task_base = _distinct_rows(base)
+                bases, task_base = distinct_rows(base)
                 ideal = _ideal_dcg(bases, states, unjudged_at_or_above, gains[:positive], cutoff)[task_base]
                 defined = ideal > 0
                 safe_ideal = np.where(defined, ideal, 1.0)
@@ -137,7 +137,7 @@ class _UnjudgedSlots:
         levels = int(assignable.sum())
         self.counts = np.zeros((multisets(slots, levels) if levels else 1, gains.size), dtype=np.int64)
         if levels:
-            self.counts[:, np.flatnonzero(assignable)] = _count_vectors(slots, levels)
+            self.counts[:, np.flatnonzero(assignable)] = count_vectors(slots, levels)
         self.count = self.counts.shape[0]
         self.weights = slot_weights
         self.gains = gains

@@ -340,7 +340,7 @@ def multisets(slots: int, levels: int) -> int:
 
 
 @lru_cache(maxsize=512)
-def _count_vectors(slots: int, levels: int) -> np.ndarray:
+def count_vectors(slots: int, levels: int) -> np.ndarray:
     """Every way to give `slots` slots one of `levels` levels, as counts per level (one row each)."""
     rows = [np.bincount(choice, minlength=levels) for choice in combinations_with_replacement(range(levels), slots)]
     return np.array(rows, dtype=np.int64).reshape(-1, levels)
@@ -385,7 +385,7 @@ def _enumerated_ends(
     all_levels = np.array(sorted(level_set | {float(g) for g in judged}, reverse=True))
     assignable = [i for i, g in enumerate(all_levels) if g in level_set]
     counts = np.zeros((multisets(len(weights), len(levels)), len(all_levels)), dtype=np.int64)
-    counts[:, assignable] = _count_vectors(len(weights), len(levels))
+    counts[:, assignable] = count_vectors(len(weights), len(levels))
     used_after = np.cumsum(counts, axis=1)
     used_before = used_after - counts
     discounts = discount_prefix(len(judged) + len(weights), cutoff)
@@ -752,7 +752,7 @@ def slot_matrix(frame: pl.DataFrame, slots: int) -> np.ndarray:
     return frame["weights"].list.to_array(slots).to_numpy() if slots else np.zeros((frame.height, 0))
 
 
-def _distinct_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def distinct_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The distinct rows of a non-negative integer matrix and, per row, the index of its distinct row (as
     `np.unique(axis=0, return_inverse=True)`, through one integer code per row when the codes fit in 63 bits)."""
     base = int(rows.max(initial=0)) + 1
@@ -781,13 +781,13 @@ def enumerated_ends_batch(
     level, and not at all beyond the cutoff (the discount prefix is flat there): it is computed once per distinct
     such vector, clipped at the cutoff, and gathered for the worlds that share it."""
     n_worlds, slots = weights.shape
-    counts = _count_vectors(slots, len(all_levels))
+    counts = count_vectors(slots, len(all_levels))
     used_after = np.cumsum(counts, axis=1)
     used_before = used_after - counts
     at_or_above = np.cumsum(judged_at_level, axis=1)
     if cutoff is not None:
         at_or_above = np.minimum(at_or_above, cutoff)
-    distinct, world_vector = _distinct_rows(at_or_above)
+    distinct, world_vector = distinct_rows(at_or_above)
     above = np.concatenate([np.zeros((len(distinct), 1), dtype=distinct.dtype), distinct[:, :-1]], axis=1)
     positive = np.where(all_levels > 0, all_levels, 0.0)
     ideal_of_vector = (
