@@ -138,12 +138,12 @@ def test_set_valued_intervals_against_every_assignment(no_relevant: str) -> None
 
 
 def random_pair_worlds(rng: random.Random, count: int) -> pl.DataFrame:
-    """Paired worlds (`DIFFERENCE_INPUTS` rows) larger than brute force can value: up to 9 credited disputed
+    """Paired worlds (`DIFFERENCE_INPUTS` rows) larger than brute force can value: up to 8 credited disputed
     documents of either sign, up to 2 credited unjudged slots, up to 4 ideal-only disputed documents and up to 3
     ideal-only unjudged ones, with or without a judged relevant document, at cutoffs from 1 to all."""
     rows = []
     for _ in range(count):
-        disputed = [rng.choice((-1.0, 1.0)) / np.log2(rng.randint(2, 12)) for _ in range(rng.randint(0, 9))]
+        disputed = [rng.choice((-1.0, 1.0)) / np.log2(rng.randint(2, 12)) for _ in range(rng.randint(0, 8))]
         docs = [f"d{i}" for i in range(len(disputed))]
         ideal_only = [f"i{i}" for i in range(rng.randint(0 if disputed else 1, 4))]
         sets = [sorted(rng.sample((0.0, 1.0, 2.0, 3.0), rng.randint(2, 3))) for _ in docs + ideal_only]
@@ -154,7 +154,8 @@ def random_pair_worlds(rng: random.Random, count: int) -> pl.DataFrame:
             "weights": [rng.choice((-1.0, 1.0)) / np.log2(rng.randint(2, 12)) for _ in range(rng.randint(0, 2))],
             "ideal_only_fewest": fewest,
             "ideal_only_most": fewest + rng.choice((0, 0, 2)),
-            "judged_ideal": [float(rng.randint(1, 3)) for _ in range(rng.choice((0, 0, 1, 3, 12)))],
+            # Half without a judged relevant document: the ideal may stay 0.
+            "judged_ideal": [float(rng.randint(1, 3)) for _ in range(rng.choice((0, 0, 0, 1, 3, 12)))],
             "levels": [0.0, 1.0, 2.0, 3.0],
             "disputed_weights": disputed,
             "disputed_sets": sets[: len(docs)],
@@ -165,7 +166,7 @@ def random_pair_worlds(rng: random.Random, count: int) -> pl.DataFrame:
     return pl.DataFrame(rows, schema_overrides={"cutoff": pl.Int32})
 
 
-@pytest.mark.parametrize("zero_if_no_ideal", [False, True])
+@pytest.mark.parametrize("zero_if_no_ideal", [False, pytest.param(True, marks=pytest.mark.slow)])  # ~1 s each
 def test_the_batched_disputed_worlds_are_the_programme_one_multiset_at_a_time(
     zero_if_no_ideal: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -176,7 +177,7 @@ def test_the_batched_disputed_worlds_are_the_programme_one_multiset_at_a_time(
     from judged.transforms import disputed_worlds
     from judged.transforms.paired_intervals import DIFFERENCE_INPUTS, difference_interval, differences_of_worlds
 
-    frame = random_pair_worlds(random.Random(37 + zero_if_no_ideal), 60)
+    frame = random_pair_worlds(random.Random(37 + zero_if_no_ideal), 50)
     batched = differences_of_worlds(frame.select(pl.struct(DIFFERENCE_INPUTS).alias("w"))["w"], zero_if_no_ideal)
     monkeypatch.setattr(disputed_worlds, "DISPUTED_WORLD_CELLS_MAX", 0)
     valued = 0
@@ -193,4 +194,4 @@ def test_the_batched_disputed_worlds_are_the_programme_one_multiset_at_a_time(
         assert found[2] == ("exact" if alone[2] else "bound"), row
         assert (found[0], found[1]) == (pytest.approx(alone[0], abs=1e-12), pytest.approx(alone[1], abs=1e-12)), row
         valued += 1
-    assert valued >= 50
+    assert valued >= 40
