@@ -667,15 +667,27 @@ class Report:
         return next((r for r in self.results if r.tool == tool), None)
 
 
-def machine_info() -> dict[str, str]:
-    cpu = platform.processor() or platform.machine()
+def cpu_model() -> str:
+    """The first processor's model name, with its family, model number and clock from /proc/cpuinfo: a virtual
+    machine often names only the brand ("Intel(R) Xeon(R) Processor"), and the numbers tell its generations apart."""
+    found: dict[str, str] = {}
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
+            key, _, value = line.partition(":")
+            key = key.strip()
+            if not key and found:
+                break  # the first processor's block ends
+            found.setdefault(key, value.strip())
     except OSError:
         pass
+    name = found.get("model name") or platform.processor() or platform.machine()
+    details = [f"{label} {found[key]}" for key, label in (("cpu family", "family"), ("model", "model"),
+                                                          ("cpu MHz", "MHz")) if found.get(key)]
+    return f"{name} ({', '.join(details)})" if details else name
+
+
+def machine_info() -> dict[str, str]:
+    cpu = cpu_model()
     memory = "?"
     try:
         for line in Path("/proc/meminfo").read_text().splitlines():
