@@ -6,7 +6,8 @@ process tunings (`tune_process`: its jemalloc options, set before Polars loads),
 Usage: `python benchmarks/tools/flow_phases.py run evaluate QRELS RUN --warehouse FRESH ... 2> LOG` (any judged
 command line after `run`; the flow's tasks run as they do in `judged`), then `python benchmarks/tools/flow_phases.py
 table LOG [LOG ...]` for one column per log. The steps are wrapped by name, so a checkout whose functions moved gives
-fewer lines. benchmarks/README.md ("The flow at L, phase by phase") shows what it found.
+fewer lines. benchmarks/README.md ("The flow at L, phase by phase"; with CPU, "The flow at L against pytrec_eval and
+trec_eval, on the Intel Xeon") shows what it found.
 """
 
 from __future__ import annotations
@@ -73,7 +74,7 @@ def _with_store_phases(module_name: str, name: str) -> None:
 
     @functools.wraps(original)
     def measured(*args: Any, **kwargs: Any) -> Any:
-        phases = kwargs.setdefault("phases", Phases()) or Phases()
+        phases = kwargs.get("phases") or Phases()
         kwargs["phases"] = phases
         try:
             return original(*args, **kwargs)
