@@ -69,6 +69,7 @@ class Inputs:
     stored_run: Path | None  # a run stored by `judged ingest-run` (W/run_rows/<run_id>), for judged-stored
     work: Path  # outputs, warehouses
     prefect_home: Path
+    run_rows: int = 0  # the run's rows (the manifest's), from which a tool's memory is foreseen
 
 
 @dataclass(frozen=True)
@@ -80,6 +81,9 @@ class Tool:
     env: Callable[[Inputs], dict[str, str]] = lambda inputs: {}
     tolerance: float = TOLERANCE
     prints_values: bool = True  # False: its output is not per-query NDCG (the ingest), so nothing to compare
+    # The peak RSS (MiB) it is foreseen to reach on these inputs: it is skipped, with the reason, where that does not
+    # fit (`memory_shortfall`). None: not foreseen.
+    expected_peak_mib: Callable[[Inputs], float] | None = None
 
 
 def _judged() -> list[str]:
@@ -119,6 +123,50 @@ def _always(inputs: Inputs) -> str | None:
     return None
 
 
+# pytrec_eval holds both parsed files as Python dicts of dicts: its peak grows with the run's rows, 1,197 MiB at M
+# (6.87M rows) and 8,367 MiB at L (48.99M rows) as measured by this harness, ~179 bytes a row over ~30 MiB. A little
+# more is foreseen, so that a machine where it would only just fit skips it.
+PYTREC_EVAL_BYTES_PER_ROW = 180
+PYTREC_EVAL_BASE_MIB = 40.0
+# What a tool's foreseen peak must leave of the available memory: the harness, the page cache of the files it reads,
+# and the estimate's own error.
+MEMORY_HEADROOM = 1.15
+
+
+def _pytrec_eval_peak_mib(inputs: Inputs) -> float:
+    return PYTREC_EVAL_BASE_MIB + inputs.run_rows * PYTREC_EVAL_BYTES_PER_ROW / 2**20
+
+
+def available_memory_mib() -> float | None:
+    """The memory the kernel says a new process could take without swapping (`MemAvailable`), in MiB; None where it
+    does not say."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    try:
+        import psutil
+
+        return psutil.virtual_memory().available / 2**20
+    except ImportError:
+        return None
+
+
+def memory_shortfall(expected_mib: float, available_mib: float | None, max_rss_mib: float | None) -> str | None:
+    """Why a tool foreseen to peak at `expected_mib` is not run (None: it fits): above the harness's own bound
+    (`--max-rss-mib`, which would kill it after most of its time), or more than the available memory allows with
+    `MEMORY_HEADROOM`."""
+    if max_rss_mib and expected_mib > max_rss_mib:
+        return (f"needs about {expected_mib / 1024:.1f} GiB at this size, above --max-rss-mib {max_rss_mib:.0f}, "
+                "which would kill it")
+    if available_mib is not None and expected_mib * MEMORY_HEADROOM > available_mib:
+        return (f"needs about {expected_mib / 1024:.1f} GiB at this size ({expected_mib * MEMORY_HEADROOM / 1024:.1f} "
+                f"GiB with headroom), {available_mib / 1024:.1f} GiB available (MemAvailable)")
+    return None
+
+
 def _stored_run(inputs: Inputs) -> str | None:
     return None if inputs.stored_run and inputs.stored_run.is_dir() else "no stored run (its ingest failed)"
 
@@ -147,6 +195,20 @@ SEED = REPO / "data" / "seed"
 def _seed_args(*extra: str) -> list[str]:
     return [*_judged(), "evaluate", str(SEED / "qrels.txt"), str(SEED / "run.txt"), *extra, "--preset", "trec_eval",
             "--cutoffs", str(CUTOFF), "--format", "trec"]
+
+
+def server_to_start(inputs: Inputs) -> bool:
+    """Whether a flow command started now starts a Prefect server of its own: no server is configured
+    (PREFECT_API_URL) and judged's local server does not run under the harness's PREFECT_HOME (its state file
+    names no live server whose API answers), or every command starts Prefect's temporary server
+    (JUDGED_PREFECT_SERVER=temporary). A warehouse command after the first reuses the local server."""
+    from judged.flows.pipeline.server import MODE_VARIABLE, running_server
+
+    if os.environ.get("PREFECT_API_URL"):
+        return False
+    if os.environ.get(MODE_VARIABLE) == "temporary":
+        return True
+    return running_server(inputs.prefect_home) is None
 
 
 def stop_local_server(inputs: Inputs, log: Callable[[str], None]) -> None:
@@ -238,12 +300,14 @@ TOOLS: dict[str, Tool] = {
             "pytrec_eval-terrier: parse_qrel/parse_run in Python, RelevanceEvaluator ndcg_cut.10",
             lambda i, scratch: [sys.executable, str(TOOLS_DIR / "pytrec_eval_ndcg.py"), str(i.qrels), str(i.run_text)],
             _all(_text_run, _module("pytrec_eval")),
+            expected_peak_mib=_pytrec_eval_peak_mib,
         ),
         Tool(
             "ir_measures",
             "ir_measures: read_trec_qrels/read_trec_run, iter_calc([nDCG@10]) (pytrec_eval provider)",
             lambda i, scratch: [sys.executable, str(TOOLS_DIR / "ir_measures_ndcg.py"), str(i.qrels), str(i.run_text)],
             _all(_text_run, _module("ir_measures")),
+            expected_peak_mib=_pytrec_eval_peak_mib,  # its provider for nDCG@10 is pytrec_eval
         ),
         Tool(
             "ranx-text",
@@ -289,6 +353,7 @@ class Measurement:
     exit_code: int
     output: Path
     stderr_tail: str = ""
+    started_server: bool = False  # a flow tool's repetition that started a Prefect server (`server_to_start`)
 
 
 def _tree_rss(process: object) -> int:
@@ -602,15 +667,27 @@ class Report:
         return next((r for r in self.results if r.tool == tool), None)
 
 
-def machine_info() -> dict[str, str]:
-    cpu = platform.processor() or platform.machine()
+def cpu_model() -> str:
+    """The first processor's model name, with its family, model number and clock from /proc/cpuinfo: a virtual
+    machine often names only the brand ("Intel(R) Xeon(R) Processor"), and the numbers tell its generations apart."""
+    found: dict[str, str] = {}
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
+            key, _, value = line.partition(":")
+            key = key.strip()
+            if not key and found:
+                break  # the first processor's block ends
+            found.setdefault(key, value.strip())
     except OSError:
         pass
+    name = found.get("model name") or platform.processor() or platform.machine()
+    details = [f"{label} {found[key]}" for key, label in (("cpu family", "family"), ("model", "model"),
+                                                          ("cpu MHz", "MHz")) if found.get(key)]
+    return f"{name} ({', '.join(details)})" if details else name
+
+
+def machine_info() -> dict[str, str]:
+    cpu = cpu_model()
     memory = "?"
     try:
         for line in Path("/proc/meminfo").read_text().splitlines():
@@ -722,6 +799,7 @@ def run_benchmark(
         stored_run=Path(stored_run) if stored_run else None,
         work=work,
         prefect_home=Path(data_dir) / "prefect-home",
+        run_rows=int(manifest["run_rows"]),
     )
     inputs.prefect_home.mkdir(parents=True, exist_ok=True)
     byte_compile_judged(log)
@@ -750,6 +828,8 @@ def _run_tools(
         result = ToolResult(name, command, env)
         results.append(result)
         reason = tool.needs(inputs)
+        if not reason and tool.expected_peak_mib:
+            reason = memory_shortfall(tool.expected_peak_mib(inputs), available_memory_mib(), max_rss_mib)
         if reason:
             result.skipped = reason
             log(f"{name}: skipped ({reason})")
@@ -759,10 +839,12 @@ def _run_tools(
             result.load.append(os.getloadavg()[0])
             result.codes.append(code_fingerprint())
             scratch = Path(tempfile.mkdtemp(prefix=f"{name}-rep{rep}-", dir=work))
+            cold = name in FLOW_TOOLS and server_to_start(inputs)
             try:
                 m = measure(tool.argv(inputs, scratch), work / f"{name}.rep{rep}.out", env, timeout, max_rss_mib)
             finally:
                 shutil.rmtree(scratch, ignore_errors=True)  # the warehouse is fresh for every repetition
+            m.started_server = cold
             result.measurements.append(m)
             peak = f"{m.peak_rss_mib:.0f} MiB" if m.peak_rss_mib is not None else "?"
             failed = f", exit {m.exit_code}" if m.exit_code else ""
@@ -843,11 +925,12 @@ def table_rows(report: Report) -> list[list[str]]:
     rows = []
     for result in report.results:
         if result.skipped:
-            rows.append([result.tool, "-", "-", "-", "-", "-", "-", "-", f"skipped: {result.skipped}"])
+            rows.append([result.tool, *["-"] * (len(HEADER) - 2), f"skipped: {result.skipped}"])
             continue
         wall = result.median("wall")
         ratio = f"{wall / reference_wall:.1f}x" if wall and reference_wall else "-"
-        reps = " / ".join(_format(m.wall, 2) + ("!" if m.exit_code else "") for m in result.measurements)
+        reps = " / ".join(_format(m.wall, 2) + ("^" if m.started_server else "") + ("!" if m.exit_code else "")
+                          for m in result.measurements)
         if result.failed and not result.ok_runs:
             agreement = f"FAILED ({result.failed.splitlines()[0]})"
         else:
@@ -859,35 +942,61 @@ def table_rows(report: Report) -> list[list[str]]:
             if not result.outputs_identical:
                 agreement += "; outputs differ between reps"
         load = " / ".join(f"{value:.1f}" for value in result.load)
-        rows.append([result.tool, _format(wall, 2), reps, _format(result.median("cpu"), 2), load,
+        rows.append([result.tool, _format(wall, 2), reps, spread(result), _format(result.median("cpu"), 2), load,
                      _format(result.median("peak_rss_mib"), 0),
                      _format(result.median("tree_rss_mib"), 0), ratio, agreement])
     return rows
 
 
-HEADER = ["tool", "wall median (s)", "reps (s)", "CPU user+sys median (s)", "load avg before reps",
+def spread(result: ToolResult) -> str:
+    """The run-to-run spread of a tool's successful repetitions: the range of their walls, and that range as a share
+    of their median ("-" for fewer than two)."""
+    walls = [m.wall for m in result.ok_runs if m.wall is not None]
+    if len(walls) < 2:
+        return "-"
+    low, high = min(walls), max(walls)
+    return f"{low:.2f}-{high:.2f} ({(high - low) / statistics.median(walls):.0%})"
+
+
+HEADER = ["tool", "wall median (s)", "reps (s)", "spread: min-max (s, % of median)", "CPU user+sys median (s)",
+          "load avg before reps",
           "peak RSS median (MiB)", "tree RSS sum, sampled (MiB)",
           "wall vs judged-text", "agreement with judged trec_eval preset"]
 
 
 def speed_ups(report: Report, markdown: bool = False) -> list[str]:
-    """How many times faster each judged path was than each other tool (their median walls), and the ingest rate."""
+    """How many times faster each judged path was than each other tool (their median walls; a flow tool's over the
+    repetitions on a running local server when it has any, as a warehouse command after the first finds it), and the
+    ingest rate."""
     def wall(tool: str) -> float | None:
         result = report.result(tool)
         return result.median("wall") if result and not result.skipped else None
 
-    judged = [tool for tool in JUDGED_TOOLS if wall(tool)]
+    def judged_wall(tool: str) -> float | None:
+        if tool in FLOW_TOOLS and wall(tool):
+            return warm_wall(report.result(tool))  # type: ignore[arg-type]
+        return wall(tool)
+
+    judged = [tool for tool in JUDGED_TOOLS if judged_wall(tool)]
     others = [tool for tool in REFERENCE_TOOLS if wall(tool)]
     lines = []
+    if any(m.started_server for r in report.results for m in r.measurements):
+        lines.append("^: the repetition started a Prefect server (no local server ran; the later flow commands "
+                     "reuse the one it started, unless each starts Prefect's temporary server)")
     if judged and others:
         header = ["speed-up (tool wall / judged wall)", *others]
-        rows = [[tool, *(f"{wall(other) / wall(tool):.1f}x" for other in others)] for tool in judged]  # type: ignore[operator]
+        rows = [[tool, *(f"{wall(other) / judged_wall(tool):.1f}x" for other in others)]  # type: ignore[operator]
+                for tool in judged]
         if markdown:
             lines += ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
             lines += ["| " + " | ".join(row) + " |" for row in rows]
         else:
             widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
             lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in [header, *rows]]
+        warm = [tool for tool in judged if tool in FLOW_TOOLS and judged_wall(tool) != wall(tool)]
+        if warm:
+            lines.append(f"({', '.join(warm)}: the median of the repetitions on a running local server, "
+                         + ", ".join(f"{judged_wall(tool):.2f} s" for tool in warm) + ")")
     for tool in INGEST_TOOLS:
         ingest = wall(tool)
         if not ingest:
@@ -908,6 +1017,13 @@ def speed_ups(report: Report, markdown: bool = False) -> list[str]:
                          "whole process's): " + "; ".join(f"{phase} {wall:.2f} s wall / {cpu:.2f} s CPU"
                                                           for phase, (wall, cpu) in phases.items()))
     return lines
+
+
+def warm_wall(result: ToolResult) -> float | None:
+    """A flow tool's median wall over its repetitions on a running local server (a warehouse command after the
+    first); over all of them when every one started it."""
+    warm = [m.wall for m in result.ok_runs if not m.started_server and m.wall is not None]
+    return statistics.median(warm) if warm else result.median("wall")
 
 
 def store_phases(outputs: list[Path]) -> dict[str, tuple[float, float]]:
@@ -1041,6 +1157,7 @@ def report_json(report: Report) -> dict:
                 "peak_rss_mib": [m.peak_rss_mib for m in r.measurements],
                 "tree_rss_mib": [m.tree_rss_mib for m in r.measurements],
                 "exit_codes": [m.exit_code for m in r.measurements],
+                "started_server": [m.started_server for m in r.measurements],
                 "agreement": None if r.agreement is None else {
                     "summary": r.agreement.summary(),
                     "common": r.agreement.n_common,

@@ -9,9 +9,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from benchmarks import store_floor
+from benchmarks import run as harness, store_floor
 from benchmarks.generate import generate
-from benchmarks.run import HEADER, format_report, run_benchmark
+from benchmarks.run import HEADER, format_report, memory_shortfall, run_benchmark
 
 REQUIRED_TOOLS = ["judged-text", "judged-text-json", "judged-parquet", "judged-stored", "pytrec_eval"]
 
@@ -107,6 +107,47 @@ def test_ingest_is_timed_without_comparing_values(tmp_path: Path) -> None:
         assert f"{name}, the reading and storing itself" in text
         assert f"{name}, where the store's time went" in text
     assert "M rows/s" in text and "order " in text and "write " in text
+
+
+def test_memory_shortfall_says_why_a_tool_does_not_fit() -> None:
+    assert memory_shortfall(8_400, 22_000, None) is None
+    assert memory_shortfall(8_400, 22_000, 18_000) is None
+    too_little = memory_shortfall(8_400, 9_000, None)
+    assert too_little and "8.2 GiB" in too_little and "8.8 GiB available (MemAvailable)" in too_little
+    bounded = memory_shortfall(8_400, 22_000, 4_000)
+    assert bounded and "above --max-rss-mib 4000" in bounded
+    assert memory_shortfall(8_400, None, None) is None  # nothing known of the memory: it runs
+
+
+def test_pytrec_eval_is_skipped_with_its_reason_where_memory_is_short(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(harness, "available_memory_mib", lambda: 1.0)
+    report = run_benchmark("tiny", tmp_path, reps=1, tools=["judged-text", "pytrec_eval"], log=lambda message: None)
+    skipped = report.result("pytrec_eval").skipped
+    assert skipped and "available (MemAvailable)" in skipped
+    assert report.result("judged-text").ok_runs  # a tool without a foreseen peak runs
+    assert f"skipped: {skipped}" in format_report(report)
+
+
+def test_the_table_shows_each_tools_spread_and_the_repetition_that_started_the_server(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As in a harness run on judged's local server: the first flow command finds none and starts it.
+    found = iter([True, False])
+    monkeypatch.setattr(harness, "server_to_start", lambda inputs: next(found))
+    tools = ["judged-text", "judged-flow-text"]
+    report = run_benchmark("tiny", tmp_path, reps=2, tools=tools, log=lambda message: None)
+    rows = {row[0]: row for row in harness.table_rows(report)}
+    spread = rows["judged-text"][HEADER.index("spread: min-max (s, % of median)")]
+    assert spread.count("-") == 1 and spread.endswith("%)")
+    assert [m.started_server for m in report.result("judged-flow-text").measurements] == [True, False]
+    assert rows["judged-flow-text"][HEADER.index("reps (s)")].split(" / ")[0].endswith("^")
+    text = format_report(report)
+    assert "^: the repetition started a Prefect server" in text
+    # The speed-ups take the flow's repetitions after the server's start; there is no reference tool here.
+    flow = report.result("judged-flow-text")
+    assert harness.warm_wall(flow) == flow.measurements[1].wall
 
 
 @pytest.mark.parametrize("source", ["text", "parquet"])
