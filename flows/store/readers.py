@@ -394,14 +394,20 @@ def _read_csv_in_pieces(
     with path.open("rb", buffering=0) as handle:
         fd = handle.fileno()
         start, end = (0, path.stat().st_size) if window is None else (window.start, window.end)
-        pieces = []
-        for start, end in itertools.pairwise([start, *_piece_ends(fd, end, piece_bytes, start)]):
-            data = os.pread(fd, end - start, start)
-            # Polars drops a byte order mark that begins what it reads; the grammar, only the file's first.
-            if start > 0 and data.startswith(_BYTE_ORDER_MARK_BYTES):
-                raise _NotPlain("a line after the first begins with a byte order mark")
-            pieces.append(pl.read_csv(data, **options))
+        pieces = [_read_csv_piece(fd, start, end, options)
+                  for start, end in itertools.pairwise([start, *_piece_ends(fd, end, piece_bytes, start)])]
     return pl.concat(pieces, rechunk=False)
+
+
+def _read_csv_piece(fd: int, start: int, end: int, options: dict[str, Any]) -> pl.DataFrame:
+    """Polars' CSV reader over the bytes [start, end) of an open file. The bytes are let go when it returns, before
+    the next piece is read, so the next piece reuses their memory: with two pieces held at once the block freed is
+    too small for the next one, and most pieces' pages are faulted in anew (29k page faults more at M, 112 MB)."""
+    data = os.pread(fd, end - start, start)
+    # Polars drops a byte order mark that begins what it reads; the grammar, only the file's first.
+    if start > 0 and data.startswith(_BYTE_ORDER_MARK_BYTES):
+        raise _NotPlain("a line after the first begins with a byte order mark")
+    return pl.read_csv(data, **options)
 
 
 def _piece_ends(fd: int, size: int, piece_bytes: int, start: int = 0) -> list[int]:
