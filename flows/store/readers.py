@@ -18,7 +18,7 @@ import sys
 import threading
 import tomllib
 from collections.abc import Callable, Iterable
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
@@ -456,14 +456,17 @@ def _read_fast_in_memory(
         schema = rows.collect_schema()
         if len(schema) != len(columns) + 1:
             return None
-        # The query ids are looked at once a stretch of one id; the stretches are kept for the plan
-        # (`LoadedTable.stretches`).
-        stretches = stretches_of(rows.select(QUERY).collect(engine="in-memory").to_series())
-        # The blanks are looked for a slice at a time (`blank_in_slices`): one column joined whole could be large.
-        checks = [check for check in row_checks(schema) if check.meta.output_name() != "blank"]
-        found = rows.select(*checks, *(tag_summary() if TAG in columns else [])).collect(engine="in-memory").row(
-            0, named=True) | stretches.select(query_ids_check(pl.col(QUERY))).row(0, named=True) | {
-            "blank": blank_in_slices(read)}
+        # The blanks are looked for a slice at a time (`blank_in_slices`: one column joined whole could be large), in
+        # a thread beside the other checks: Polars runs each of these checks on one core, and the other core is idle.
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="judged-blanks") as beside:
+            blank = beside.submit(blank_in_slices, read)
+            # The query ids are looked at once a stretch of one id; the stretches are kept for the plan
+            # (`LoadedTable.stretches`).
+            stretches = stretches_of(rows.select(QUERY).collect(engine="in-memory").to_series())
+            checks = [check for check in row_checks(schema) if check.meta.output_name() != "blank"]
+            found = rows.select(*checks, *(tag_summary() if TAG in columns else [])).collect(engine="in-memory").row(
+                0, named=True) | stretches.select(query_ids_check(pl.col(QUERY))).row(0, named=True) | {
+                "blank": blank.result()}
     except (pl.exceptions.PolarsError, OSError, UnicodeDecodeError, _NotPlain):
         return None
     if any(found[check] for check in DECLINING):
