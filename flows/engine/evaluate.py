@@ -237,7 +237,7 @@ def choose_read(run: LoadedTable, spec: EvaluationSpec, limits: Limits) -> PartR
         return PartRead(Read.STORED_HEAD, f"each query's first {positions} rows, in stored order")
     if run.in_memory:  # held rows, where a slice costs nothing
         n_rows = run.scan.select(pl.len()).collect().item()
-        bounds = candidate_bounds(run.scan, n_rows, limits.candidate_part_rows)
+        bounds = candidate_bounds(run.scan, n_rows, limits.candidate_part_rows, run.stretches)
         if bounds is not None:
             return PartRead(Read.IN_PARTS, f"{n_rows:,} rows held, in {len(bounds)} parts of whole queries", bounds)
         if n_rows <= limits.candidate_part_rows:
@@ -493,14 +493,17 @@ def judgment_rows_of_part(judgments: LoadedTable, spec: EvaluationSpec) -> pl.La
     return rows
 
 
-def candidate_bounds(rows: pl.LazyFrame, n_rows: int, part_rows: int) -> tuple[tuple[int, int], ...] | None:
+def candidate_bounds(
+    rows: pl.LazyFrame, n_rows: int, part_rows: int, stretches: pl.DataFrame | None = None
+) -> tuple[tuple[int, int], ...] | None:
     """For rows held in memory (where a slice costs nothing): slices of about `part_rows` rows, whole stretches
     each, whose candidates are found one at a time, when there are more rows than that and the rows list each
     query in one stretch; otherwise None, and the candidates of all of them are found at once (which puts a
-    query's stretches together)."""
+    query's stretches together). `stretches`: the rows' `stretch_starts` when the reader found them already."""
     if n_rows <= part_rows:
         return None
-    stretches = stretch_starts(rows).collect()
+    if stretches is None:
+        stretches = stretch_starts(rows).collect()
     if stretches["query_id"].n_unique() < stretches.height:
         return None  # a query in several stretches
     starts = stretches["start"]

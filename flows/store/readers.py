@@ -18,7 +18,7 @@ import sys
 import threading
 import tomllib
 from collections.abc import Callable, Iterable
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
@@ -39,6 +39,7 @@ from judged.schemas.provenance import JudgmentSetMetadata, RunMetadata, table_id
 from judged.transforms.assessors import names_assessors
 from judged.transforms.errors import InputError
 from judged.transforms.parse import SWAPPED_HINT, ignored_run_columns, in_contract, raise_first_problem
+from judged.transforms.ranking import stretches_of
 from judged.transforms.trec_grammar import BLANKS, BYTE_ORDER_MARK, RUN_Q0
 from judged.transforms.shards import (
     RunLayout, in_shard, query_buckets, shards_of_buckets, together, with_bucket,
@@ -86,6 +87,10 @@ class LoadedTable:
     # what reading the file found that its reader must not miss (run columns beyond the sixth, ignored): the command
     # line prints them on stderr as they are read, the Python API puts them in its results' warnings
     warnings: tuple[str, ...] = ()
+    # `start` and `query_id` of every stretch of one query id of `scan`'s rows (`transforms.ranking.stretch_starts`),
+    # when the fast reader found them in memory: the plan cuts the rows at them without comparing every id again.
+    # Valid for `scan` as read: a table of other rows (`load` of a shard, `load_queries`) has none.
+    stretches: pl.DataFrame | None = None
 
     @property
     def name(self) -> str:
@@ -127,7 +132,7 @@ class LoadedTable:
         if shard is None:
             return self
         in_this_part = self.frame.filter(self._shard_of_rows(of) == shard)
-        return replace(self, scan=in_this_part.lazy(), in_memory=True)
+        return replace(self, scan=in_this_part.lazy(), in_memory=True, stretches=None)
 
     def load_queries(self, queries: pl.DataFrame, without: bool = False) -> LoadedTable:
         """Its rows of these queries (`query_id`; `without`: of every other query), held in memory: the judgments
@@ -135,7 +140,7 @@ class LoadedTable:
         is read once, on first use, as `frame`."""
         how = "anti" if without else "semi"
         in_these = self.frame.join(queries.select(QUERY), on=QUERY, how=how, maintain_order="left")
-        return replace(self, scan=in_these.lazy(), in_memory=True)
+        return replace(self, scan=in_these.lazy(), in_memory=True, stretches=None)
 
     def query_blocks(self, batch_rows: int) -> pl.DataFrame | None:
         """Each query's rows as one block, in the order of the file (`query_id`, `n_rows`), when every query's rows
@@ -332,6 +337,7 @@ class ParsedTable:
     query_rows: pl.DataFrame | None = None  # `query_id` -> `n_rows`, when the reading pass counted them
     warnings: tuple[str, ...] = ()  # what the reader must not miss about the file (`ignored_columns_warning`)
     duplicate_free: bool = False  # proven by the reading pass (`ReadingPass`): no (query, document) pair twice
+    stretches: pl.DataFrame | None = None  # of the rows read in memory by the fast reader (`LoadedTable.stretches`)
 
 
 _NEWLINE = ord("\n")
@@ -388,14 +394,20 @@ def _read_csv_in_pieces(
     with path.open("rb", buffering=0) as handle:
         fd = handle.fileno()
         start, end = (0, path.stat().st_size) if window is None else (window.start, window.end)
-        pieces = []
-        for start, end in itertools.pairwise([start, *_piece_ends(fd, end, piece_bytes, start)]):
-            data = os.pread(fd, end - start, start)
-            # Polars drops a byte order mark that begins what it reads; the grammar, only the file's first.
-            if start > 0 and data.startswith(_BYTE_ORDER_MARK_BYTES):
-                raise _NotPlain("a line after the first begins with a byte order mark")
-            pieces.append(pl.read_csv(data, **options))
+        pieces = [_read_csv_piece(fd, start, end, options)
+                  for start, end in itertools.pairwise([start, *_piece_ends(fd, end, piece_bytes, start)])]
     return pl.concat(pieces, rechunk=False)
+
+
+def _read_csv_piece(fd: int, start: int, end: int, options: dict[str, Any]) -> pl.DataFrame:
+    """Polars' CSV reader over the bytes [start, end) of an open file. The bytes are let go when it returns, before
+    the next piece is read, so the next piece reuses their memory: with two pieces held at once the block freed is
+    too small for the next one, and most pieces' pages are faulted in anew (29k page faults more at M, 112 MB)."""
+    data = os.pread(fd, end - start, start)
+    # Polars drops a byte order mark that begins what it reads; the grammar, only the file's first.
+    if start > 0 and data.startswith(_BYTE_ORDER_MARK_BYTES):
+        raise _NotPlain("a line after the first begins with a byte order mark")
+    return pl.read_csv(data, **options)
 
 
 def _piece_ends(fd: int, size: int, piece_bytes: int, start: int = 0) -> list[int]:
@@ -444,18 +456,23 @@ def _read_fast_in_memory(
         schema = rows.collect_schema()
         if len(schema) != len(columns) + 1:
             return None
-        # The blanks are looked for a slice at a time (`blank_in_slices`): one column joined whole could be large.
-        checks = [check for check in row_checks(schema) if check.meta.output_name() != "blank"]
-        found = rows.select(
-            *checks, query_ids_check(pl.col(QUERY).rle().struct.field("value")),
-            *(tag_summary() if TAG in columns else []),
-        ).collect(engine="in-memory").row(0, named=True) | {"blank": blank_in_slices(read)}
+        # The blanks are looked for a slice at a time (`blank_in_slices`: one column joined whole could be large), in
+        # a thread beside the other checks: Polars runs each of these checks on one core, and the other core is idle.
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="judged-blanks") as beside:
+            blank = beside.submit(blank_in_slices, read)
+            # The query ids are looked at once a stretch of one id; the stretches are kept for the plan
+            # (`LoadedTable.stretches`).
+            stretches = stretches_of(rows.select(QUERY).collect(engine="in-memory").to_series())
+            checks = [check for check in row_checks(schema) if check.meta.output_name() != "blank"]
+            found = rows.select(*checks, *(tag_summary() if TAG in columns else [])).collect(engine="in-memory").row(
+                0, named=True) | stretches.select(query_ids_check(pl.col(QUERY))).row(0, named=True) | {
+                "blank": blank.result()}
     except (pl.exceptions.PolarsError, OSError, UnicodeDecodeError, _NotPlain):
         return None
     if any(found[check] for check in DECLINING):
         return None
     common_tag = tag_of(found["some_tag"], found["tags_differ"]) if TAG in columns else None
-    return ParsedTable(in_contract(rows, kind.input_contract), common_tag)
+    return ParsedTable(in_contract(rows, kind.input_contract), common_tag, stretches=stretches)
 
 
 def _fast_scan(path: Path, separator: str, columns: dict[str, pl.DataType]) -> pl.LazyFrame | None:
@@ -822,6 +839,7 @@ class TableReading:
             query_rows=parsed.query_rows if kind.ranked else None,
             warnings=parsed.warnings,
             duplicate_free=parsed.duplicate_free,
+            stretches=parsed.stretches,
         )
         if kind.ranked and not table.in_memory:  # a judgment set's rows are taken into memory whole
             with _SCANNED_TABLES_LOCK:  # a flow's tasks run in threads

@@ -16,7 +16,7 @@ from judged.flows.store.readers import load_table
 from judged.flows.engine.limits import Limits
 from judged.schemas.spec import PRESETS, EvaluationSpec, build_spec
 from judged.transforms.errors import InputError
-from judged.transforms.ranking import candidate_rows, stretch_starts
+from judged.transforms.ranking import candidate_rows, stretch_starts, stretches_of
 from judged.flows.store.reading_pass import last_stretch_start
 
 SPECS = {
@@ -304,6 +304,32 @@ def test_the_last_stretch_starts_where_stretch_starts_says(lengths: list[int]) -
     ids = pl.Series("query_id", [f"q{number % 2}" for number, length in enumerate(lengths) for _ in range(length)])
     expected = stretch_starts(ids.to_frame().lazy()).select(pl.col("start").last()).collect().item()
     assert last_stretch_start(ids) == expected
+
+
+@pytest.mark.parametrize("lengths", [[], [1], [5000], [3, 1], [2, 9000], [7000, 1, 1, 4], [1] * 50])
+def test_stretches_of_ids_in_memory_are_stretch_starts(lengths: list[int]) -> None:
+    """The run-length encoding gives the same stretches as comparing each id with the one before it, a query
+    listed in several stretches included (q0 and q1 alternate)."""
+    ids = pl.Series("query_id", [f"q{number % 2}" for number, length in enumerate(lengths) for _ in range(length)],
+                    dtype=pl.String)
+    assert_frame_equal(stretches_of(ids), stretch_starts(ids.to_frame().lazy()).collect())
+
+
+@pytest.mark.parametrize("order", ["grouped", "blocks", "shuffled"])
+def test_the_fast_readers_stretches_are_those_of_its_rows(tmp_path: Path, order: str) -> None:
+    """A run parsed in memory keeps the stretches its checks found, which the plan cuts its parts at: they are its
+    rows' own, blank lines dropped; a table of other rows (a shard, some queries) keeps none."""
+    lines = run_lines(order)
+    run_file = tmp_path / "run.txt"
+    run_file.write_text("\n".join([*lines[:7], "", "  ", *lines[7:]]) + "\n")
+    run = load_table(run_file, "run")
+    assert run.stretches is not None
+    assert_frame_equal(run.stretches, stretch_starts(run.scan).collect())
+    assert run.load(0, 2).stretches is None
+    assert run.load_queries(pl.DataFrame({"query_id": ["q1"]})).stretches is None
+    rows, part_rows = run.frame.height, 50
+    assert judged.flows.engine.evaluate.candidate_bounds(run.scan, rows, part_rows, run.stretches) == (
+        judged.flows.engine.evaluate.candidate_bounds(run.scan, rows, part_rows))
 
 
 def planned_reads(run: object, judgments: object, spec: EvaluationSpec, limits: Limits = Limits()) -> list[tuple]:
