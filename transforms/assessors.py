@@ -87,7 +87,7 @@ def resolve_assessors(
         if scale:  # the declared scale's grades between the lowest and the highest given
             filled = filled.list.set_intersection(pl.lit(sorted(set(scale)), pl.List(pl.Int32))).list.sort()
         resolved = resolved.with_columns(grade_set=pl.when(pl.col("grade_set").list.len() > 0).then(filled))
-    # One grade (or none): a point, as today; an adjudicated pair: the adjudicator's grade.
+    # One grade (or none): a point, as with one assessor; an adjudicated pair: the adjudicator's grade.
     return resolved.with_columns(
         relevance=pl.coalesce("settled", "relevance"),
         grade_set=pl.when((pl.col("grade_set").list.len() > 1) & pl.col("settled").is_null()).then(pl.col("grade_set")),

@@ -28,7 +28,7 @@ import numpy as np
 import polars as pl
 
 from judged.transforms.intervals import (
-    ENUMERATED_MULTISETS_MAX, count_vectors, distinct_rows, discount_prefix, multisets,
+    ENUMERATED_MULTISETS_MAX, count_vectors, counts_at_levels, discount_prefix, distinct_rows, level_index, multisets,
 )
 
 DISPUTED_TABLE_CELLS_MAX = 4_000_000
@@ -254,20 +254,6 @@ def batch_gains(frame: pl.DataFrame) -> np.ndarray | None:
     return gains
 
 
-def counts_at_levels(rows: np.ndarray, values: np.ndarray, gains: np.ndarray, n_rows: int) -> np.ndarray:
-    """Rows x levels: how many of `values` (each belonging to the row in `rows`) lie at each gain of `gains`
-    (descending; every value one of them)."""
-    column = level_index(values, gains)
-    return np.bincount(rows.astype(np.int64) * gains.size + column, minlength=n_rows * gains.size).reshape(
-        n_rows, gains.size)
-
-
-def level_index(values: np.ndarray, gains: np.ndarray) -> np.ndarray:
-    """The position of each of `values` in `gains` (descending; every value one of them)."""
-    ascending = gains[::-1]
-    return gains.size - 1 - np.searchsorted(ascending, values)
-
-
 def ideal_only_counts(frame: pl.DataFrame, gains: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per world, its ideal-only disputed documents (`disputed_universe_docs` not among its credited
     `disputed_docs`) counted at each level with the lowest gain of their set, and with the highest (worlds x
@@ -290,32 +276,28 @@ def ideal_only_counts(frame: pl.DataFrame, gains: np.ndarray) -> tuple[np.ndarra
             counts_at_levels(world, ideal_only["highest"].to_numpy(), gains, frame.height))
 
 
-def judged_counts(frame: pl.DataFrame, gains: np.ndarray) -> np.ndarray:
-    """Per world, its judged documents of positive gain (`judged_ideal`) counted at each level (worlds x levels)."""
-    judged = (
-        frame.select(pl.col("judged_ideal").list.eval(pl.element().filter(pl.element() > 0)))
-        .with_row_index("world")
-        .explode("judged_ideal")
-        .drop_nulls()
-    )
-    return counts_at_levels(judged["world"].to_numpy(), judged["judged_ideal"].to_numpy(), gains, frame.height)
+def padded_rows(lists: pl.Series) -> tuple[np.ndarray, np.ndarray]:
+    """Lists of floats of unequal lengths as a rows x longest matrix (0 after each row's own values), and each
+    row's length."""
+    counts = lists.list.len().fill_null(0).to_numpy().astype(np.int64)
+    matrix = np.zeros((len(lists), int(counts.max(initial=0))))
+    if matrix.size:
+        rows = np.repeat(np.arange(len(lists)), counts)
+        position = np.arange(rows.size) - np.repeat(np.cumsum(counts) - counts, counts)
+        matrix[rows, position] = lists.explode().drop_nulls().to_numpy()
+    return matrix, counts
 
 
 def credited_disputes(frame: pl.DataFrame, gains: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The credited disputed documents of every world: their weights (worlds x D, D the most any world has, 0 after
-    its own), the gains each may take (worlds x D x levels, bool) and how many each world has."""
-    count = frame["disputed_weights"].list.len().to_numpy().astype(np.int64)
-    widest = int(count.max(initial=0))
-    weights = np.zeros((frame.height, widest))
-    allowed = np.zeros((frame.height, widest, gains.size), dtype=bool)
-    listed = (
-        frame.select("disputed_weights", "disputed_sets").with_row_index("world")
-        .explode("disputed_weights", "disputed_sets").drop_nulls("disputed_weights")
-        .with_columns(position=pl.int_range(pl.len()).over("world"))
+    its own, `padded_rows`), the gains each may take (worlds x D x levels, bool) and how many each world has."""
+    weights, count = padded_rows(frame["disputed_weights"])
+    allowed = np.zeros((*weights.shape, gains.size), dtype=bool)
+    sets = (
+        frame.select("disputed_sets").with_row_index("world").explode("disputed_sets").drop_nulls()
+        .with_columns(position=pl.int_range(pl.len()).over("world")).explode("disputed_sets")
     )
-    if listed.height:
-        weights[listed["world"].to_numpy(), listed["position"].to_numpy()] = listed["disputed_weights"].to_numpy()
-        sets = listed.select("world", "position", "disputed_sets").explode("disputed_sets")
+    if sets.height:
         allowed[sets["world"].to_numpy(), sets["position"].to_numpy(),
                 level_index(sets["disputed_sets"].cast(pl.Float64).to_numpy(), gains)] = True
     return weights, allowed, count

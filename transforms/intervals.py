@@ -741,10 +741,20 @@ def judged_at_levels(frame: pl.DataFrame, levels: np.ndarray) -> np.ndarray:
         .explode("judged_ideal")
         .drop_nulls()
     )
-    column = len(levels) - 1 - np.searchsorted(levels, judged["judged_ideal"].to_numpy())
+    return counts_at_levels(judged["world"].to_numpy(), judged["judged_ideal"].to_numpy(), levels[::-1], frame.height)
+
+
+def counts_at_levels(rows: np.ndarray, values: np.ndarray, levels: np.ndarray, n_rows: int) -> np.ndarray:
+    """Rows x levels: how many of `values` (each belonging to the row in `rows`) lie at each of `levels`
+    (descending; every value one of them)."""
     return np.bincount(
-        judged["world"].to_numpy().astype(np.int64) * len(levels) + column, minlength=frame.height * len(levels)
-    ).reshape(frame.height, len(levels))
+        rows.astype(np.int64) * levels.size + level_index(values, levels), minlength=n_rows * levels.size
+    ).reshape(n_rows, levels.size)
+
+
+def level_index(values: np.ndarray, levels: np.ndarray) -> np.ndarray:
+    """The position of each of `values` in `levels` (descending; every value one of them)."""
+    return levels.size - 1 - np.searchsorted(levels[::-1], values)
 
 
 def slot_matrix(frame: pl.DataFrame, slots: int) -> np.ndarray:

@@ -46,12 +46,11 @@ from judged.schemas.fields import PAIRED_QUERY, QUERY
 from judged.schemas.tables import PAIRED_DIFFERENCE
 from judged.schemas.spec import EvaluationSpec
 from judged.transforms.disputed_worlds import (
-    batch_gains, credited_disputes, disputed_ends_batch, fits_the_kernel, ideal_only_counts, judged_counts,
-    level_index,
+    batch_gains, credited_disputes, disputed_ends_batch, fits_the_kernel, ideal_only_counts, padded_rows,
 )
 from judged.transforms.intervals import (
     INTERVAL_KIND, assignable_grades, discount_prefix, disputed_universe,
-    enumerated_ends_batch, ideal_only_sets, interval_with_disputes, judged_at_levels, position_weight,
+    enumerated_ends_batch, ideal_only_sets, interval_with_disputes, judged_at_levels, level_index, position_weight,
     slot_matrix, unseen_rows, usual_worlds, with_grade_sets, world_rows, worlds_in_batches,
 )
 from judged.transforms.ranking import ordered_sum
@@ -169,10 +168,10 @@ def _disputed_differences(
     if scale.size == 0:
         return taken, low, high, fewest == most
     assignable = np.isin(gains, scale)
-    judged = judged_counts(frame, gains)
+    judged = judged_at_levels(frame, gains[::-1])
     lowest, highest = ideal_only_counts(frame, gains)
     has_judged = judged.sum(axis=1) > 0
-    slots = frame["weights"].list.len().to_numpy()
+    weights, slots = padded_rows(frame["weights"])
     disputed_weights, allowed, n_disputed = credited_disputes(frame, gains)
     taken = (frame["disputed_universe_docs"].list.len().to_numpy() > 0) & fits_the_kernel(
         n_disputed, frame["cutoff"].fill_null(-1).to_numpy(), int((gains > 0).sum()), slots, scale.size)
@@ -207,12 +206,6 @@ def _disputed_differences(
                 add_tasks(without, one_positive, zero_if_no_ideal)
     world = np.concatenate(task_world)
     base, zero = np.concatenate(task_base), np.concatenate(task_zero)
-    widest_slots = int(slots.max(initial=0))
-    weights = np.zeros((n, widest_slots))
-    if widest_slots:
-        listed = frame.select("weights").with_row_index("world").explode("weights").drop_nulls()
-        position = listed.select(pl.int_range(pl.len()).over("world")).to_series().to_numpy()
-        weights[listed["world"].to_numpy(), position] = listed["weights"].to_numpy()
     fixed = frame["fixed"].to_numpy()
     task_low, task_high = np.full(world.size, np.nan), np.full(world.size, np.nan)
     groups = frame.select("cutoff", slots=pl.col("weights").list.len()).with_row_index("world").filter(

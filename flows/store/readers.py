@@ -402,7 +402,7 @@ def _read_csv_in_pieces(
 def _read_csv_piece(fd: int, start: int, end: int, options: dict[str, Any]) -> pl.DataFrame:
     """Polars' CSV reader over the bytes [start, end) of an open file. The bytes are let go when it returns, before
     the next piece is read, so the next piece reuses their memory: with two pieces held at once the block freed is
-    too small for the next one, and most pieces' pages are faulted in anew (29k page faults more at M, 112 MB)."""
+    too small for the next one, and most pieces' pages are faulted in anew (benchmarks/README, the direct path at M)."""
     data = os.pread(fd, end - start, start)
     # Polars drops a byte order mark that begins what it reads; the grammar, only the file's first.
     if start > 0 and data.startswith(_BYTE_ORDER_MARK_BYTES):

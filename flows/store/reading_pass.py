@@ -24,8 +24,8 @@ from judged.transforms.trec_grammar import holds_blank, is_not_a_first_field
 
 # The checks after which the fast reader leaves a file to the exact parser (`row_checks`, `query_ids_check`).
 DECLINING = ("missing", "blank", "nan", "comment")
-# Rows of a table in memory whose text columns are joined at once to look for blanks: about 2 MB of text, whose
-# memory the next slice reuses (a join of 1M rows, 8 MB, takes fresh pages each time: 8.2k page faults at M, not 2.1k).
+# Rows of a table in memory whose text columns are joined at once to look for blanks: a few MB of text, small enough
+# that the next slice reuses its memory instead of faulting in fresh pages (benchmarks/README, the direct path at M).
 SLICE_ROWS = 1 << 18
 # The rows a pass looks at first, to see whether its queries are scattered.
 PEEK_ROWS = 10_000
