@@ -16,7 +16,6 @@ import json
 import os
 import sys
 import threading
-import tomllib
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -290,6 +289,8 @@ def read_sidecar(path: Path, kind: TableKind) -> Metadata:
         return model()
     # Anything else by that name (a folder, a FIFO, a broken link) is refused by `read_bounded_text`: a sidecar
     # that is not read would silently change the input's identity and meaning.
+    import tomllib  # here: it compiles its patterns when imported, a cost an input without a sidecar never needs
+
     try:
         return model.model_validate(tomllib.loads(read_bounded_text(sidecar, "sidecar", SIDECAR_BYTES)))
     except tomllib.TOMLDecodeError as error:

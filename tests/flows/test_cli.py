@@ -546,7 +546,7 @@ def test_swapped_arguments_say_the_order_before_the_sidecars_are_checked(
 def test_what_a_command_loads_follows_what_it_prints(tmp_path: Path, output_format: str) -> None:
     """trec_eval's lines have no place for the intervals: `--format trec` neither computes them nor loads what
     only they need (numpy) or the exact parser and Arrow output need (pyarrow), on inputs the fast reader takes;
-    `--format json` prints the intervals."""
+    `--format json` prints the intervals. Neither loads the TOML parser for inputs without a sidecar."""
     qrels, run = tmp_path / "qrels.txt", tmp_path / "run.txt"
     qrels.write_text("".join(f"q{q} 0 d{d} {(q + d) % 3}\n" for q in range(5) for d in range(0, 20, 2)))
     run.write_text("".join(f"q{q} Q0 d{d} {d + 1} {100 - d} t\n" for q in range(5) for d in range(20)))
@@ -562,7 +562,7 @@ def test_what_a_command_loads_follows_what_it_prints(tmp_path: Path, output_form
         "    except SystemExit as exit:\n"
         "        assert not exit.code, exit.code\n"
         "print(out.getvalue())\n"
-        "print(sorted(m for m in ('numpy', 'pyarrow', 'judged.transforms.intervals') if m in sys.modules))\n"
+        "print(sorted(m for m in ('numpy', 'pyarrow', 'judged.transforms.intervals', 'tomllib') if m in sys.modules))\n"
     )
     done = subprocess.run([sys.executable, "-c", script, str(qrels), str(run), output_format],
                           capture_output=True, text=True, check=True)
@@ -572,6 +572,7 @@ def test_what_a_command_loads_follows_what_it_prints(tmp_path: Path, output_form
         assert sum(line.startswith("ndcg_cut_10\tq") for line in printed) == 5
     else:
         assert "judged.transforms.intervals" in loaded
+        assert "tomllib" not in loaded
         rows = json.loads("\n".join(printed))["evaluations"][0]["per_query"]
         assert all(row["value_min"] <= row["value"] < row["value_max"] for row in rows)  # every odd doc unjudged
 
