@@ -910,10 +910,14 @@ def tune_process() -> None:
     commands that measure them: benchmarks/README.md, "The command line's tunings"):
     - jemalloc's options (`allocator_options`): one arena per core, for a lower peak memory, and freed pages kept
       longer, for fewer page faults. Set before Polars loads, which reads its allocator's options once.
+    - numpy's OpenBLAS with one thread (`OPENBLAS_NUM_THREADS`, unless the user set it). judged does no linear
+      algebra large enough to share; the pool OpenBLAS starts when numpy loads (for the intervals) spins on the core
+      Polars is using, for nothing.
     - at exit, whatever is still alive is frozen (`gc.freeze`), so the interpreter's last cyclic collection does
       not walk the many long-lived objects of the imports and the results, which it could not free anyway.
     The inputs' hashes, started before the engine's imports, are the evaluate command's own (see `evaluate`)."""
     os.environ["_RJEM_MALLOC_CONF"] = allocator_options(os.environ.get("_RJEM_MALLOC_CONF", ""), os.cpu_count() or 1)
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     atexit.register(gc.freeze)
 
 

@@ -479,6 +479,23 @@ def test_the_command_line_sets_the_arenas_before_polars_loads() -> None:
     assert last_options == [f"narenas:{os.cpu_count()}", "dirty_decay_ms:5000"]
 
 
+@pytest.mark.parametrize(("given", "expected"), [(None, "1"), ("3", "3")])
+def test_the_command_line_gives_openblas_one_thread_unless_told_otherwise(given: str | None, expected: str) -> None:
+    """`main` sets OpenBLAS's thread count before a command loads numpy (its pool would spin beside Polars for no
+    work of judged's), and keeps the user's own."""
+    script = (
+        "import os, sys\nfrom judged.flows.cli.app import main\nassert 'numpy' not in sys.modules\n"
+        "sys.argv = ['judged', '--help']\ntry:\n    main()\nexcept SystemExit:\n    pass\n"
+        "print(os.environ['OPENBLAS_NUM_THREADS'])"
+    )
+    environment = {key: value for key, value in os.environ.items() if key != "OPENBLAS_NUM_THREADS"}
+    if given is not None:
+        environment["OPENBLAS_NUM_THREADS"] = given
+    printed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
+                             env=environment, cwd=Path(__file__).resolve().parents[2])
+    assert printed.stdout.strip().splitlines()[-1] == expected
+
+
 def test_the_command_line_freezes_what_is_alive_at_exit() -> None:
     """`main` registers `gc.freeze` at exit: a handler registered before it runs after it and finds objects
     frozen, so the interpreter's last collection has nothing left to walk."""
