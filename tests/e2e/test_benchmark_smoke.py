@@ -4,6 +4,10 @@ one repetition, on the tools installed here. Checks agreement and the printed ta
 from __future__ import annotations
 
 import importlib.util
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import polars as pl
@@ -176,3 +180,37 @@ def test_optional_reference_tools(tool: str, module: str, tmp_path: Path) -> Non
     agreement = result.agreement
     assert not agreement.unexplained and not agreement.only_tool and not agreement.only_reference_nonzero
     assert set(agreement.causes.values()) <= {"tie order"}
+
+
+TOOLS = Path(__file__).resolve().parents[2] / "benchmarks" / "tools"
+
+
+def _parts_off(off: str, qrels: Path, run: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(TOOLS / "json_parts_off.py"), "evaluate", str(qrels), str(run), "--preset", "trec_eval",
+         "--cutoffs", "10", "--format", "json"],
+        capture_output=True, text=True, env={**os.environ, "PARTS_OFF": off},
+    )
+
+
+def test_json_parts_off_switches_off_what_it_names_and_only_that(tmp_path: Path) -> None:
+    """The timing tool's variants differ from the command exactly where they say: constant hashes (another
+    evaluation id), no intervals, or a stub kernel ([0, 1] widened to hold the value); a name it does not know is
+    refused."""
+    generate("tiny", tmp_path, quiet=True)
+    qrels, run = tmp_path / "qrels.txt", tmp_path / "run.txt"
+    outputs = {}
+    for off in ("none", "hash", "intervals", "kernel"):
+        done = _parts_off(off, qrels, run)
+        assert done.returncode == 0, done.stderr
+        outputs[off] = json.loads(done.stdout)["evaluations"][0]
+    ids = {off: output["evaluation_id"] for off, output in outputs.items()}  # made of the inputs' hashes
+    assert ids["hash"] != ids["none"] == ids["intervals"] == ids["kernel"]
+    rows = {off: output["per_query"] for off, output in outputs.items()}
+    assert [row["value"] for row in rows["hash"]] == [row["value"] for row in rows["none"]]
+    assert any(row["value_min"] < row["value_max"] for row in rows["none"])
+    assert all(row["value_min"] is None for row in rows["intervals"])
+    widened = [row for row in rows["kernel"] if row["value_min"] is not None and row["value_min"] < row["value"]]
+    assert widened and all(row["value_min"] == 0.0 for row in widened)
+    refused = _parts_off("kernel,bogus", qrels, run)
+    assert refused.returncode == 1 and "PARTS_OFF" in refused.stderr
