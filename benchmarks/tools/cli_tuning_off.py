@@ -2,9 +2,10 @@
 
 Usage: `TUNING_OFF=NAME python benchmarks/tools/cli_tuning_off.py evaluate ...`, NAME one of `none` (every tuning
 on, as `judged` runs), `arenas` (jemalloc's default arena count instead of one per core), `decay` (Polars' 0.5 s
-before jemalloc gives freed pages back, instead of 5 s), `exit-freeze` (no `gc.freeze` at exit), `blas-threads` (OpenBLAS's own thread count instead of one) and `early-hash`
-(each input hashed only when its hash is asked for, in the main thread, instead of in a thread started before the
-engine's imports; with a warehouse, each file hashed by the reading pass that needs it, as it reads the file).
+before jemalloc gives freed pages back, instead of 5 s), `exit-freeze` (no `gc.freeze` at exit), `blas-threads`
+(OpenBLAS's own thread count instead of one) and `early-hash` (each input hashed only when its hash is asked for,
+in the main thread, instead of in a thread started before the engine's imports; with a warehouse, each file hashed
+by the reading pass that needs it, as it reads the file).
 benchmarks/README.md shows the alternated runs.
 """
 

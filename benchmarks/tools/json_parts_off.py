@@ -1,7 +1,7 @@
 """The `judged` command with parts of what its JSON output promises switched off, to measure what each costs.
 
 Usage: `PARTS_OFF=NAMES python benchmarks/tools/json_parts_off.py evaluate ...`, NAMES a comma-separated list of
-`hash` (the inputs' content hashes replaced by constants: the provenance then names no real input), `intervals`
+`hash` (the inputs' content hashes replaced by constants: the evaluation id then names no real input), `intervals`
 (`evaluate(..., intervals=False)`, as `--format trec` runs it) and `kernel` (the nDCG interval kernel,
 `intervals_of_worlds`, replaced by a stub that gives every world [0, 1]), or `none`. The output is wrong on
 purpose whenever a part is off: this is for timing only. benchmarks/README.md ("The direct path with JSON output at
@@ -20,7 +20,8 @@ from typing import Any
 PARTS = ("hash", "intervals", "kernel")
 OFF = {name for name in os.environ.get("PARTS_OFF", "none").split(",") if name != "none"}
 if not OFF <= set(PARTS):
-    sys.exit(f"json_parts_off: PARTS_OFF must be none or names among {', '.join(PARTS)}, not {sorted(OFF - set(PARTS))}")
+    sys.exit(f"json_parts_off: PARTS_OFF must be none or names among {', '.join(PARTS)}, not "
+             f"{sorted(OFF - set(PARTS))}")
 
 # The command line's entry point and its process-wide tunings, applied before the patches below load Polars (which
 # reads its allocator's options once); `main` applies them again, which adds nothing.
