@@ -12,7 +12,7 @@ import hashlib
 import stat
 import threading
 from collections.abc import Iterable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from pathlib import Path
 
 GZIP_MAGIC = b"\x1f\x8b"
@@ -66,9 +66,21 @@ def file_identity(path: Path) -> tuple[object, ...] | None:
 
 
 def _in_background(paths: Iterable[Path]) -> dict[Path, Future[tuple[str, str]]]:
-    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="judged-hash")
-    futures = {path: pool.submit(content_hashes, path) for path in paths if path.is_file()}
-    pool.shutdown(wait=False)
+    """Hash the files among `paths`, one after another, in one daemon thread: a command that ends first (a usage
+    error found once its inputs' hashes have started, or a `--help`) does not wait at exit for hashes nobody takes."""
+    futures: dict[Path, Future[tuple[str, str]]] = {path: Future() for path in paths if path.is_file()}
+
+    def hash_each() -> None:
+        for path, future in futures.items():
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                future.set_result(content_hashes(path))
+            except BaseException as error:  # raised again to whoever takes the hash
+                future.set_exception(error)
+
+    if futures:
+        threading.Thread(target=hash_each, name="judged-hash", daemon=True).start()
     return futures
 
 
@@ -89,9 +101,10 @@ def hash_in_background(paths: Iterable[Path]) -> dict[Path, Future[tuple[str, st
 def hash_ahead(paths: Iterable[Path]) -> None:
     """Start hashing the files among `paths` now, for this process's reading passes to take later
     (`hash_in_background`): a command that hashes its inputs before it imports the engine uses the core the imports
-    leave idle."""
+    leave idle. A file whose hash was started ahead already, and is unchanged since, is not hashed again."""
     # Each file's identity is taken before its hash starts: a file changed after that is not taken as it was.
-    identities = {path: key for path in paths if (key := file_identity(path)) is not None}
+    with _AHEAD_LOCK:
+        identities = {path: key for path in paths if (key := file_identity(path)) is not None and key not in _AHEAD}
     futures = _in_background(identities)
     with _AHEAD_LOCK:
         for path, future in futures.items():

@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
@@ -112,12 +113,36 @@ def test_a_hash_started_ahead_is_taken_once_by_the_reading_pass(
     assert hashed == [plain, plain]
 
 
+def test_a_file_started_ahead_twice_is_hashed_once_in_a_thread_that_exit_does_not_wait_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The console script and then the command itself start the same file's hash ahead (flows/console.py, `hash_ahead`
+    in `evaluate` with a warehouse): one hash, taken once. The thread is a daemon: a command that ends before anyone
+    takes the hash (a usage error) does not wait for it at exit."""
+    plain = write(tmp_path / "run.txt", RUN_TEXT)
+    hashed: list[Path] = []
+    started = threading.Event()
+
+    def counted_hashes(path: Path) -> tuple[str, str]:
+        hashed.append(path)
+        started.set()
+        assert threading.current_thread().daemon
+        return content_hashes(path)
+
+    monkeypatch.setattr(judged.flows.store.hashing, "content_hashes", counted_hashes)
+    hash_ahead([plain])
+    hash_ahead([plain])
+    assert started.wait(10)
+    assert hash_in_background([plain])[plain].result() == (sha256_of(plain), sha256_of(plain))
+    assert hashed == [plain]
+
+
 def test_a_file_changed_after_its_hash_started_ahead_is_hashed_again(tmp_path: Path) -> None:
     """A file changed since its hash was started ahead (its size or modification time differ) is not given that
     hash: its table's id is that of what it holds now."""
     run = write(tmp_path / "run.txt", RUN_TEXT)
     hash_ahead([run])
-    hash_ahead([run])  # a file's latest hash started ahead is the one kept
+    hash_ahead([run])  # unchanged, and started ahead already: not hashed twice
     changed = RUN_TEXT.replace("tag-x", "tag-y")
     assert len(changed) == len(RUN_TEXT)
     first_seen = run.stat().st_mtime_ns
