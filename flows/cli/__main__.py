@@ -1,5 +1,5 @@
 """`python -m judged.flows.cli`: the same as the `judged` console script."""
 
-from judged.flows.cli import main
+from judged.flows.console import main
 
 main()

@@ -103,9 +103,10 @@ def evaluate(
         (qrels, *runs), names = context.with_resource(materialized([qrels, *runs], wait))
     except InputError as error:
         raise fail(str(error), EXIT_INPUT) from None
-    # Started before the engine's imports: hashing a large run then uses the core the imports leave idle. The
-    # trec_eval-style lines show no evaluation id, so for them the inputs are hashed only if something asks; a
-    # flow's reading passes take the hashes of the inputs they read (the ids of what they store).
+    # Started before the engine's imports (the console script starts them earlier still, before the command line
+    # loads: flows/console.py; those are taken here): hashing a large run then uses the core the imports leave
+    # idle. The trec_eval-style lines show no evaluation id, so for them the inputs are hashed only if something
+    # asks; a flow's reading passes take the hashes of the inputs they read (the ids of what they store).
     hashing = hashes_on_demand if output_format == "trec" else hash_in_background
     hashes = hashing([qrels, *runs]) if warehouse is None else {}
     if warehouse is not None:
@@ -915,7 +916,8 @@ def tune_process() -> None:
       Polars is using, for nothing.
     - at exit, whatever is still alive is frozen (`gc.freeze`), so the interpreter's last cyclic collection does
       not walk the many long-lived objects of the imports and the results, which it could not free anyway.
-    The inputs' hashes, started before the engine's imports, are the evaluate command's own (see `evaluate`)."""
+    The inputs' hashes, started before the command line loads (flows/console.py) or before the engine's imports,
+    are the evaluate command's own (see `evaluate`)."""
     os.environ["_RJEM_MALLOC_CONF"] = allocator_options(os.environ.get("_RJEM_MALLOC_CONF", ""), os.cpu_count() or 1)
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     atexit.register(gc.freeze)
