@@ -1,11 +1,11 @@
 """The `judged` command with parts of what its JSON output promises switched off, to measure what each costs.
 
 Usage: `PARTS_OFF=NAMES python benchmarks/tools/json_parts_off.py evaluate ...`, NAMES a comma-separated list of
-`hash` (the inputs' content hashes replaced by constants: the evaluation id then names no real input), `intervals`
-(`evaluate(..., intervals=False)`, as `--format trec` runs it) and `kernel` (the nDCG interval kernel,
-`intervals_of_worlds`, replaced by a stub that gives every world [0, 1]), or `none`. The output is wrong on
-purpose whenever a part is off: this is for timing only. benchmarks/README.md ("The direct path with JSON output at
-M") shows the alternated runs.
+`hash` (the inputs' content hashes replaced by constants, none started: the evaluation id then names no real
+input), `intervals` (`evaluate(..., intervals=False)`, as `--format trec` runs it) and `kernel` (the nDCG interval
+kernel, `intervals_of_worlds`, replaced by a stub that gives every world [0, 1]), or `none` (the console script as
+`judged` runs it). The output is wrong on purpose whenever a part is off: this is for timing only.
+benchmarks/README.md ("The direct path with JSON output at M") shows the alternated runs.
 """
 
 from __future__ import annotations
@@ -23,14 +23,10 @@ if not OFF <= set(PARTS):
     sys.exit(f"json_parts_off: PARTS_OFF must be none or names among {', '.join(PARTS)}, not "
              f"{sorted(OFF - set(PARTS))}")
 
-# The command line's entry point and its process-wide tunings, applied before the patches below load Polars (which
-# reads its allocator's options once); `main` applies them again, which adds nothing.
-from judged.flows.cli.app import main, tune_process  # noqa: E402
-
-tune_process()
+import judged.flows.store.hashing as hashing  # noqa: E402
+from judged.flows.console import inputs_hashed_ahead, main  # noqa: E402
 
 if "hash" in OFF:
-    import judged.flows.store.hashing as hashing
 
     def constant_hashes(paths: Iterable[Path]) -> dict[Path, Future[tuple[str, str]]]:
         futures: dict[Path, Future[tuple[str, str]]] = {}
@@ -40,6 +36,15 @@ if "hash" in OFF:
         return futures
 
     hashing.hash_in_background = constant_hashes
+    hashing.hash_ahead = lambda paths: None
+else:  # as the console script starts them, before anything below loads (its `main` then finds them started)
+    hashing.hash_ahead(inputs_hashed_ahead(sys.argv[1:]))
+
+# The command line's process-wide tunings, applied before the patches below load Polars (which reads its
+# allocator's options once); `main` applies them again, which adds nothing.
+from judged.flows.cli.app import tune_process  # noqa: E402
+
+tune_process()
 
 if "intervals" in OFF:
     import judged.flows.engine.evaluate as engine
