@@ -56,28 +56,23 @@ def test_the_console_script_starts_the_hashes_before_the_command_line_loads(inpu
     command takes those hashes: each file is hashed once, and the output is the command line's."""
     qrels, run = inputs
     script = (
-        "import contextlib, io, json, sys\n"
+        "import atexit, json, sys\n"
         "import judged.flows.store.hashing as hashing\n"
         "calls, hashed = [], []\n"
         "ahead, hashes = hashing.hash_ahead, hashing.content_hashes\n"
         "hashing.hash_ahead = lambda paths: calls.append(([str(p) for p in paths], 'judged.flows.cli' in sys.modules))"
         " or ahead(paths)\n"
         "hashing.content_hashes = lambda path: hashed.append(str(path)) or hashes(path)\n"
+        "atexit.register(lambda: print(json.dumps({'calls': calls, 'hashed': hashed}), file=sys.stderr))\n"
         "sys.argv = ['judged', 'evaluate', sys.argv[1], sys.argv[2], '--preset', 'trec_eval', '--format', 'json']\n"
         "from judged.flows.console import main\n"
-        "out = io.StringIO()\n"
-        "with contextlib.redirect_stdout(out):\n"
-        "    try:\n"
-        "        main()\n"
-        "    except SystemExit as exit:\n"
-        "        assert not exit.code, exit.code\n"
-        "print(json.dumps({'calls': calls, 'hashed': hashed, 'output': json.loads(out.getvalue())}))\n"
+        "main()\n"
     )
     done = subprocess.run([sys.executable, "-c", script, str(qrels), str(run)], capture_output=True, text=True,
                           check=True, cwd=ROOT)
-    seen = json.loads(done.stdout)
+    seen = json.loads(done.stderr.strip().splitlines()[-1])
     assert seen["calls"][0] == [[str(qrels), str(run)], False]
     assert sorted(seen["hashed"]) == sorted([str(qrels), str(run)])
     direct = subprocess.run([sys.executable, "-m", "judged.flows.cli", "evaluate", str(qrels), str(run), "--preset",
                              "trec_eval", "--format", "json"], capture_output=True, text=True, check=True, cwd=ROOT)
-    assert seen["output"] == json.loads(direct.stdout)
+    assert json.loads(done.stdout) == json.loads(direct.stdout)
