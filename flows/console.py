@@ -1,9 +1,9 @@
 """The `judged` console script: what runs before the command line loads, then the command line (flows/cli/).
 
 Belongs here: only what must start before `judged.flows.cli` is imported. Loading Typer, pydantic and the spec
-models takes about 0.12 s of one core; `judged evaluate` starts hashing its inputs first (flows/store/hashing.py,
-`hash_ahead`), so that the hash of a large run takes the other core then instead of the one Polars parses on later.
-Nothing heavy is imported here.
+models keeps one core busy and leaves the other idle; `judged evaluate` starts hashing its inputs first
+(flows/store/hashing.py, `hash_ahead`), so that the hash of a large run takes that idle core instead of the cores
+Polars parses on later (benchmarks/README.md, "The command line's tunings"). Nothing heavy is imported here.
 """
 
 from __future__ import annotations

@@ -113,17 +113,11 @@ def candidate_rows(run: pl.LazyFrame, spec: EvaluationSpec) -> pl.LazyFrame:
     return candidates.select(QUERY, "doc_id", "sort_key", *kept, n_retrieved.alias("n_retrieved"), "docs_may_repeat")
 
 
-def stretch_starts(run: pl.LazyFrame) -> pl.LazyFrame:
-    """The row offset (`start`, the first one 0) and the `query_id` of every stretch of one query id (see
-    `candidate_rows`)."""
-    first = (pl.col(QUERY) != pl.col(QUERY).shift()).fill_null(True)
-    return run.select(start=pl.arg_where(first), query_id=pl.col(QUERY).filter(first))
-
-
 def stretches_of(query_ids: pl.Series) -> pl.DataFrame:
-    """`stretch_starts` of query ids held in memory, from their run-length encoding: about half the work of
-    comparing every id with the one before it. (Eager: Polars 2.1's streaming engine fails on `rle` over a column
-    of several chunks.)"""
+    """The row offset (`start`, the first one 0) and the `query_id` of every stretch of one query id (see
+    `candidate_rows`) of query ids held in memory, from their run-length encoding: about half the work of comparing
+    every id with the one before it. (Eager: Polars 2.1's streaming engine fails on `rle` over a column of several
+    chunks.)"""
     runs = query_ids.rle().struct.unnest()
     return runs.select(start=(pl.col("len").cum_sum() - pl.col("len")).cast(pl.get_index_type()),
                        query_id=pl.col("value"))

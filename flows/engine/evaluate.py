@@ -39,7 +39,7 @@ from judged.transforms.layout import head_positions, head_rows
 from judged.transforms.judging import ranked_and_judged
 from judged.transforms.measures import per_query_measures
 from judged.transforms.measures.ndcg import gains_beyond_float64, grades_outside_gain_map
-from judged.transforms.ranking import QUERY, candidate_rows, first_rows_needed, stretch_starts
+from judged.transforms.ranking import QUERY, candidate_rows, first_rows_needed, stretches_of
 from judged.transforms.shards import RunLayout, shard_count
 from judged.transforms.summary import summarize
 
@@ -499,11 +499,11 @@ def candidate_bounds(
     """For rows held in memory (where a slice costs nothing): slices of about `part_rows` rows, whole stretches
     each, whose candidates are found one at a time, when there are more rows than that and the rows list each
     query in one stretch; otherwise None, and the candidates of all of them are found at once (which puts a
-    query's stretches together). `stretches`: the rows' `stretch_starts` when the reader found them already."""
+    query's stretches together). `stretches`: the rows' `stretches_of` when the reader found them already."""
     if n_rows <= part_rows:
         return None
     if stretches is None:
-        stretches = stretch_starts(rows).collect()
+        stretches = stretches_of(rows.select(QUERY).collect().to_series())
     if stretches["query_id"].n_unique() < stretches.height:
         return None  # a query in several stretches
     starts = stretches["start"]

@@ -86,7 +86,7 @@ class LoadedTable:
     # what reading the file found that its reader must not miss (run columns beyond the sixth, ignored): the command
     # line prints them on stderr as they are read, the Python API puts them in its results' warnings
     warnings: tuple[str, ...] = ()
-    # `start` and `query_id` of every stretch of one query id of `scan`'s rows (`transforms.ranking.stretch_starts`),
+    # `start` and `query_id` of every stretch of one query id of `scan`'s rows (`transforms.ranking.stretches_of`),
     # when the fast reader found them in memory: the plan cuts the rows at them without comparing every id again.
     # Valid for `scan` as read: a table of other rows (`load` of a shard, `load_queries`) has none.
     stretches: pl.DataFrame | None = None

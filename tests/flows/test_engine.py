@@ -16,7 +16,7 @@ from judged.flows.store.readers import load_table
 from judged.flows.engine.limits import Limits
 from judged.schemas.spec import PRESETS, EvaluationSpec, build_spec
 from judged.transforms.errors import InputError
-from judged.transforms.ranking import candidate_rows, stretch_starts, stretches_of
+from judged.transforms.ranking import candidate_rows, stretches_of
 from judged.flows.store.reading_pass import last_stretch_start
 
 SPECS = {
@@ -296,6 +296,13 @@ def test_an_evaluation_without_intervals_differs_only_in_them(tmp_path: Path, ru
     ndcg = full.per_query.filter(pl.col("measure") == "nDCG", pl.col("value").is_not_null())
     assert ndcg["value_min"].null_count() == 0
     assert (ndcg["value_max"] - ndcg["value_min"]).max() > 0
+
+
+def stretch_starts(run: pl.LazyFrame) -> pl.LazyFrame:
+    """The stretches of one query id by their definition: a row starts one where its id differs from the row
+    before's (the reference `stretches_of` and `last_stretch_start` are checked against)."""
+    first = (pl.col("query_id") != pl.col("query_id").shift()).fill_null(True)
+    return run.select(start=pl.arg_where(first), query_id=pl.col("query_id").filter(first))
 
 
 @pytest.mark.parametrize("lengths", [[1], [5000], [3, 1], [2, 9000], [7000, 1, 1, 4], [1] * 50])
