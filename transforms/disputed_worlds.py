@@ -29,6 +29,7 @@ import polars as pl
 
 from judged.transforms.intervals import (
     ENUMERATED_MULTISETS_MAX, count_vectors, counts_at_levels, discount_prefix, distinct_rows, level_index, multisets,
+    padded_rows,
 )
 
 DISPUTED_TABLE_CELLS_MAX = 4_000_000
@@ -274,18 +275,6 @@ def ideal_only_counts(frame: pl.DataFrame, gains: np.ndarray) -> tuple[np.ndarra
     world = ideal_only["world"].to_numpy()
     return (counts_at_levels(world, ideal_only["lowest"].to_numpy(), gains, frame.height),
             counts_at_levels(world, ideal_only["highest"].to_numpy(), gains, frame.height))
-
-
-def padded_rows(lists: pl.Series) -> tuple[np.ndarray, np.ndarray]:
-    """Lists of floats of unequal lengths as a rows x longest matrix (0 after each row's own values), and each
-    row's length."""
-    counts = lists.list.len().fill_null(0).to_numpy().astype(np.int64)
-    matrix = np.zeros((len(lists), int(counts.max(initial=0))))
-    if matrix.size:
-        rows = np.repeat(np.arange(len(lists)), counts)
-        position = np.arange(rows.size) - np.repeat(np.cumsum(counts) - counts, counts)
-        matrix[rows, position] = lists.explode().drop_nulls().to_numpy()
-    return matrix, counts
 
 
 def credited_disputes(frame: pl.DataFrame, gains: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -602,7 +602,8 @@ def interval_of_world(world: dict, zero_if_no_ideal: bool) -> dict:
 # -- many worlds at once ---------------------------------------------------------------------------------------------
 # The usual world (a judged relevant document, non-negative grades, a short list of unjudged slots) is enumerated for
 # every query of a batch in the same numpy operations as `_enumerated_ends` performs for one, in the same order, so
-# the ends are the same bits; `interval_of_world` takes every other world, one at a time.
+# the ends are the same bits; so is a world without a judged relevant document whose slots, those below k included,
+# are few enough; `interval_of_world` takes every other world, one at a time.
 
 ENUMERATED_BATCH_CELLS = 4_000_000
 """Queries x multisets x levels held at once by the batched enumeration (doubles: 32 MB a temporary)."""
@@ -619,6 +620,7 @@ def intervals_of_worlds(worlds: pl.Series, zero_if_no_ideal: bool) -> pl.Series:
     return worlds_in_batches(
         worlds, ("value_min", "value_max", "interval_kind"),
         lambda frame, levels: usual_worlds(frame, levels, nonnegative_credit=True), _world_ends_batch, one,
+        lambda frame: _ends_without_relevant_judgments(frame, zero_if_no_ideal),
     )
 
 
@@ -628,13 +630,14 @@ def worlds_in_batches(
     batchable: Callable[[pl.DataFrame, np.ndarray], np.ndarray],
     batch: Callable[[pl.DataFrame, np.ndarray, int | None, int], tuple[np.ndarray, np.ndarray, np.ndarray]],
     one: Callable[[dict], tuple[float | None, float | None, str | None]],
-    disputed: Callable[[pl.DataFrame], tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] | None = None,
+    other_batch: Callable[[pl.DataFrame], tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] | None = None,
 ) -> pl.Series:
     """The (low, high, kind) of every world of `worlds` as a struct Series with fields `names`: the `batchable`
     worlds (one scale of non-negative gains) through `batch`, one call per cutoff and number of credited slots;
-    of the others, those `disputed` takes (it returns which it took, then low, high and exact arrays, NaN ends
-    where no assignment has a value) at once; the rest through `one`, row by row. Shared by the per-run and the
-    paired intervals."""
+    of the others, those `other_batch` takes (the per-run intervals' worlds without a relevant judgment, the
+    paired differences' disputed worlds: it returns which it took, then low, high and exact arrays, NaN ends where
+    no assignment has a value) at once; the rest through `one`, row by row. Shared by the per-run and the paired
+    intervals."""
     frame = worlds.struct.unnest()
     n = frame.height
     low, high = np.full(n, np.nan), np.full(n, np.nan)
@@ -650,9 +653,9 @@ def worlds_in_batches(
             group_low, group_high, exact = batch(frame.filter(pl.Series(in_group)), levels, cutoff, slots)
             low[in_group], high[in_group] = group_low, group_high
             kind[in_group] = np.where(exact, "exact", "bound")
-    if disputed is not None and not batched.all():
+    if other_batch is not None and not batched.all():
         rest = np.flatnonzero(~batched)
-        taken, rest_low, rest_high, exact = disputed(frame[rest])
+        taken, rest_low, rest_high, exact = other_batch(frame[rest])
         rows = rest[taken]
         low[rows], high[rows] = rest_low[taken], rest_high[taken]
         kind[rows] = np.where(np.isnan(rest_low[taken]), None, np.where(exact[taken], "exact", "bound"))
@@ -696,16 +699,24 @@ def _group_mask(frame: pl.DataFrame, cutoff: int | None, slots: int) -> np.ndarr
     return (same_cutoff & (frame["weights"].list.len() == slots)).fill_null(False).to_numpy()
 
 
+def _below_counts(frame: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """`interval_of_world`'s fewest and most unjudged documents below k, per world of `frame`."""
+    below, unseen = pl.col("unjudged_below"), pl.col("unseen")
+    # At most k documents below the cutoff can enter an ideal cut at k; without a cutoff, every one can.
+    cap = pl.col("cutoff").cast(pl.Int64).fill_null(
+        pl.col("judged_ideal").list.len().cast(pl.Int64) + pl.col("weights").list.len().cast(pl.Int64) + below + unseen)
+    counts = frame.select(
+        fewest=pl.min_horizontal(below + pl.col("unseen_unjudged_min"), cap), most=pl.min_horizontal(below + unseen, cap))
+    return counts["fewest"].to_numpy(), counts["most"].to_numpy()
+
+
 def _world_ends_batch(
     frame: pl.DataFrame, levels: np.ndarray, cutoff: int | None, slots: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """`interval_of_world` of worlds of one cutoff with `slots` credited slots each (rows of `usual_worlds`):
     (value_min, value_max, exact) arrays."""
     n_judged = frame["judged_ideal"].list.len().to_numpy()
-    below, unseen = frame["unjudged_below"].to_numpy(), frame["unseen"].to_numpy()
-    cap = np.full(frame.height, cutoff) if cutoff is not None else n_judged + slots + below + unseen
-    fewest = np.minimum(below + frame["unseen_unjudged_min"].to_numpy(), cap)
-    most = np.minimum(below + unseen, cap)
+    fewest, most = _below_counts(frame)
     all_levels = levels[::-1]  # highest first, as `_enumerated_ends` orders them
     at_level = judged_at_levels(frame, levels)
     weights = slot_matrix(frame, slots)
@@ -730,6 +741,81 @@ def _world_ends_batch(
     value_min = np.minimum(low_most, high_most)
     value_max = np.maximum(low_fewest, high_fewest)
     return value_min, value_max, fewest == most
+
+
+def worlds_without_relevant_judgments(frame: pl.DataFrame, levels: np.ndarray) -> np.ndarray:
+    """The worlds of the per-run intervals that the batched enumeration computes without a judged gain above 0:
+    no dispute, and few enough multisets to enumerate over the credited slots and the most unjudged documents
+    below k (`_ends_without_relevant_judgments`)."""
+    no_dispute = (
+        pl.col("disputed_universe_docs").list.len() == 0 if "disputed_universe_docs" in frame.columns else pl.lit(True)
+    )
+    without_relevant = frame.select(
+        no_dispute & ~(pl.col("judged_ideal").list.max() > 0).fill_null(False)
+    ).to_series().to_numpy()
+    slots = frame["weights"].list.len().to_numpy() + _below_counts(frame)[1]
+    enumerable = np.array([multisets(n, levels.size) <= ENUMERATED_MULTISETS_MAX for n in range(slots.max() + 1)])
+    return without_relevant & enumerable[slots]
+
+
+def _ends_without_relevant_judgments(
+    frame: pl.DataFrame, zero_if_no_ideal: bool
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """`interval_of_world` of the worlds of `frame` without a judged gain above 0, at once where the enumeration
+    takes them (`worlds_without_relevant_judgments`): (taken, value_min, value_max, exact) arrays, NaN ends where no
+    assignment has a value.
+
+    The ideal is positive only in the assignments that give some slot a positive gain, so `ndcg_interval` keeps the
+    unjudged documents below k as slots of weight 0 (they may be the only relevant ones) and enumerates over them
+    as well: here too, for `interval_of_world`'s fewest and most of them and, where no assignment with the fewest
+    has a value, one more than the fewest; the worlds with as many slots in all are enumerated together."""
+    n = frame.height
+    taken = np.zeros(n, dtype=bool)
+    levels = np.unique(np.asarray(frame["levels"][0], dtype=np.float64)) if n else np.zeros(0)
+    if not n or frame["levels"].n_unique() != 1 or not levels.size or levels.min() < 0 or not (levels > 0).any():
+        return taken, np.full(n, np.nan), np.full(n, np.nan), taken
+    taken = worlds_without_relevant_judgments(frame, levels)
+    fewest, most = _below_counts(frame)
+    credited, slots = padded_rows(frame["weights"])
+    fixed = frame["fixed"].to_numpy()
+    cutoffs = frame["cutoff"].fill_null(-1).to_numpy()  # -1: no cutoff
+    all_levels = levels[::-1]
+
+    def interval(worlds: np.ndarray, below_k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """`ndcg_interval`'s (min, max) of the `worlds` (a mask) with `below_k` slots of weight 0 added; NaN where
+        none."""
+        low, high = np.full(n, np.nan), np.full(n, np.nan)
+        total = slots + below_k
+        for code, length in np.unique(np.stack([cutoffs[worlds], total[worlds]], axis=1), axis=0):
+            rows = worlds & (cutoffs == code) & (total == length)
+            cutoff = None if code < 0 else int(code)
+            if length == 0:  # nothing to assign: the ideal stays 0
+                low[rows] = high[rows] = 0.0 if zero_if_no_ideal else np.nan
+                continue
+            weights = np.zeros((int(rows.sum()), length))
+            width = min(length, credited.shape[1])
+            weights[:, :width] = credited[rows, :width]  # each row's own weights, then 0 for the slots below k
+            no_judged = np.zeros((weights.shape[0], all_levels.size), dtype=np.int64)
+            discounts = discount_prefix(length, cutoff)
+            ends = [enumerated_ends_batch(weights, no_judged, fixed[rows], all_levels, discounts, sign, cutoff,
+                                          undefined=0.0 if zero_if_no_ideal else -sign * np.inf)
+                    for sign in (-1.0, 1.0)]
+            valued = np.isfinite(ends[0])
+            low[rows] = np.where(valued, np.minimum(*ends), np.nan)
+            high[rows] = np.where(valued, np.maximum(*ends), np.nan)
+        return low, high
+
+    low_most, high_most = interval(taken, most)
+    low_fewest, high_fewest = interval(taken & (fewest < most), fewest)
+    same = fewest == most
+    low_fewest[same], high_fewest[same] = low_most[same], high_most[same]
+    # No world with the fewest has a value (nothing relevant yet): the fewest that can have one.
+    retry = taken & np.isnan(low_fewest) & (fewest < most)
+    if retry.any():
+        low_retry, high_retry = interval(retry, fewest + 1)
+        low_fewest[retry], high_fewest[retry] = low_retry[retry], high_retry[retry]
+    valued = ~np.isnan(low_most) & ~np.isnan(low_fewest)
+    return taken, np.where(valued, low_most, np.nan), np.where(valued, high_fewest, np.nan), same
 
 
 def judged_at_levels(frame: pl.DataFrame, levels: np.ndarray) -> np.ndarray:
@@ -757,6 +843,18 @@ def level_index(values: np.ndarray, levels: np.ndarray) -> np.ndarray:
     return levels.size - 1 - np.searchsorted(levels[::-1], values)
 
 
+def padded_rows(lists: pl.Series) -> tuple[np.ndarray, np.ndarray]:
+    """Lists of floats of unequal lengths as a rows x longest matrix (0 after each row's own values), and each
+    row's length."""
+    counts = lists.list.len().fill_null(0).to_numpy().astype(np.int64)
+    matrix = np.zeros((len(lists), int(counts.max(initial=0))))
+    if matrix.size:
+        rows = np.repeat(np.arange(len(lists)), counts)
+        position = np.arange(rows.size) - np.repeat(np.cumsum(counts) - counts, counts)
+        matrix[rows, position] = lists.explode().drop_nulls().to_numpy()
+    return matrix, counts
+
+
 def slot_matrix(frame: pl.DataFrame, slots: int) -> np.ndarray:
     """The `weights` lists of worlds with `slots` slots each, as a worlds x slots matrix."""
     return frame["weights"].list.to_array(slots).to_numpy() if slots else np.zeros((frame.height, 0))
@@ -782,10 +880,13 @@ def enumerated_ends_batch(
     discounts: np.ndarray,
     sign: float,
     cutoff: int | None,
+    undefined: float = 0.0,
 ) -> np.ndarray:
     """`_enumerated_ends` for one sign, for many worlds at once: `weights` (worlds x slots), the judged documents
-    per level of `all_levels` (worlds x levels, highest level first), `fixed` per world; the same operations along
-    the same axes, so each world's end is the same bits as `_enumerated_ends` gives it.
+    per level of `all_levels` (worlds x levels, highest level first), `fixed` per world, and what an assignment
+    whose ideal is 0 scores (`undefined`: 0, or the infinity of the wrong sign for one that has no value, which is
+    then the end where no assignment has one); the same operations along the same axes, so each world's end is the
+    same bits as `_enumerated_ends` gives it.
 
     The ideal DCG of a multiset depends on the world only through how many judged documents lie at or above each
     level, and not at all beyond the cutoff (the discount prefix is flat there): it is computed once per distinct
@@ -814,7 +915,7 @@ def enumerated_ends_batch(
         safe_ideal = np.where(defined, ideal, 1.0)
         gained = prefix[part][:, used_after] - prefix[part][:, used_before]
         numerator = fixed[part, None] + (gained * all_levels).sum(axis=2)
-        values = np.where(defined, numerator / safe_ideal, 0.0)
+        values = np.where(defined, numerator / safe_ideal, undefined)
         result[part] = values.max(axis=1) if sign > 0 else values.min(axis=1)
     return result
 

@@ -46,12 +46,12 @@ from judged.schemas.fields import PAIRED_QUERY, QUERY
 from judged.schemas.tables import PAIRED_DIFFERENCE
 from judged.schemas.spec import EvaluationSpec
 from judged.transforms.disputed_worlds import (
-    batch_gains, credited_disputes, disputed_ends_batch, fits_the_kernel, ideal_only_counts, padded_rows,
+    batch_gains, credited_disputes, disputed_ends_batch, fits_the_kernel, ideal_only_counts,
 )
 from judged.transforms.intervals import (
     INTERVAL_KIND, assignable_grades, discount_prefix, disputed_universe,
-    enumerated_ends_batch, ideal_only_sets, interval_with_disputes, judged_at_levels, level_index, position_weight,
-    slot_matrix, unseen_rows, usual_worlds, with_grade_sets, world_rows, worlds_in_batches,
+    enumerated_ends_batch, ideal_only_sets, interval_with_disputes, judged_at_levels, level_index, padded_rows,
+    position_weight, slot_matrix, unseen_rows, usual_worlds, with_grade_sets, world_rows, worlds_in_batches,
 )
 from judged.transforms.ranking import ordered_sum
 

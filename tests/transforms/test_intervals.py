@@ -9,6 +9,7 @@ import random
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 
+import numpy as np
 import polars as pl
 import pytest
 
@@ -20,6 +21,7 @@ from judged.transforms.intervals import (
     ndcg_interval,
     ndcg_intervals,
     with_intervals,
+    worlds_without_relevant_judgments,
 )
 from judged.transforms.judging import attach_judgments
 from judged.transforms.measures import per_query_values as per_query_ndcg
@@ -227,6 +229,47 @@ def test_batched_worlds_equal_one_by_one(levels: tuple[float, ...], zero_if_no_i
     batched = intervals_of_worlds(worlds.select(pl.struct(WORLD_INPUTS).alias("w"))["w"], zero_if_no_ideal)
     one_by_one = [interval_of_world(world, zero_if_no_ideal) for world in worlds.iter_rows(named=True)]
     assert batched.struct.unnest().to_dicts() == one_by_one
+
+
+@pytest.mark.parametrize("zero_if_no_ideal", [False, True])
+def test_worlds_without_relevant_judgments_batched_equal_one_by_one(zero_if_no_ideal: bool) -> None:
+    # A query without a judged relevant document takes a value only where some unjudged document is made relevant:
+    # its documents below k stay slots of the enumeration, and with the fewest of them no assignment may have a
+    # value (then one more than the fewest is tried), or none at all. Batched, each end is the one-world kernel's.
+    def world(cutoff: int | None, weights: list[float], below: int, unseen: int, unseen_min: int,
+              judged: list[float], fixed: float = 0.0) -> dict:
+        return {"cutoff": cutoff, "fixed": fixed, "weights": weights, "unjudged_below": below, "unseen": unseen,
+                "unseen_unjudged_min": unseen_min, "judged_ideal": judged, "levels": [0.0, 1.0, 2.0, 3.0],
+                "disputed_weights": [], "disputed_sets": [], "disputed_docs": [], "disputed_universe_docs": [],
+                "disputed_universe_sets": []}
+
+    rows = [
+        world(10, [], 0, 5, 0, [0.0]),  # no slot with the fewest: one more than the fewest
+        world(10, [], 0, 5, 2, []),  # slots of weight 0 only
+        world(10, [], 0, 0, 0, [0.0, 0.0]),  # nothing to assign: the ideal stays 0
+        world(10, [], 2, 0, 0, []),  # below k only, as many in every world
+        world(10, [0.5], 0, 989, 980, [0.0], fixed=-0.3),  # a negative judged gain's credit
+        world(5, [1.0, 0.63, 0.5], 1, 30, 0, [0.0, 0.0]),
+        world(None, [1.0, 0.43], 1, 3, 1, []),
+        world(1, [1.0], 0, 989, 989, []),
+        world(20, [0.39] * 9, 4, 989, 0, []),  # too many multisets with the most: one by one
+    ]
+    rng = random.Random(20261207)
+    for _ in range(200):
+        slots = rng.randint(0, 6)
+        unseen = rng.choice((0, 2, 989))
+        rows.append(world(rng.choice((1, 3, 10, None)), sorted((1 / math.log2(rng.randint(1, 12) + 1)
+                                                              for _ in range(slots)), reverse=True),
+                          rng.randint(0, 3), unseen, rng.randint(0, unseen), [0.0] * rng.randint(0, 3)))
+    worlds = pl.DataFrame(rows, schema=WORLD_SCHEMA)
+    assert worlds_without_relevant_judgments(worlds.head(9), np.array([0.0, 1.0, 2.0, 3.0])).tolist() == [
+        True] * 8 + [False]
+    batched = intervals_of_worlds(worlds.select(pl.struct(WORLD_INPUTS).alias("w"))["w"], zero_if_no_ideal)
+    one_by_one = [interval_of_world(row, zero_if_no_ideal) for row in worlds.iter_rows(named=True)]
+    assert batched.struct.unnest().to_dicts() == one_by_one
+    kinds = {(row["value_min"] is None, row["interval_kind"]) for row in one_by_one}
+    assert (False, "exact") in kinds and (False, "bound") in kinds
+    assert ((True, None) in kinds) is not zero_if_no_ideal
 
 
 def test_issue_example() -> None:
