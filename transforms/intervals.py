@@ -775,19 +775,21 @@ def _ends_without_relevant_judgments(
     if not n or frame["levels"].n_unique() != 1 or not levels.size or levels.min() < 0 or not (levels > 0).any():
         return taken, np.full(n, np.nan), np.full(n, np.nan), taken
     taken = worlds_without_relevant_judgments(frame, levels)
-    fewest, most = _below_counts(frame)
-    credited, slots = padded_rows(frame["weights"])
-    fixed = frame["fixed"].to_numpy()
-    cutoffs = frame["cutoff"].fill_null(-1).to_numpy()  # -1: no cutoff
+    worlds = frame.filter(pl.Series(taken))  # only these are padded: the others' lists may be long
+    m = worlds.height
+    fewest, most = _below_counts(worlds)
+    credited, slots = padded_rows(worlds["weights"])
+    fixed = worlds["fixed"].to_numpy()
+    cutoffs = worlds["cutoff"].fill_null(-1).to_numpy()  # -1: no cutoff
     all_levels = levels[::-1]
 
-    def interval(worlds: np.ndarray, below_k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """`ndcg_interval`'s (min, max) of the `worlds` (a mask) with `below_k` slots of weight 0 added; NaN where
-        none."""
-        low, high = np.full(n, np.nan), np.full(n, np.nan)
+    def interval(rows_of: np.ndarray, below_k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """`ndcg_interval`'s (min, max) of the worlds `rows_of` (a mask) with `below_k` slots of weight 0 added;
+        NaN where none."""
+        low, high = np.full(m, np.nan), np.full(m, np.nan)
         total = slots + below_k
-        for code, length in np.unique(np.stack([cutoffs[worlds], total[worlds]], axis=1), axis=0):
-            rows = worlds & (cutoffs == code) & (total == length)
+        for code, length in np.unique(np.stack([cutoffs[rows_of], total[rows_of]], axis=1), axis=0):
+            rows = rows_of & (cutoffs == code) & (total == length)
             cutoff = None if code < 0 else int(code)
             if length == 0:  # nothing to assign: the ideal stays 0
                 low[rows] = high[rows] = 0.0 if zero_if_no_ideal else np.nan
@@ -805,17 +807,22 @@ def _ends_without_relevant_judgments(
             high[rows] = np.where(valued, np.maximum(*ends), np.nan)
         return low, high
 
-    low_most, high_most = interval(taken, most)
-    low_fewest, high_fewest = interval(taken & (fewest < most), fewest)
+    every = np.ones(m, dtype=bool)
+    low_most, high_most = interval(every, most)
+    low_fewest, high_fewest = interval(fewest < most, fewest)
     same = fewest == most
     low_fewest[same], high_fewest[same] = low_most[same], high_most[same]
     # No world with the fewest has a value (nothing relevant yet): the fewest that can have one.
-    retry = taken & np.isnan(low_fewest) & (fewest < most)
+    retry = np.isnan(low_fewest) & (fewest < most)
     if retry.any():
         low_retry, high_retry = interval(retry, fewest + 1)
         low_fewest[retry], high_fewest[retry] = low_retry[retry], high_retry[retry]
     valued = ~np.isnan(low_most) & ~np.isnan(low_fewest)
-    return taken, np.where(valued, low_most, np.nan), np.where(valued, high_fewest, np.nan), same
+    low, high, exact = np.full(n, np.nan), np.full(n, np.nan), np.zeros(n, dtype=bool)
+    low[taken] = np.where(valued, low_most, np.nan)
+    high[taken] = np.where(valued, high_fewest, np.nan)
+    exact[taken] = same
+    return taken, low, high, exact
 
 
 def judged_at_levels(frame: pl.DataFrame, levels: np.ndarray) -> np.ndarray:

@@ -20,6 +20,7 @@ from judged.transforms.intervals import (
     intervals_of_worlds,
     ndcg_interval,
     ndcg_intervals,
+    padded_rows,
     with_intervals,
     worlds_without_relevant_judgments,
 )
@@ -232,7 +233,9 @@ def test_batched_worlds_equal_one_by_one(levels: tuple[float, ...], zero_if_no_i
 
 
 @pytest.mark.parametrize("zero_if_no_ideal", [False, True])
-def test_worlds_without_relevant_judgments_batched_equal_one_by_one(zero_if_no_ideal: bool) -> None:
+def test_worlds_without_relevant_judgments_batched_equal_one_by_one(
+    zero_if_no_ideal: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # A query without a judged relevant document takes a value only where some unjudged document is made relevant:
     # its documents below k stay slots of the enumeration, and with the fewest of them no assignment may have a
     # value (then one more than the fewest is tried), or none at all. Batched, each end is the one-world kernel's.
@@ -261,10 +264,20 @@ def test_worlds_without_relevant_judgments_batched_equal_one_by_one(zero_if_no_i
         rows.append(world(rng.choice((1, 3, 10, None)), sorted((1 / math.log2(rng.randint(1, 12) + 1)
                                                               for _ in range(slots)), reverse=True),
                           rng.randint(0, 3), unseen, rng.randint(0, unseen), [0.0] * rng.randint(0, 3)))
+    rows.append(world(None, [1 / math.log2(p + 1) for p in range(1, 3_001)], 0, 0, 0, []))  # a whole deep list
     worlds = pl.DataFrame(rows, schema=WORLD_SCHEMA)
     assert worlds_without_relevant_judgments(worlds.head(9), np.array([0.0, 1.0, 2.0, 3.0])).tolist() == [
         True] * 8 + [False]
+    padded: list[int] = []
+
+    def padded_rows_seen(lists: pl.Series) -> tuple[np.ndarray, np.ndarray]:
+        padded.append(int(lists.list.len().max()))
+        return padded_rows(lists)
+
+    # Only the worlds the batch takes are laid out as a matrix: a deep list left to the programme is not padded.
+    monkeypatch.setattr("judged.transforms.intervals.padded_rows", padded_rows_seen)
     batched = intervals_of_worlds(worlds.select(pl.struct(WORLD_INPUTS).alias("w"))["w"], zero_if_no_ideal)
+    assert padded and max(padded) <= 9
     one_by_one = [interval_of_world(row, zero_if_no_ideal) for row in worlds.iter_rows(named=True)]
     assert batched.struct.unnest().to_dicts() == one_by_one
     kinds = {(row["value_min"] is None, row["interval_kind"]) for row in one_by_one}
