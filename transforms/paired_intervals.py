@@ -167,17 +167,23 @@ def _disputed_differences(
     scale = np.unique(np.asarray(frame["levels"][0], dtype=np.float64))
     if scale.size == 0:
         return taken, low, high, fewest == most
-    assignable = np.isin(gains, scale)
-    judged = judged_at_levels(frame, gains[::-1])
-    lowest, highest = ideal_only_counts(frame, gains)
-    has_judged = judged.sum(axis=1) > 0
-    weights, slots = padded_rows(frame["weights"])
-    disputed_weights, allowed, n_disputed = credited_disputes(frame, gains)
     taken = (frame["disputed_universe_docs"].list.len().to_numpy() > 0) & fits_the_kernel(
-        n_disputed, frame["cutoff"].fill_null(-1).to_numpy(), int((gains > 0).sum()), slots, scale.size)
+        frame["disputed_weights"].list.len().fill_null(0).to_numpy(), frame["cutoff"].fill_null(-1).to_numpy(),
+        int((gains > 0).sum()), frame["weights"].list.len().fill_null(0).to_numpy(), scale.size)
+    if not taken.any():
+        return taken, low, high, fewest == most
+    # Only the worlds the kernel takes are laid out as matrices below: the others' lists may be long.
+    part = frame.filter(pl.Series(taken))
+    m, fewest, most = part.height, fewest[taken], most[taken]
+    assignable = np.isin(gains, scale)
+    judged = judged_at_levels(part, gains[::-1])
+    lowest, highest = ideal_only_counts(part, gains)
+    has_judged = judged.sum(axis=1) > 0
+    weights, _ = padded_rows(part["weights"])
+    disputed_weights, allowed, n_disputed = credited_disputes(part, gains)
     top, bottom = level_index(np.array([scale.max(), scale.min()]), gains)
     lowest_positive = int(level_index(scale[scale > 0][:1], gains)[0]) if (scale > 0).any() else None
-    with_judged, without = taken & has_judged, taken & ~has_judged
+    with_judged, without = has_judged, ~has_judged
     task_world, task_base, task_zero = [], [], []
 
     def add_tasks(worlds: np.ndarray, base: np.ndarray, zero: bool) -> None:
@@ -206,24 +212,28 @@ def _disputed_differences(
                 add_tasks(without, one_positive, zero_if_no_ideal)
     world = np.concatenate(task_world)
     base, zero = np.concatenate(task_base), np.concatenate(task_zero)
-    fixed = frame["fixed"].to_numpy()
+    fixed = part["fixed"].to_numpy()
     task_low, task_high = np.full(world.size, np.nan), np.full(world.size, np.nan)
-    groups = frame.select("cutoff", slots=pl.col("weights").list.len()).with_row_index("world").filter(
-        pl.Series(taken)).group_by("cutoff", "slots").agg("world")
+    groups = part.select("cutoff", slots=pl.col("weights").list.len()).with_row_index("world").group_by(
+        "cutoff", "slots").agg("world")
     for cutoff, slot_count, worlds in groups.iter_rows():
         worlds = np.asarray(worlds)
-        in_group = np.zeros(n, dtype=bool)
+        in_group = np.zeros(m, dtype=bool)
         in_group[worlds] = True
         tasks = np.flatnonzero(in_group[world])
-        local = np.full(n, -1)
+        local = np.full(m, -1)
         local[worlds] = np.arange(worlds.size)
         task_low[tasks], task_high[tasks] = disputed_ends_batch(
             fixed[worlds], weights[worlds, :slot_count], disputed_weights[worlds], allowed[worlds],
             n_disputed[worlds], local[world[tasks]], base[tasks], zero[tasks], gains, assignable, cutoff,
         )
-    np.fmin.at(low, world, task_low)
-    np.fmax.at(high, world, task_high)
-    return taken, low, high, fewest == most
+    part_low, part_high = np.full(m, np.nan), np.full(m, np.nan)
+    np.fmin.at(part_low, world, task_low)
+    np.fmax.at(part_high, world, task_high)
+    low[taken], high[taken] = part_low, part_high
+    exact = np.zeros(n, dtype=bool)
+    exact[taken] = fewest == most
+    return taken, low, high, exact
 
 
 def _difference_ends_batch(

@@ -6,6 +6,7 @@ engine on point judgments."""
 from __future__ import annotations
 
 import itertools
+import math
 import random
 
 import numpy as np
@@ -177,8 +178,27 @@ def test_the_batched_disputed_worlds_are_the_programme_one_multiset_at_a_time(
     from judged.transforms import disputed_worlds
     from judged.transforms.paired_intervals import DIFFERENCE_INPUTS, difference_interval, differences_of_worlds
 
+    from judged.transforms import intervals, paired_intervals
+
     frame = random_pair_worlds(random.Random(37 + zero_if_no_ideal), 50)
-    batched = differences_of_worlds(frame.select(pl.struct(DIFFERENCE_INPUTS).alias("w"))["w"], zero_if_no_ideal)
+    # A deep list with a disputed document, which the kernel leaves to the programme (too many multisets of grades
+    # over its 40 unjudged slots): it is never laid out as a matrix with the worlds the kernel takes.
+    deep = frame.head(1).with_columns(
+        cutoff=pl.lit(None, pl.Int32), weights=pl.lit([1 / math.log2(p + 1) for p in range(2, 42)]),
+        disputed_weights=pl.lit([0.5]), disputed_sets=pl.lit([[0.0, 2.0]]), disputed_docs=pl.lit(["deep"]),
+        disputed_universe_docs=pl.lit(["deep"]), disputed_universe_sets=pl.lit([[0.0, 2.0]]))
+    frame = pl.concat([frame, deep])
+    padded: list[int] = []
+
+    def padded_rows_seen(lists: pl.Series) -> tuple[np.ndarray, np.ndarray]:
+        padded.append(int(lists.list.len().max() or 0))
+        return intervals.padded_rows(lists)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(paired_intervals, "padded_rows", padded_rows_seen)
+        patched.setattr(disputed_worlds, "padded_rows", padded_rows_seen)
+        batched = differences_of_worlds(frame.select(pl.struct(DIFFERENCE_INPUTS).alias("w"))["w"], zero_if_no_ideal)
+    assert padded and max(padded) <= 8
     monkeypatch.setattr(disputed_worlds, "DISPUTED_WORLD_CELLS_MAX", 0)
     valued = 0
     for row, found in zip(frame.iter_rows(named=True), batched.struct.unnest().iter_rows(), strict=True):
