@@ -30,6 +30,7 @@ import polars as pl
 from judged.schemas.fields import QUERY
 from judged.schemas.spec import EvaluationSpec
 from judged.schemas.tables import WORKLIST
+from judged.transforms.ranking import ordered_sum
 from judged.transforms.summary import aggregate_interval
 
 
@@ -72,11 +73,11 @@ def judging_worklist(
     )
     weighted = removed.join(weights, on=QUERY, how="left").with_columns(pl.col("weight").fill_null(1.0))
     return (
-        weighted.sort("evaluation")
+        weighted.sort("evaluation", QUERY, "doc_id")
         .group_by(QUERY, "doc_id")
         .agg(
-            priority=(pl.col("width_removed") * pl.col("weight")).sum(),
-            width_removed=pl.col("width_removed").sum(),
+            priority=ordered_sum(pl.col("width_removed") * pl.col("weight")),
+            width_removed=ordered_sum(pl.col("width_removed")),
             best_rank=pl.col("rank").min().cast(pl.Int64),
             evaluations=pl.col("evaluation").sort(),
             n_evaluations=pl.len().cast(pl.Int64),
@@ -178,8 +179,9 @@ def removed_widths(
         judged.lazy()
         .join(current.lazy(), on=["evaluation", QUERY])
         .join(scale.lazy(), on="grade")
+        .sort("evaluation", QUERY, "judged_doc", "grade")
         .group_by("evaluation", QUERY, pl.col("judged_doc").alias("doc_id"))
-        .agg(width_removed=(pl.col("p") * (pl.col("current") - pl.col("width"))).sum().clip(lower_bound=0.0))
+        .agg(width_removed=ordered_sum(pl.col("p") * (pl.col("current") - pl.col("width"))).clip(lower_bound=0.0))
         .join(documents.lazy(), on=["evaluation", QUERY, "doc_id"])
     )
 
@@ -271,6 +273,9 @@ def pair_states(
         .with_columns(pl.when("valued").then(pl.col(c).fill_null(0.0)).otherwise(pl.col(c))
                       for c in ("difference_min", "difference_max"))
         .with_columns(counted=pl.when("valued").then(0.0))
+        # The aggregate adds in row order (`transforms.ranking.ordered_sum`): in query order, the same bits whatever
+        # order the runs' rows and the pairs came in.
+        .sort("baseline", "run", QUERY)
     )
     may_join = pl.col("counted").is_null() & pl.col("difference_min").is_not_null()
     low, high = aggregate_interval("difference_min", "difference_max", "counted", pl.col("weight"), may_join)
@@ -365,7 +370,7 @@ def pairs_worklist(
         .drop_nulls("docs")
         .with_columns(removed=pl.min_horizontal(pl.col("width"), spread * pl.col("weights").abs() / pl.col("ideal")))
     )
-    explained = credited.group_by("baseline", "run", QUERY).agg(explained=pl.col("removed").sum())
+    explained = credited.group_by("baseline", "run", QUERY).agg(explained=ordered_sum(pl.col("removed")))
     ideal_only = (
         open_worlds.join(explained, on=["baseline", "run", QUERY], how="left")
         .select("baseline", "run", QUERY, "width", "weight", "pair_width", "ideal_only_docs",
@@ -520,13 +525,15 @@ def with_could_decide(
     # side.
     removed_per_pair = (
         per_document.join(listed.select(QUERY, "doc_id"), on=[QUERY, "doc_id"])
+        .sort("baseline", "run", QUERY, "doc_id")
         .group_by("baseline", "run", QUERY)
         .agg(
-            removed=pl.min_horizontal(pl.col("removed").sum(), pl.col("width").first()),
+            removed=pl.min_horizontal(ordered_sum(pl.col("removed")), pl.col("width").first()),
             weight=pl.col("weight").first(),
         )
+        .sort("baseline", "run", QUERY)
         .group_by("baseline", "run")
-        .agg(removed=(pl.col("removed") * pl.col("weight") / total).sum())
+        .agg(removed=ordered_sum(pl.col("removed") * pl.col("weight") / total))
     )
     could = undecided.join(removed_per_pair, on=["baseline", "run"], how="left").with_columns(
         could_decide=(pl.col("pair_width") - pl.col("removed").fill_null(0.0))
@@ -570,7 +577,8 @@ def chosen_together(per_document: pl.DataFrame, documents: pl.DataFrame, budget:
     rows = (
         per_document.join(groups.select(*keys, "group"), on=keys)
         .join(ordered.select(QUERY, "doc_id", "order"), on=[QUERY, "doc_id"])
-        .sort("order")
+        # A document's gain adds its (pair, query) removals in this order: the same bits whatever the input order.
+        .sort("order", *keys)
     )
     row_order = rows["order"].to_numpy()
     removed = rows["removed"].to_numpy()

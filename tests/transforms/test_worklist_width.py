@@ -120,3 +120,28 @@ def test_the_weights_that_count_are_those_of_the_queries_with_a_value(spec: Eval
     scored = weights_of_scored(judgments, spec, weights).collect().sort("query_id")
     assert scored["query_id"].to_list() == queries
     assert scored["weight"].to_list() == [4.0 if q == "q2" else 1.0 for q in queries]
+
+
+def test_the_same_inputs_in_another_order_give_the_same_bits() -> None:
+    # A document's priority sums its width removed over the evaluations, and each width removed over the grades:
+    # in an order of their own keys, so the numbers printed and the list's order never depend on the input order.
+    spec = SPECS["docid"]
+    rng = random.Random(36)
+    queries = {f"q{i}": random_query(rng) for i in range(40)}
+    rows = [(query, doc, score) for query, (docs, _) in queries.items() for doc, score in docs]
+    judgments = judgment_frame(
+        [(query, doc, grade) for query, (_, judged) in queries.items() for doc, grade in judged]).collect()
+    # Three runs of the same documents in orders of their own.
+    candidates = pl.concat([
+        candidate_rows(run_frame([(q, d, float(rng.choice((1, 2, 3)))) for q, d, _ in rows]), spec)
+        .with_columns(evaluation=pl.lit(name))
+        for name in ("a", "b", "c")
+    ]).collect()
+    found = set()
+    for seed in range(3):
+        listed = judging_worklist(
+            candidates.sample(fraction=1.0, shuffle=True, seed=seed).lazy(),
+            judgments.sample(fraction=1.0, shuffle=True, seed=seed).lazy(), spec, SCALE, PRIOR, budget=1_000,
+        ).collect()
+        found.add(repr(listed.rows()))
+    assert len(found) == 1
