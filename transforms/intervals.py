@@ -703,10 +703,11 @@ def _below_counts(frame: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     """`interval_of_world`'s fewest and most unjudged documents below k, per world of `frame`."""
     below, unseen = pl.col("unjudged_below"), pl.col("unseen")
     # At most k documents below the cutoff can enter an ideal cut at k; without a cutoff, every one can.
-    cap = pl.col("cutoff").cast(pl.Int64).fill_null(
+    every_document = (
         pl.col("judged_ideal").list.len().cast(pl.Int64) + pl.col("weights").list.len().cast(pl.Int64) + below + unseen)
-    counts = frame.select(
-        fewest=pl.min_horizontal(below + pl.col("unseen_unjudged_min"), cap), most=pl.min_horizontal(below + unseen, cap))
+    cap = pl.col("cutoff").cast(pl.Int64).fill_null(every_document)
+    counts = frame.select(fewest=pl.min_horizontal(below + pl.col("unseen_unjudged_min"), cap),
+                          most=pl.min_horizontal(below + unseen, cap))
     return counts["fewest"].to_numpy(), counts["most"].to_numpy()
 
 

@@ -175,10 +175,8 @@ def test_the_batched_disputed_worlds_are_the_programme_one_multiset_at_a_time(
     transforms/disputed_worlds.py, worlds of several cutoffs, sizes and caps in one call), equal each world valued
     alone by the other method: one `ndcg_interval` per multiset of the disputed documents' gains (the dictionary
     programme `disputed_sums`), which `interval_with_disputes` takes when the kernel's cell limit is 0."""
-    from judged.transforms import disputed_worlds
+    from judged.transforms import disputed_worlds, intervals, paired_intervals
     from judged.transforms.paired_intervals import DIFFERENCE_INPUTS, difference_interval, differences_of_worlds
-
-    from judged.transforms import intervals, paired_intervals
 
     frame = random_pair_worlds(random.Random(37 + zero_if_no_ideal), 50)
     # A deep list with a disputed document, which the kernel leaves to the programme (too many multisets of grades

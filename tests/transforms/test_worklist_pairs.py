@@ -30,13 +30,16 @@ PAIRS = pl.LazyFrame(list(itertools.combinations(RUNS, 2)), schema=["baseline", 
 Grades = dict[tuple[str, str], int]
 
 
-def synthetic(seed: int) -> tuple[dict[str, list[tuple[str, str, float]]], Grades]:
-    """Four runs over three queries of 9 documents, each retrieving 5 to 8 of them (scores from 4 values, so ties
-    occur), and every retrieved document's true grade (0 for 40% of them, else uniform over the scale)."""
+def synthetic(
+    seed: int, queries: tuple[str, ...] = QUERIES
+) -> tuple[dict[str, list[tuple[str, str, float]]], Grades]:
+    """Four runs over `queries` (three) of 9 documents each, each run retrieving 5 to 8 of them (scores from 4
+    values, so ties occur), and every retrieved document's true grade (0 for 40% of them, else uniform over the
+    scale)."""
     rng = random.Random(seed)
     runs: dict[str, list[tuple[str, str, float]]] = {name: [] for name in RUNS}
     truth: Grades = {}
-    for query in QUERIES:
+    for query in queries:
         pool = [f"d{i}" for i in range(9)]
         for name in RUNS:
             for doc in rng.sample(pool, rng.randint(5, 8)):
@@ -175,16 +178,8 @@ def test_the_same_inputs_in_another_order_give_the_same_bits() -> None:
     # Every sum of the worklist (a pair's mean difference bounds, a document's priority, what a batch removes) adds
     # in an order of its own keys, not in the order the runs' rows, the judgments and the pairs came in: rounding
     # then never moves a number printed, a pair's `decided` or a document's place in the list.
-    queries = tuple(f"q{i}" for i in range(40))
-    rng = random.Random(11)
-    runs: dict[str, list[tuple[str, str, float]]] = {name: [] for name in RUNS}
-    truth: Grades = {}
-    for query in queries:
-        for name in RUNS:
-            for doc in rng.sample([f"d{i}" for i in range(9)], rng.randint(5, 8)):
-                runs[name].append((query, doc, float(rng.choice((1, 2, 3, 4)))))
-                truth.setdefault((query, doc), rng.choice(SCALE) if rng.random() < 0.6 else 0)
-    judged = dict(rng.sample(sorted(truth.items()), len(truth) // 3))
+    runs, truth = synthetic(11, tuple(f"q{i}" for i in range(40)))
+    judged = dict(random.Random(11).sample(sorted(truth.items()), len(truth) // 3))
     ranked = ranked_of(runs, judged, whole=False).collect()
     judgments = frame_of(judged).collect()
     found = set()
