@@ -680,18 +680,26 @@ def usual_worlds(frame: pl.DataFrame, levels: np.ndarray, nonnegative_credit: bo
     `ndcg_interval`), a non-negative credit."""
     scale = pl.Series(levels.tolist(), dtype=pl.Float64)
     positive = pl.element().filter(pl.element() > 0)
-    no_dispute = (
-        pl.col("disputed_universe_docs").list.len() == 0 if "disputed_universe_docs" in frame.columns else pl.lit(True)
-    )
     usual = frame.select(
-        no_dispute
+        _without_disputes(frame)
         & (pl.col("judged_ideal").list.max() > 0)
         & pl.col("judged_ideal").list.eval(positive.is_in(scale.implode()).all()).list.first()
         & ((pl.col("fixed") >= 0) | pl.lit(not nonnegative_credit))
     ).to_series().fill_null(False).to_numpy()
-    slots = frame["weights"].list.len().to_numpy()
-    enumerable = np.array([multisets(n, levels.size) <= ENUMERATED_MULTISETS_MAX for n in range(slots.max() + 1)])
-    return usual & enumerable[slots]
+    return usual & _enumerable(frame["weights"].list.len().to_numpy(), levels)
+
+
+def _without_disputes(frame: pl.DataFrame) -> pl.Expr:
+    """Whether a world of `frame` has no judged document whose grade is a set."""
+    if "disputed_universe_docs" not in frame.columns:
+        return pl.lit(True)
+    return pl.col("disputed_universe_docs").list.len() == 0
+
+
+def _enumerable(slots: np.ndarray, levels: np.ndarray) -> np.ndarray:
+    """Whether the multisets of `levels` over each world's `slots` slots are few enough to enumerate."""
+    fits = [multisets(n, levels.size) <= ENUMERATED_MULTISETS_MAX for n in range(int(slots.max(initial=0)) + 1)]
+    return np.array(fits)[slots]
 
 
 def _group_mask(frame: pl.DataFrame, cutoff: int | None, slots: int) -> np.ndarray:
@@ -748,15 +756,10 @@ def worlds_without_relevant_judgments(frame: pl.DataFrame, levels: np.ndarray) -
     """The worlds of the per-run intervals that the batched enumeration computes without a judged gain above 0:
     no dispute, and few enough multisets to enumerate over the credited slots and the most unjudged documents
     below k (`_ends_without_relevant_judgments`)."""
-    no_dispute = (
-        pl.col("disputed_universe_docs").list.len() == 0 if "disputed_universe_docs" in frame.columns else pl.lit(True)
-    )
     without_relevant = frame.select(
-        no_dispute & ~(pl.col("judged_ideal").list.max() > 0).fill_null(False)
+        _without_disputes(frame) & ~(pl.col("judged_ideal").list.max() > 0).fill_null(False)
     ).to_series().to_numpy()
-    slots = frame["weights"].list.len().to_numpy() + _below_counts(frame)[1]
-    enumerable = np.array([multisets(n, levels.size) <= ENUMERATED_MULTISETS_MAX for n in range(slots.max() + 1)])
-    return without_relevant & enumerable[slots]
+    return without_relevant & _enumerable(frame["weights"].list.len().to_numpy() + _below_counts(frame)[1], levels)
 
 
 def _ends_without_relevant_judgments(

@@ -100,8 +100,8 @@ def whole_stretch_batches(rows: pl.LazyFrame, part_rows: int) -> Iterator[pl.Dat
 def last_stretch_start(query_ids: pl.Series) -> int:
     """The offset of the last stretch of one query id in `query_ids` (0: one stretch throughout). It is looked for
     from the end, in windows that double: a stretch is one query's rows, short beside a batch, so this compares a
-    few thousand ids where finding every stretch (`transforms.ranking.stretches_of`) looks at every one (most of a batch's cost beside its
-    candidates)."""
+    few thousand ids where finding every stretch (`transforms.ranking.stretches_of`) looks at every one (most of a
+    batch's cost beside its candidates)."""
     last, window = query_ids[-1], 1 << 12
     while True:
         start = max(query_ids.len() - window, 0)
